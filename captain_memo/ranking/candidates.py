@@ -1,0 +1,50 @@
+"""A candidate is one chunk with its leg scores, fused score and the multipliers applied to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from captain_memo.store.models import Memory
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One multiplier that changed a candidate's score, and why."""
+
+    name: str  # identifier | rare_token | branch | superseded | recency | tide
+    value: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk_id: int
+    memory: Memory
+    text: str
+    vector: float | None = None  # similarity 1 - d²/4, absent when the vector leg did not score it
+    keyword: float | None = None  # keyword score on [0, 1], absent when the keyword leg did not
+    bm25: float | None = None  # raw bm25 relevance (negated bm25(): higher is better)
+    vector_rank: int | None = None  # 1-based rank in the vector leg's own list
+    keyword_rank: int | None = None
+    fused: float = 0.0
+    score: float = 0.0
+    factors: tuple[Factor, ...] = ()
+
+    def fuse(self, fused: float) -> "Candidate":
+        return replace(self, fused=fused, score=fused, factors=())
+
+    def times(self, name: str, value: float, detail: str = "") -> "Candidate":
+        """This candidate with one more multiplier recorded in its trace."""
+        return replace(self, score=self.score * value, factors=self.factors + (Factor(name, value, detail),))
+
+    def factor(self, name: str) -> float:
+        value = 1.0
+        for f in self.factors:
+            if f.name == name:
+                value *= f.value
+        return value
+
+
+def by_score(candidates: list[Candidate]) -> list[Candidate]:
+    """Best first; ties broken by fused score, then by chunk id for a stable order."""
+    return sorted(candidates, key=lambda c: (-c.score, -c.fused, c.chunk_id))

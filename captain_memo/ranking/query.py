@@ -1,0 +1,87 @@
+"""What a query looks like: code-shaped tokens, plain rare words, temporal intent, and the
+safe FTS5 expression built from it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TRAILING = ",;:!?)]}'\"`."
+LEADING = "([{'\"`"
+# A lower-case letter or digit followed by an upper-case one inside a token: useEffect, getX.
+CAMEL_HUMP = re.compile(r"[a-z0-9][A-Z]")
+TEMPORAL = re.compile(r"\b(last|latest|newest|current|most\s+recent|recent|up[\s-]to[\s-]date|now)\b", re.IGNORECASE)
+# unicode61 splits on everything but letters and digits; so do we, to build terms it will match.
+WORD = re.compile(r"[^\W_]+")
+MAX_MATCH_TERMS = 64
+
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below between
+both but by can could did do does doing done down during each else even ever every few for from further get got
+had has have having he her here hers herself him himself his how however i if in into is it its itself just like
+make many may me might more most much must my myself need no nor not now of off often on once only or other our
+ours ourselves out over own please same shall she should so some such than that the their theirs them themselves
+then there these they this those through to too under until up upon us use used using very want was we were what
+when where which while who whom why will with within without would yet you your yours yourself yourselves
+does doesn don isn aren wasn weren won wouldn shouldn couldn didn hasn haven hadn cant cannot
+""".split())
+
+
+def strip_token(token: str) -> str:
+    """A query token without surrounding punctuation; a sentence-final '.' goes, an internal one stays."""
+    return token.rstrip(TRAILING).lstrip(LEADING).rstrip(TRAILING)
+
+
+def is_code_shaped(token: str) -> bool:
+    """Contains '_', '.' or '/', or an internal lower-to-upper camelCase hump.
+
+    ALL-CAPS words (HTTP, TODO) and plain words never count.
+    """
+    if not token or not any(ch.isalnum() for ch in token):
+        return False
+    if "_" in token or "." in token or "/" in token:
+        return True
+    return CAMEL_HUMP.search(token) is not None
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    text: str
+    identifiers: tuple[str, ...]  # code-shaped tokens, repeats kept (each counts as a match)
+    rare_words: tuple[str, ...]  # plain words of min_length+ characters, not stopwords, lower-cased
+    temporal: bool
+
+    @property
+    def has_identifier(self) -> bool:
+        return bool(self.identifiers)
+
+
+def analyse(text: str, rare_min_length: int = 4) -> QueryShape:
+    identifiers, rare = [], []
+    for raw in text.split():
+        token = strip_token(raw)
+        if is_code_shaped(token):
+            identifiers.append(token)
+        elif len(token) >= rare_min_length and token.isalpha() and token.lower() not in STOPWORDS:
+            rare.append(token.lower())
+    return QueryShape(text, tuple(identifiers), tuple(dict.fromkeys(rare)), bool(TEMPORAL.search(text)))
+
+
+def fts_match(text: str) -> str | None:
+    """An FTS5 MATCH expression that cannot be a syntax error, or None when nothing is searchable.
+
+    Every term is a double-quoted string, so AND/OR/NOT/NEAR, '*', '^', ':' and column filters are
+    literal text. A code-shaped token becomes a phrase of its parts, which is how unicode61 indexed
+    it: ``get_effective_contract_price`` finds chunks containing that identifier.
+    """
+    terms: list[str] = []
+    for raw in text.split():
+        parts = WORD.findall(raw.lower())
+        if not parts:
+            continue
+        term = '"' + " ".join(parts) + '"'
+        if term not in terms:
+            terms.append(term)
+        if len(terms) >= MAX_MATCH_TERMS:
+            break
+    return " OR ".join(terms) if terms else None

@@ -1,0 +1,71 @@
+"""What a recall returns: the hits with their traces, the profile, and which legs answered."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from captain_memo.ranking.candidates import Candidate
+
+LEGS = ("vector", "keyword")
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    profile: str
+    hits: tuple[Candidate, ...]
+    legs: tuple[str, ...]  # the legs that answered
+    failures: dict[str, str] = field(default_factory=dict)  # leg -> error message
+    elapsed_ms: float = 0.0
+    pool_size: int = 0
+
+    @property
+    def degraded(self) -> bool:
+        return len(self.legs) < len(LEGS)
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 6)
+
+
+def hit_json(c: Candidate, rank: int, now: float) -> dict:
+    m = c.memory
+    return {
+        "rank": rank,
+        "id": m.id,
+        "chunk_id": c.chunk_id,
+        "kind": m.kind,
+        "title": m.display_title,
+        "text": c.text,
+        "score": _num(c.score),
+        "created_at": m.created_at,
+        "age_days": _num(max(0.0, (now - m.created_at) / 86400.0)),
+        "project": m.project,
+        "branch": m.branch,
+        "source": {"path": m.source.path, "line_start": m.source.line_start, "line_end": m.source.line_end,
+                   "commit": m.source.commit, "origin": m.source.origin, "filetype": m.source.filetype,
+                   "label": m.source.describe()},
+        "superseded_by": m.superseded_by,
+        "explain": {
+            "vector": _num(c.vector),
+            "keyword": _num(c.keyword),
+            "bm25": _num(c.bm25),
+            "fused": _num(c.fused),
+            "factors": [{"name": f.name, "value": _num(f.value), "detail": f.detail} for f in c.factors],
+            "product": _num(c.fused * math.prod(f.value for f in c.factors)),
+        },
+    }
+
+
+def result_json(result: RecallResult, now: float) -> dict:
+    """The stable JSON shape of a recall (documented in doc/json.md)."""
+    return {
+        "query": result.query,
+        "profile": result.profile,
+        "legs": list(result.legs),
+        "failures": result.failures,
+        "elapsed_ms": round(result.elapsed_ms, 2),
+        "pool_size": result.pool_size,
+        "hits": [hit_json(c, i + 1, now) for i, c in enumerate(result.hits)],
+    }

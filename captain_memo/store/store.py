@@ -1,0 +1,207 @@
+"""The store: memories, their chunks, FTS rows and vectors, kept consistent in one transaction."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from captain_memo.chunking import content_hash
+from captain_memo.errors import NotFoundError
+from captain_memo.store.db import Database
+from captain_memo.store.models import Chunk, Memory, NewMemory, Source
+
+MEMORY_COLUMNS = (
+    "id, kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end, "
+    "source_commit, origin, filetype, content_hash, superseded_by, stability, last_surfaced, opened_in_full, "
+    "source_key, tags"
+)
+
+
+def memory_from_row(row) -> Memory:
+    (mid, kind, title, body, created, updated, project, branch, path, start, end, commit, origin, filetype,
+     digest, superseded_by, stability, surfaced, opened, source_key, tags) = row
+    return Memory(
+        id=mid, kind=kind, title=title, body=body, created_at=created, updated_at=updated, project=project,
+        branch=branch, source=Source(path, start, end, commit, origin, filetype), content_hash=digest,
+        superseded_by=superseded_by, stability=stability, last_surfaced=surfaced, opened_in_full=bool(opened),
+        source_key=source_key, tags=tuple(t for t in tags.split(",") if t),
+    )
+
+
+def vector_blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+class Store(Database):
+    """All reads and writes of memories; every write is one transaction."""
+
+    def __init__(self, path: Path | str, initial_stability: float = 7.0):
+        super().__init__(path)
+        self.initial_stability = initial_stability
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add(self, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float | None = None) -> int:
+        """Insert a memory with its chunks, FTS rows and (when given) vectors; returns its id."""
+        now = time.time() if now is None else now
+        with self.write() as conn:
+            cur = conn.execute(
+                "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
+                " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key, tags)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (memory.kind, memory.title, memory.body, memory.created_at or now, now, memory.project,
+                 memory.branch, memory.source.path, memory.source.line_start, memory.source.line_end,
+                 memory.source.commit, memory.source.origin, memory.source.filetype,
+                 content_hash(memory.kind, memory.title, memory.body), self.initial_stability,
+                 memory.source_key, ",".join(memory.tags)),
+            )
+            memory_id = cur.lastrowid
+            self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
+        return memory_id
+
+    def replace_body(self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None,
+                     keep: dict[str, int] | None = None) -> None:
+        """Update a memory's text in place (its id and Tide fields stay); chunks are rebuilt.
+
+        ``keep`` maps chunk text hashes to existing chunk ids whose vectors may be reused.
+        """
+        now = time.time()
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE memories SET title = ?, body = ?, updated_at = ?, branch = ?, source_path = ?, line_start = ?,"
+                " line_end = ?, source_commit = ?, content_hash = ?, tags = ?, created_at = coalesce(?, created_at)"
+                " WHERE id = ?",
+                (memory.title, memory.body, now, memory.branch, memory.source.path, memory.source.line_start,
+                 memory.source.line_end, memory.source.commit, content_hash(memory.kind, memory.title, memory.body),
+                 ",".join(memory.tags), memory.created_at, memory_id),
+            )
+            self._delete_chunks(conn, memory_id)
+            self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
+
+    def _insert_chunks(self, conn, memory_id: int, project: str | None, chunks: Sequence[str],
+                       vectors: np.ndarray | None) -> None:
+        table = self.vec_table if self.vec_available else None
+        for seq, text in enumerate(chunks):
+            vector = None if vectors is None else vectors[seq]
+            cur = conn.execute(
+                "INSERT INTO chunks (memory_id, seq, text, content_hash, has_vector) VALUES (?, ?, ?, ?, ?)",
+                (memory_id, seq, text, content_hash(text), int(vector is not None and table is not None)),
+            )
+            chunk_id = cur.lastrowid
+            conn.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (chunk_id, text))
+            if vector is not None and table is not None:
+                conn.execute(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
+                             (chunk_id, project or "", vector_blob(vector)))
+
+    def _delete_chunks(self, conn, memory_id: int) -> None:
+        ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE memory_id = ?", (memory_id,))]
+        for chunk_id in ids:
+            conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
+            if self.vec_available and self.table_exists(self.vec_table):
+                conn.execute(f"DELETE FROM {self.vec_table} WHERE rowid = ?", (chunk_id,))
+        conn.execute("DELETE FROM chunks WHERE memory_id = ?", (memory_id,))
+
+    def delete(self, memory_id: int) -> None:
+        with self.write() as conn:
+            if conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is None:
+                raise NotFoundError(f"no memory with id {memory_id}")
+            self._delete_chunks(conn, memory_id)
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+
+    def set_vectors(self, chunk_ids: Sequence[int], vectors: np.ndarray, table: str | None = None) -> None:
+        """Store vectors for chunks saved without one (endpoint down) or being re-embedded."""
+        table = table or self.vec_table
+        with self.write() as conn:
+            for chunk_id, vector in zip(chunk_ids, vectors):
+                row = conn.execute("SELECT m.project FROM chunks c JOIN memories m ON m.id = c.memory_id"
+                                   " WHERE c.id = ?", (chunk_id,)).fetchone()
+                if row is None:
+                    continue  # deleted meanwhile
+                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (chunk_id,))
+                conn.execute(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
+                             (chunk_id, row[0] or "", vector_blob(vector)))
+                if table == self.vec_table:
+                    conn.execute("UPDATE chunks SET has_vector = 1 WHERE id = ?", (chunk_id,))
+
+    def pending_chunks(self, limit: int = 256) -> list[tuple[int, str]]:
+        """Chunks stored without a vector, oldest first."""
+        return list(self.conn.execute(
+            "SELECT id, text FROM chunks WHERE has_vector = 0 ORDER BY id LIMIT ?", (limit,)))
+
+    def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> None:
+        with self.write() as conn:
+            for mid in (old_id, new_id):
+                if mid is not None and conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is None:
+                    raise NotFoundError(f"no memory with id {mid}")
+            conn.execute("UPDATE memories SET superseded_by = ?, supersede_auto = ? WHERE id = ?",
+                         (new_id, int(automatic and new_id is not None), old_id))
+
+    def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
+        """Tide: new stability per memory id, last surfaced now; ``opened`` marks full opens."""
+        with self.write() as conn:
+            for memory_id, stability in updates:
+                conn.execute(
+                    "UPDATE memories SET stability = ?, last_surfaced = ?, opened_in_full = opened_in_full | ?"
+                    " WHERE id = ?", (stability, now, int(opened), memory_id))
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get(self, memory_id: int) -> Memory:
+        row = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no memory with id {memory_id}")
+        return memory_from_row(row)
+
+    def find_by_hash(self, digest: str, project: str | None) -> int | None:
+        row = self.conn.execute("SELECT id FROM memories WHERE content_hash = ? AND project IS ?",
+                                (digest, project)).fetchone()
+        return row[0] if row else None
+
+    def find_by_source_key(self, source_key: str, project: str | None) -> Memory | None:
+        row = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE source_key = ? AND"
+                                " ifnull(project, '') = ifnull(?, '')", (source_key, project)).fetchone()
+        return memory_from_row(row) if row else None
+
+    def chunks_of(self, memory_id: int) -> list[Chunk]:
+        return [Chunk(*row) for row in self.conn.execute(
+            "SELECT id, memory_id, seq, text, content_hash FROM chunks WHERE memory_id = ? ORDER BY seq", (memory_id,))]
+
+    def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, Memory]]:
+        """Text and memory of each chunk id (missing ids are left out)."""
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.conn.execute(
+            f"SELECT c.id, c.text, {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}"
+            f" FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE c.id IN ({marks})", list(chunk_ids))
+        return {row[0]: (row[1], memory_from_row(row[2:])) for row in rows}
+
+    def list_memories(self, project: str | None = None, all_projects: bool = True, kind: str | None = None,
+                      limit: int = 100) -> list[Memory]:
+        where, args = ["1 = 1"], []
+        if not all_projects:
+            where.append("(project IS ? OR project IS NULL)")
+            args.append(project)
+        if kind:
+            where.append("kind = ?")
+            args.append(kind)
+        rows = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)}"
+                                 " ORDER BY created_at DESC LIMIT ?", (*args, limit))
+        return [memory_from_row(r) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        conn = self.conn
+        counts = {
+            "memories": conn.execute("SELECT count(*) FROM memories").fetchone()[0],
+            "chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
+            "fts_rows": conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0],
+            "pending_vectors": conn.execute("SELECT count(*) FROM chunks WHERE has_vector = 0").fetchone()[0],
+        }
+        counts["vectors"] = (conn.execute(f"SELECT count(*) FROM {self.vec_table}").fetchone()[0]
+                             if self.vec_available and self.table_exists(self.vec_table) else 0)
+        for kind, n in conn.execute("SELECT kind, count(*) FROM memories GROUP BY kind"):
+            counts[kind] = n
+        return counts

@@ -1,0 +1,43 @@
+"""Checks on text before it is stored: what cannot be stored faithfully is refused, saying why."""
+
+from __future__ import annotations
+
+import re
+
+from captain_memo.errors import InputError
+from captain_memo.store.models import KINDS
+
+MAX_BODY_CHARS = 1_000_000
+MAX_TITLE_CHARS = 1_000
+MAX_FIELD_CHARS = 4_096
+PRIVATE = re.compile(r"<private>.*?</private>", re.DOTALL | re.IGNORECASE)
+
+
+def checked_text(name: str, value: str, limit: int) -> str:
+    """``value`` unchanged if SQLite can store and return it byte-equal, else InputError."""
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be text, not {type(value).__name__}")
+    if len(value) > limit:
+        raise InputError(f"{name} is {len(value):,} characters; the limit is {limit:,}")
+    if "\x00" in value:
+        raise InputError(f"{name} contains a NUL character at position {value.index(chr(0))}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{name} contains an unpaired surrogate at position {exc.start}; it is not valid text") from None
+    return value
+
+
+def without_private(text: str) -> str:
+    """Drop ``<private>…</private>`` spans: they are never stored."""
+    return PRIVATE.sub("", text)
+
+
+def checked_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise InputError(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+    return kind
+
+
+def checked_optional(name: str, value: str | None) -> str | None:
+    return None if value is None else checked_text(name, value, MAX_FIELD_CHARS)
