@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from captain_memo import validation
-from captain_memo.chunking import chunk_texts
+from captain_memo.chunking import chunk_texts, content_hash
 from captain_memo.config import RankConfig, db_path, embed_config, rank_config
 from captain_memo.embeddings import make_embedder
 from captain_memo.embeddings.cache import QueryCache
@@ -77,6 +77,32 @@ class Engine:
 
     def remember(self, memory: NewMemory) -> int:
         """Store a memory, its chunks, keyword rows and vectors in one transaction; returns its id."""
+        clean, chunks = self.prepare(memory)
+        vectors = self.try_embed(chunks)
+        memory_id = self.store.add(clean, chunks, vectors)
+        if vectors is not None and self.store.pending_chunks(1):
+            self._backfill_quietly()
+        return memory_id
+
+    def remember_many(self, memories: list[NewMemory], skip_duplicates: bool = True) -> list[int | None]:
+        """Store a batch with one embedding call; an exact duplicate already stored is skipped (None),
+        so an interrupted import can simply be run again."""
+        prepared = [self.prepare(m) for m in memories]
+        todo = [(clean, chunks) for clean, chunks in prepared
+                if not (skip_duplicates and self.store.find_by_hash(
+                    content_hash(clean.kind, clean.title, clean.body), clean.project))]
+        flat = [chunk for _, chunks in todo for chunk in chunks]
+        vectors = self.try_embed(flat) if flat else None
+        ids: dict[int, int] = {}
+        offset = 0
+        for clean, chunks in todo:
+            part = None if vectors is None else vectors[offset: offset + len(chunks)]
+            offset += len(chunks)
+            ids[id(clean)] = self.store.add(clean, chunks, part)
+        return [ids.get(id(clean)) for clean, _ in prepared]
+
+    def prepare(self, memory: NewMemory) -> tuple[NewMemory, list[str]]:
+        """The memory as it will be stored (checked, private spans removed) and its chunk texts."""
         body = validation.without_private(validation.checked_text("text", memory.body, validation.MAX_BODY_CHARS))
         if not body.strip():
             raise InputError("nothing to remember: the text is empty")
@@ -88,14 +114,10 @@ class Engine:
         chunks = list(memory.chunks) or chunk_texts(title, body)
         for chunk in chunks:
             validation.checked_text("chunk", chunk, validation.MAX_BODY_CHARS)
-        vectors = self.try_embed(chunks)
         clean = NewMemory(body=body, kind=memory.kind, title=title, project=memory.project, branch=memory.branch,
                           source=memory.source, created_at=memory.created_at, source_key=memory.source_key,
                           tags=memory.tags)
-        memory_id = self.store.add(clean, chunks, vectors)
-        if vectors is not None and self.store.pending_chunks(1):
-            self._backfill_quietly()
-        return memory_id
+        return clean, chunks
 
     def _backfill_quietly(self) -> None:
         try:

@@ -192,6 +192,12 @@ class Store(Database):
                                  " ORDER BY created_at DESC LIMIT ?", (*args, limit))
         return [memory_from_row(r) for r in rows]
 
+    def superseded(self) -> list[tuple[int, int, bool, str]]:
+        """(old id, new id, automatic, old title) of every superseded memory."""
+        return [(a, b, bool(auto), title) for a, b, auto, title in self.conn.execute(
+            "SELECT id, superseded_by, supersede_auto, title FROM memories WHERE superseded_by IS NOT NULL"
+            " ORDER BY id")]
+
     def counts(self) -> dict[str, int]:
         conn = self.conn
         counts = {

@@ -1,0 +1,50 @@
+"""`captain-memo`: a thin command line over the library. Each subcommand lives in
+captain_memo/commands/<name>.py and registers itself with ``register(subparsers)``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import pkgutil
+import sys
+
+from captain_memo import __version__, commands
+from captain_memo.errors import CaptainMemoError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="captain-memo", description="A developer's memory: remember and recall.")
+    parser.add_argument("--version", action="version", version=f"captain-memo {__version__}")
+    parser.add_argument("--db", help="database file (default: $CAPTAIN_MEMO_DB, $CAPTAIN_MEMO_HOME/memo.db, "
+                                     "or $XDG_DATA_HOME/captain-memo/memo.db)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"captain_memo.commands.{info.name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="captain-memo: %(message)s",
+                        stream=sys.stderr)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except CaptainMemoError as exc:
+        print(f"captain-memo: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("captain-memo: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

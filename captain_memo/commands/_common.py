@@ -1,0 +1,79 @@
+"""What the subcommands share: opening the engine, the caller's git context, output."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from captain_memo.config import db_path
+from captain_memo.gitctx import GitContext, git_context
+
+
+def open_engine(args, embedder=None):
+    from captain_memo.engine import Engine
+
+    return Engine.open(args.db or db_path(), embedder)
+
+
+def open_store(args):
+    from captain_memo.store import Store
+
+    return Store(args.db or db_path())
+
+
+def add_context_args(parser, branch: bool = True) -> None:
+    parser.add_argument("--project", help="repository the memory belongs to (default: the current directory's "
+                                          "repository; 'none' for a personal note)")
+    if branch:
+        parser.add_argument("--branch", help="branch (default: the current git branch)")
+
+
+def context(args) -> GitContext:
+    """The caller's git context, with --project and --branch applied."""
+    ctx = git_context()
+    project = getattr(args, "project", None)
+    if project is not None:
+        ctx = GitContext(None if project.lower() == "none" else project, ctx.branch, ctx.commit, ctx.root)
+    branch = getattr(args, "branch", None)
+    if branch is not None:
+        ctx = GitContext(ctx.project, branch or None, ctx.commit, ctx.root)
+    return ctx
+
+
+def print_json(data) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def age(seconds: float) -> str:
+    days = seconds / 86400
+    if days < 1:
+        hours = seconds / 3600
+        return f"{hours:.0f}h" if hours >= 1 else "now"
+    if days < 60:
+        return f"{days:.0f}d"
+    if days < 730:
+        return f"{days / 30:.0f}mo"
+    return f"{days / 365:.0f}y"
+
+
+def parse_date(text: str | None) -> float | None:
+    """ISO date or datetime (naive means UTC) to epoch seconds."""
+    if not text:
+        return None
+    from datetime import datetime, timezone
+
+    from captain_memo.errors import InputError
+
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"cannot read the date {text!r}; use ISO form like 2026-03-01 or 2026-03-01T09:30") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+def now() -> float:
+    return time.time()

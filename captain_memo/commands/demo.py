@@ -1,0 +1,36 @@
+"""`captain-memo demo`: the bundled sample notes in a throwaway store, and one explained recall."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from captain_memo.commands.importer import import_memories, read_records
+from captain_memo.commands.recall import render
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample_notes.jsonl"
+DEMO_QUERY = "get_effective_contract_price rounding"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("demo", help="load the bundled sample notes into a temporary store and explain a recall")
+    p.add_argument("query", nargs="*", help=f"what to recall (default: {DEMO_QUERY!r})")
+    p.add_argument("--branch", default="feature/contract-pricing", help="the branch to recall from")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from captain_memo.engine import Engine
+
+    query = " ".join(args.query) or DEMO_QUERY
+    with tempfile.TemporaryDirectory(prefix="captain-memo-demo-") as folder:
+        engine = Engine.open(args.db or Path(folder) / "memo.db")
+        try:
+            added, _ = import_memories(engine, read_records(str(SAMPLE), None), "loading sample notes")
+            print(f"loaded {added} sample notes into a temporary store (embedded offline with {engine.embedder.model_id})")
+            print(f"\n$ captain-memo recall --explain --branch {args.branch} {query!r}\n")
+            result = engine.recall(query, branch=args.branch)
+            print(render(result, explain=True))
+        finally:
+            engine.close()
+    return 0

@@ -1,0 +1,126 @@
+"""`remember`, `show`, `forget` and `supersede`: writing and reading single memories."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from captain_memo.commands._common import add_context_args, age, context, open_engine, parse_date, print_json
+from captain_memo.store import KINDS, NewMemory, Source
+
+
+def register(sub) -> None:
+    p = sub.add_parser("remember", help="store a memory (text argument or stdin)")
+    p.add_argument("text", nargs="*", help="the text (read from stdin when absent)")
+    p.add_argument("--kind", choices=KINDS, default="memory", help="memory (curated), skill or observation")
+    p.add_argument("--title", default="", help="a title (default: none)")
+    p.add_argument("--file", help="the source file the text is about")
+    p.add_argument("--lines", help="line range in that file, like 10-24")
+    p.add_argument("--date", help="when it was written (ISO date; default now)")
+    p.add_argument("--json", action="store_true")
+    add_context_args(p)
+    p.set_defaults(run=remember)
+
+    p = sub.add_parser("show", help="open a memory in full (counts as the strongest recall)")
+    p.add_argument("id", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=show)
+
+    p = sub.add_parser("forget", help="delete a memory")
+    p.add_argument("id", type=int)
+    p.set_defaults(run=forget)
+
+    p = sub.add_parser("supersede", help="mark OLD as superseded by NEW (--undo OLD reverses, --list lists)")
+    p.add_argument("ids", type=int, nargs="*", help="OLD NEW")
+    p.add_argument("--undo", type=int, metavar="OLD", help="clear OLD's supersession")
+    p.add_argument("--list", action="store_true", help="list superseded memories")
+    p.set_defaults(run=supersede)
+
+
+def _lines(text: str | None) -> tuple[int | None, int | None]:
+    if not text:
+        return None, None
+    start, _, end = text.partition("-")
+    return int(start), int(end or start)
+
+
+def remember(args) -> int:
+    text = " ".join(args.text) if args.text else sys.stdin.read()
+    ctx = context(args)
+    start, end = _lines(args.lines)
+    source = Source(path=ctx.relative(args.file) if args.file else None, line_start=start, line_end=end,
+                    commit=ctx.commit if args.file else None, origin="cli")
+    engine = open_engine(args)
+    try:
+        memory_id = engine.remember(NewMemory(body=text, kind=args.kind, title=args.title, project=ctx.project,
+                                              branch=ctx.branch, source=source, created_at=parse_date(args.date)))
+        pending = engine.store.counts()["pending_vectors"]
+    finally:
+        engine.close()
+    if args.json:
+        print_json({"id": memory_id, "pending_vectors": pending})
+    else:
+        note = " (no vector yet: the embedder is down; keyword search finds it meanwhile)" if pending else ""
+        print(f"remembered #{memory_id}{note}")
+    return 0
+
+
+def memory_json(m) -> dict:
+    return {"id": m.id, "kind": m.kind, "title": m.title, "body": m.body, "created_at": m.created_at,
+            "updated_at": m.updated_at, "project": m.project, "branch": m.branch,
+            "source": {"path": m.source.path, "line_start": m.source.line_start, "line_end": m.source.line_end,
+                       "commit": m.source.commit, "origin": m.source.origin, "filetype": m.source.filetype},
+            "superseded_by": m.superseded_by, "stability": m.stability, "last_surfaced": m.last_surfaced,
+            "opened_in_full": m.opened_in_full, "tags": list(m.tags)}
+
+
+def show(args) -> int:
+    engine = open_engine(args)
+    try:
+        m = engine.show(args.id)
+    finally:
+        engine.close()
+    if args.json:
+        print_json(memory_json(m))
+        return 0
+    print(f"#{m.id} [{m.kind}] {m.display_title}")
+    meta = [f"{age(time.time() - m.created_at)} old", m.branch and f"branch {m.branch}", m.source.describe()]
+    if m.superseded_by:
+        meta.append(f"superseded by #{m.superseded_by}")
+    print("   " + " · ".join(x for x in meta if x))
+    print()
+    print(m.body)
+    return 0
+
+
+def forget(args) -> int:
+    engine = open_engine(args)
+    try:
+        engine.forget(args.id)
+    finally:
+        engine.close()
+    print(f"forgot #{args.id}")
+    return 0
+
+
+def supersede(args) -> int:
+    from captain_memo.errors import InputError
+
+    engine = open_engine(args)
+    try:
+        if args.list:
+            for m in engine.store.superseded():
+                how = "auto" if m[2] else "manual"
+                print(f"#{m[0]} superseded by #{m[1]} ({how}): {m[3]}")
+            return 0
+        if args.undo is not None:
+            engine.unsupersede(args.undo)
+            print(f"#{args.undo} is current again")
+            return 0
+        if len(args.ids) != 2:
+            raise InputError("supersede takes OLD NEW (or --undo OLD, or --list)")
+        engine.supersede(*args.ids)
+        print(f"#{args.ids[0]} is superseded by #{args.ids[1]}")
+    finally:
+        engine.close()
+    return 0

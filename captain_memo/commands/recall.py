@@ -1,0 +1,72 @@
+"""`captain-memo recall QUERY`: search, rank and explain."""
+
+from __future__ import annotations
+
+import time
+
+from captain_memo.commands._common import add_context_args, age, context, open_engine, print_json
+from captain_memo.ranking.result import RecallResult, result_json
+
+FACTOR_LABELS = {"identifier": "identifier", "rare_token": "rare token", "branch": "branch",
+                 "superseded": "superseded", "recency": "recency", "tide": "tide"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("recall", help="search memories", description="Search memories with the hybrid ranker.")
+    p.add_argument("query", nargs="+", help="what to look for")
+    p.add_argument("-n", "--limit", type=int, default=None, help="how many hits (default 10)")
+    p.add_argument("--profile", choices=["v2", "v3", "legacy"], help="ranking profile (default v2)")
+    p.add_argument("--all-projects", action="store_true", help="search every project, not only this repository's")
+    p.add_argument("--json", action="store_true", help="machine-readable output (doc/json.md)")
+    p.add_argument("--explain", action="store_true", help="show each hit's scores and multipliers")
+    add_context_args(p)
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    ctx = context(args)
+    engine = open_engine(args)
+    try:
+        result = engine.recall(" ".join(args.query), project=ctx.project, branch=ctx.branch, limit=args.limit,
+                               profile=args.profile, all_projects=args.all_projects)
+    finally:
+        engine.close()
+    if args.json:
+        print_json(result_json(result, time.time()))
+    else:
+        print(render(result, args.explain))
+    return 0
+
+
+def explain_lines(hit) -> list[str]:
+    def num(v):
+        return "absent" if v is None else f"{v:.3f}"
+
+    lines = [f"      vector {num(hit.vector)}  keyword {num(hit.keyword)}  fused {hit.fused:.3f}"]
+    product = f"{hit.fused:.3f}"
+    for f in hit.factors:
+        detail = f" ({f.detail})" if f.detail else ""
+        lines.append(f"      x {f.value:.3f} {FACTOR_LABELS.get(f.name, f.name)}{detail}")
+        product += f" x {f.value:.3f}"
+    lines.append(f"      = {product} = {hit.score:.3f}")
+    return lines
+
+
+def render(result: RecallResult, explain: bool = False) -> str:
+    now = time.time()
+    lines = []
+    for rank, hit in enumerate(result.hits, 1):
+        m = hit.memory
+        meta = " ".join(x for x in (age(now - m.created_at), m.branch and f"@{m.branch}", m.source.describe()) if x)
+        lines.append(f"{rank:>2}. {hit.score:.3f}  #{m.id} [{m.kind}] {m.display_title}  ({meta})")
+        if explain:
+            lines.extend(explain_lines(hit))
+    if not result.hits:
+        lines.append("no memory matched")
+    legs = " + ".join(result.legs)
+    footer = f"profile {result.profile} · legs: {legs} · {result.elapsed_ms:.0f} ms"
+    if result.degraded:
+        failed = "; ".join(f"{leg} leg failed: {why}" for leg, why in result.failures.items())
+        footer += f"\nwarning: only the {legs} leg answered ({failed})"
+    lines.append(footer)
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""`stats` and `doctor`: what is stored, and whether everything it needs works."""
+
+from __future__ import annotations
+
+import time
+
+from captain_memo.commands._common import open_store, print_json
+from captain_memo.config import db_path, embed_config, rank_config
+from captain_memo.ranking import lifecycle
+
+
+def register(sub) -> None:
+    p = sub.add_parser("stats", help="counts by kind and the Tide lifecycle of observations")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=stats)
+    p = sub.add_parser("doctor", help="check SQLite, sqlite-vec, FTS5, the model and the database")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=doctor)
+
+
+def tide_counts(store, now: float | None = None) -> dict[str, int]:
+    """Observations strengthening (S above its initial value), active, and dormant
+    (buoyancy below the dormant line and unseen for longer than the dormant age)."""
+    cfg = rank_config()
+    now = time.time() if now is None else now
+    counts = {"strengthening": 0, "active": 0, "dormant": 0}
+    for stability, created, surfaced in store.conn.execute(
+            "SELECT stability, created_at, last_surfaced FROM memories WHERE kind = 'observation'"):
+        age = max(0.0, (now - (surfaced or created)) / lifecycle.DAY)
+        if stability > cfg.tide_initial_stability:
+            counts["strengthening"] += 1
+        if lifecycle.buoyancy(age, stability, cfg) < cfg.tide_dormant_buoyancy and age > cfg.tide_dormant_days:
+            counts["dormant"] += 1
+        else:
+            counts["active"] += 1
+    return counts
+
+
+def stats(args) -> int:
+    store = open_store(args)
+    try:
+        data = {"database": str(store.path), **store.counts(), "tide": tide_counts(store)}
+    finally:
+        store.close()
+    if args.json:
+        print_json(data)
+        return 0
+    print(f"database   {data['database']}")
+    print(f"memories   {data['memories']}  (memory {data.get('memory', 0)}, skill {data.get('skill', 0)}, "
+          f"observation {data.get('observation', 0)})")
+    print(f"chunks     {data['chunks']}  (vectors {data['vectors']}, waiting for a vector {data['pending_vectors']})")
+    tide = data["tide"]
+    print(f"tide       {tide['strengthening']} strengthening, {tide['active']} active, {tide['dormant']} dormant")
+    return 0
+
+
+def checks(args) -> list[tuple[str, bool, str]]:
+    """(item, ok, detail) for each thing Captain Memo depends on."""
+    import sqlean
+
+    path = args.db or db_path()
+    out = [("sqlite", True, sqlean.sqlite_version)]
+    try:
+        store = open_store(args)
+    except Exception as exc:
+        return out + [("database", False, f"{path}: {exc}")]
+    try:
+        conn = store.conn
+        out.append(("sqlite-vec", store.vec_available,
+                    conn.execute("SELECT vec_version()").fetchone()[0] if store.vec_available else store.vec_error))
+        fts = conn.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()[0]
+        out.append(("fts5", bool(fts), "compiled in" if fts else "missing"))
+        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        out.append(("integrity", integrity == "ok", integrity))
+        size = path.stat().st_size if path.exists() else 0
+        out.append(("database", True, f"{path} ({size / 1e6:.1f} MB)"))
+        out.append(("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured "
+                                   f"{embed_config().provider}"))
+        counts = store.counts()
+        consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
+        out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
+    finally:
+        store.close()
+    return out
+
+
+def doctor(args) -> int:
+    results = checks(args)
+    if args.json:
+        print_json([{"item": item, "ok": ok, "detail": detail} for item, ok, detail in results])
+    else:
+        for item, ok, detail in results:
+            print(f"{'ok  ' if ok else 'FAIL'} {item:<11} {detail}")
+    return 0 if all(ok for _, ok, _ in results) else 1

@@ -1,0 +1,67 @@
+"""The git context of a file: its project (repository identity), branch and commit.
+
+gitpython is imported on first use only (it costs ~100 ms). A detached HEAD has no branch: the
+short commit stands in for it (``active_branch`` raises TypeError there, so check ``is_detached``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GitContext:
+    project: str | None  # the repository's identity; None outside any repository
+    branch: str | None
+    commit: str | None
+    root: str | None  # the working tree's top folder
+
+    def relative(self, path: str | os.PathLike) -> str:
+        """``path`` relative to the working tree when it lies inside it."""
+        if self.root:
+            try:
+                return str(Path(path).resolve().relative_to(Path(self.root).resolve()))
+            except ValueError:
+                pass
+        return str(path)
+
+
+NO_REPOSITORY = GitContext(None, None, None, None)
+
+
+def git_context(path: str | os.PathLike | None = None, share_worktrees: bool = True) -> GitContext:
+    """Context of the repository holding ``path`` (a file or folder; default the working directory).
+
+    Worktrees of one repository share one project identity, the git common dir, unless
+    ``share_worktrees`` is False, when each working tree is its own project.
+    """
+    start = Path(path or os.getcwd())
+    start = start if start.is_dir() else start.parent
+    if not start.exists():
+        return NO_REPOSITORY
+    try:
+        import git
+    except ImportError:
+        return NO_REPOSITORY
+    try:
+        repo = git.Repo(start, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return NO_REPOSITORY
+    try:
+        root = repo.working_tree_dir
+        common = Path(repo.common_dir).resolve()
+        if share_worktrees:
+            project = str(common.parent if common.name == ".git" else common)
+        else:
+            project = str(Path(root).resolve()) if root else str(common)
+        commit = branch = None
+        if repo.head.is_valid():
+            commit = repo.head.commit.hexsha
+            branch = commit[:10] if repo.head.is_detached else repo.active_branch.name
+        elif not repo.head.is_detached:
+            branch = repo.head.reference.name  # an unborn branch: no commit yet
+        return GitContext(project, branch, commit, str(root) if root else None)
+    finally:
+        repo.close()
