@@ -154,6 +154,7 @@ class EmbedConfig:
     api_key: str | None = None
     batch_size: int = 32
     timeout: float = 30.0
+    encoding: str = "float"  # openai provider: float | base64 (CAPTAIN_MEMO_EMBED_ENCODING)
 
 
 def embed_config(env: dict | None = None, **overrides) -> EmbedConfig:
@@ -163,6 +164,7 @@ def embed_config(env: dict | None = None, **overrides) -> EmbedConfig:
         url=env.get(ENV_PREFIX + "EMBED_URL") or None,
         model=env.get(ENV_PREFIX + "EMBED_MODEL") or None,
         api_key=env.get(ENV_PREFIX + "EMBED_API_KEY") or None,
+        encoding=(env.get(ENV_PREFIX + "EMBED_ENCODING") or "float").strip().lower(),
     )
     for name in ("batch_size", "timeout"):
         var = ENV_PREFIX + "EMBED_" + name.upper()
