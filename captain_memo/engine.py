@@ -38,6 +38,11 @@ class Engine:
         self.index = vector_index or SqliteVecIndex(store)
         self._pool: ThreadPoolExecutor | None = None
         store.check_model(embedder.model_id)
+        # HTTP providers learn their dimension from the first answer; the store knows it already,
+        # so a server that starts answering with another size is caught before a vector is used.
+        stored_dim = store.meta("embed_dim")
+        if stored_dim is not None and hasattr(embedder, "expect_dim"):
+            embedder.expect_dim(int(stored_dim))
 
     @classmethod
     def open(cls, path: Path | str | None = None, embedder=None) -> "Engine":
@@ -198,6 +203,8 @@ class Engine:
         return self._build(vector_hits, keyword_hits), tuple(found), failures
 
     def _vector_leg(self, query: str, scope: Scope, k: int):
+        # A reindex by another process may have swapped the store to another model since open.
+        self.store.check_model(self.embedder.model_id)
         query_vec = self.queries.embed_query(query)
         return self.index.knn(query_vec, scope, k), query_vec
 
