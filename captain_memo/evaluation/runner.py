@@ -1,0 +1,152 @@
+"""Load a BEIR-style set into a throwaway store through the normal indexing path and run every
+query through ``Engine.recall``, once per method.
+
+Memory-level results: recall returns the best chunk of each memory, and each memory is one
+document, so a hit's memory id names the document it came from.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from captain_memo.config import PROFILES
+from captain_memo.evaluation import metrics
+from captain_memo.evaluation.data import Dataset, Query
+from captain_memo.evaluation.methods import Method
+from captain_memo.progress import Progress
+from captain_memo.ranking.query import analyse
+from captain_memo.store.search import Scope
+
+CUTOFF = 10
+# Documents stored per remember_many call (one embedding call each; cached vectors cost nothing).
+INDEX_BATCH = 256
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One method's answer to one query."""
+
+    docs: tuple[str, ...]
+    ndcg: float
+    recall: float
+    mrr: float
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    query: Query
+    has_identifier: bool
+    relevant: dict[str, int]
+    pool_recall: float
+    by_method: dict[str, Ranked]
+
+
+@dataclass(frozen=True)
+class Summary:
+    method: str
+    subset: str  # all | identifier | plain
+    n: int
+    ndcg: float
+    recall: float
+    mrr: float
+    pool_recall: float
+
+
+@dataclass
+class SetResult:
+    name: str
+    docs: int
+    chunks: int
+    outcomes: list[QueryOutcome] = field(default_factory=list)
+
+    def subsets(self) -> dict[str, list[QueryOutcome]]:
+        return {"all": self.outcomes,
+                "identifier": [o for o in self.outcomes if o.has_identifier],
+                "plain": [o for o in self.outcomes if not o.has_identifier]}
+
+    def summaries(self, methods: Sequence[str]) -> list[Summary]:
+        out = []
+        for subset, outcomes in self.subsets().items():
+            if not outcomes:
+                continue
+            pool = metrics.mean([o.pool_recall for o in outcomes])
+            for name in methods:
+                ranked = [o.by_method[name] for o in outcomes]
+                out.append(Summary(name, subset, len(outcomes), metrics.mean([r.ndcg for r in ranked]),
+                                   metrics.mean([r.recall for r in ranked]), metrics.mean([r.mrr for r in ranked]),
+                                   pool))
+        return out
+
+
+def build_store(dataset: Dataset, embedder, folder: Path, progress: bool = True):
+    """An engine over a new store in ``folder`` holding every document; returns (engine, memory id -> doc id)."""
+    from captain_memo.engine import Engine
+    from captain_memo.store import NewMemory, Store
+
+    engine = Engine(Store(folder / "eval.db"), embedder)
+    doc_of: dict[int, str] = {}
+    docs = [d for d in dataset.docs if (d.text or d.title).strip()]
+    bar = Progress(len(docs), f"indexing {dataset.name}") if progress else None
+    for start in range(0, len(docs), INDEX_BATCH):
+        part = docs[start:start + INDEX_BATCH]
+        memories = [NewMemory(body=d.text if d.text.strip() else d.title, title=d.title, kind="memory",
+                              project=d.group) for d in part]
+        ids = engine.remember_many(memories, skip_duplicates=False)
+        doc_of.update({memory_id: d.id for memory_id, d in zip(ids, part)})
+        if bar:
+            bar.advance(len(part))
+    if bar:
+        bar.close()
+    return engine, doc_of
+
+
+def scope_args(dataset: Dataset, query: Query) -> dict:
+    """A query searches only its group when both it and the documents carry one."""
+    grouped = any(d.group for d in dataset.docs)
+    if grouped and query.group:
+        return {"project": query.group}
+    return {"all_projects": True} if grouped else {"project": None}
+
+
+def run_query(engine, dataset: Dataset, query: Query, doc_of: dict[int, str], methods: Sequence[Method]) -> QueryOutcome:
+    relevant = dataset.qrels[query.id]
+    where = scope_args(dataset, query)
+    by_method = {}
+    for method in methods:
+        result = engine.recall(query.text, limit=CUTOFF, record=False, legs=method.legs, cfg=method.cfg, **where)
+        docs = tuple(doc_of[hit.memory.id] for hit in result.hits)
+        by_method[method.name] = Ranked(docs, metrics.ndcg_at(docs, relevant, CUTOFF),
+                                        metrics.recall_at(docs, relevant, CUTOFF), metrics.mrr_at(docs, relevant, CUTOFF))
+    scope = Scope(where.get("project"), where.get("all_projects", False))
+    pool, _, _ = engine.candidates(query.text, scope, PROFILES["v2"])
+    pool_docs = {doc_of[c.memory.id] for c in pool}
+    shape = analyse(query.text)
+    return QueryOutcome(query, shape.has_identifier, relevant, metrics.pool_recall(pool_docs, relevant), by_method)
+
+
+def evaluate(dataset: Dataset, embedder, methods: Sequence[Method], progress: bool = True,
+             workdir: Path | None = None, on_query: Callable[[QueryOutcome], None] | None = None) -> SetResult:
+    """Every query of ``dataset`` through every method, in a store that is deleted afterwards."""
+    with tempfile.TemporaryDirectory(prefix="captain-memo-eval-", dir=workdir) as tmp:
+        engine, doc_of = build_store(dataset, embedder, Path(tmp), progress)
+        try:
+            # The queries' vectors in one call, so an uncached set embeds them in batches too.
+            engine.embedder.embed([q.text for q in dataset.queries])
+            chunks = engine.store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            result = SetResult(dataset.name, len(doc_of), chunks)
+            bar = Progress(len(dataset.queries), f"querying {dataset.name}") if progress else None
+            for query in dataset.queries:
+                outcome = run_query(engine, dataset, query, doc_of, methods)
+                result.outcomes.append(outcome)
+                if on_query:
+                    on_query(outcome)
+                if bar:
+                    bar.advance()
+            if bar:
+                bar.close()
+        finally:
+            engine.close()
+    return result
