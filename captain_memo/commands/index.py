@@ -1,0 +1,59 @@
+"""`captain-memo index [PATH ...] [--git]`: bring note folders, skills and git history up to date."""
+
+from __future__ import annotations
+
+import sys
+
+from captain_memo.commands._common import open_engine, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "index", help="index note and skill folders (and git history with --git), re-embedding only what changed",
+        description="Without PATH: the personal folders in CAPTAIN_MEMO_NOTE_DIRS / CAPTAIN_MEMO_SKILL_DIRS and "
+                    "this repository's docs/decisions, docs/adr, .captain-memo/memory and .captain-memo/skills. "
+                    "Unchanged text is never embedded again; deleted files' memories are removed.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index instead of the configured ones")
+    p.add_argument("--git", action="store_true", help="also store new commit messages of this repository as observations")
+    p.add_argument("--branch", help="branch recorded on new and changed memories (default: the current git branch)")
+    p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from dataclasses import replace
+
+    from captain_memo.sources.git_history import index_history
+    from captain_memo.sources.indexer import configured_folders, index_folders, index_paths
+    from captain_memo.sources.report import IndexReport
+    from captain_memo.sources.settings import source_settings
+
+    settings = source_settings()
+    folders = [] if args.paths else configured_folders(settings=settings)
+    if args.branch:
+        folders = [f if f.personal else replace(f, branch=args.branch) for f in folders]
+    if not args.paths and not folders and not args.git:
+        print("captain-memo: nothing to index: not inside a git repository and CAPTAIN_MEMO_NOTE_DIRS is not set",
+              file=sys.stderr)
+        return 1
+    engine = open_engine(args)
+    try:
+        if args.paths:
+            report = index_paths(engine, args.paths, settings, show_progress=True, branch=args.branch)
+        else:
+            report = index_folders(engine, folders, settings, show_progress=True) if folders else IndexReport()
+        history = index_history(engine, settings=settings, show_progress=True) if args.git else None
+    finally:
+        engine.close()
+    if args.json:
+        print_json({"notes": report.to_json(), "git": history.to_json() if history else None})
+        return 0
+    for path, reason in report.skipped_files:
+        print(f"skipped {path}: {reason}")
+    for path, message in report.warnings:
+        print(f"note {path}: {message}")
+    print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)")
+    if history is not None:
+        print(f"git: {history.indexed} new commits · {history.unchanged} already stored · "
+              f"{history.skipped} merge or empty skipped ({history.chunks_embedded} chunks embedded)")
+    return 0

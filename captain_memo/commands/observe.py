@@ -1,0 +1,45 @@
+"""`captain-memo observe TEXT`: capture an observation; a newer version of a fact supersedes the old."""
+
+from __future__ import annotations
+
+import sys
+
+from captain_memo.commands._common import add_context_args, context, open_engine, print_json
+from captain_memo.store import NewMemory, Source
+
+MAX_TITLE_CHARS = 120
+
+
+def register(sub) -> None:
+    p = sub.add_parser("observe", help="store an observation (text argument or stdin)",
+                       description="An observation is something noticed in passing; it fades unless recalled. "
+                                   "One whose first line states a newer version of a fact already observed on "
+                                   "this branch supersedes the older one (see `supersede --list`).")
+    p.add_argument("text", nargs="*", help="the text (read from stdin when absent); its first line is the title")
+    p.add_argument("--file", help="the file the observation is about")
+    p.add_argument("--json", action="store_true")
+    add_context_args(p)
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    text = " ".join(args.text) if args.text else sys.stdin.read()
+    ctx = context(args)
+    lines = text.strip().splitlines()
+    title = lines[0].strip()[:MAX_TITLE_CHARS] if lines else ""
+    source = Source(path=ctx.relative(args.file) if args.file else None, commit=ctx.commit if args.file else None,
+                    origin="cli")
+    engine = open_engine(args)
+    try:
+        memory_id = engine.remember(NewMemory(body=text, kind="observation", title=title, project=ctx.project,
+                                              branch=ctx.branch, source=source))
+        superseded = [(old, old_title) for old, new, _, old_title in engine.store.superseded() if new == memory_id]
+    finally:
+        engine.close()
+    if args.json:
+        print_json({"id": memory_id, "supersedes": [old for old, _ in superseded]})
+        return 0
+    print(f"observed #{memory_id}")
+    for old, old_title in superseded:
+        print(f"  supersedes #{old}: {old_title}  (undo: captain-memo supersede --undo {old})")
+    return 0

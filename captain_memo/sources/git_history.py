@@ -1,0 +1,155 @@
+"""Commit messages as observations.
+
+Each commit on the branch being indexed becomes an observation dated by its commit date, with the
+branch, the commit id and the files it touched as its source. Merge commits (their message says
+only what was merged) and empty messages are skipped; a long message is cut.
+
+Incremental: the newest commit indexed is kept per project and branch in the meta table, and the
+next run reads only ``last..HEAD``. When that commit is no longer an ancestor of HEAD (a rebase, a
+reset) the whole history is read again, and commits already stored (by their id, for the whole
+project, so a commit shared by two branches is stored once) are left alone without embedding.
+
+``git log`` runs as one process: one pass over the history is ~20 ms for a few thousand commits,
+where walking it with gitpython objects costs a process round trip per commit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from captain_memo.errors import InputError
+from captain_memo.progress import Progress
+from captain_memo.sources import sync
+from captain_memo.sources.report import IndexReport, Tally
+from captain_memo.sources.settings import SourceSettings, source_settings
+from captain_memo.store import NewMemory, Source
+
+KEY_PREFIX = "commit:"
+META_PREFIX = "git_last_commit"
+BATCH_COMMITS = 64
+MAX_TITLE_CHARS = 200
+MAX_FILES_LISTED = 20
+RECORD, FIELD = "\x1e", "\x1f"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    committed_at: float
+    parents: int
+    message: str
+    files: tuple[str, ...]
+
+    @property
+    def subject(self) -> str:
+        return self.message.strip().splitlines()[0].strip() if self.message.strip() else ""
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", "-C", str(root), "-c", "core.quotepath=off", *args],
+                              capture_output=True, check=False)
+    except OSError as exc:
+        raise InputError(f"cannot run git: {exc.strerror or exc}") from None
+
+
+def read_commits(root: Path, since: str | None, limit: int) -> list[Commit]:
+    """Commits reachable from HEAD (after ``since`` when given), oldest first, at most ``limit``."""
+    revision = f"{since}..HEAD" if since else "HEAD"
+    done = _git(root, "log", f"--max-count={limit}", "--name-only", "--no-renames",
+                f"--format={RECORD}%H{FIELD}%ct{FIELD}%P{FIELD}%B{FIELD}", revision, "--")
+    if done.returncode != 0:
+        raise InputError(f"git log failed in {root}: {done.stderr.decode('utf-8', 'replace').strip()}")
+    commits = []
+    for record in done.stdout.decode("utf-8", "replace").split(RECORD)[1:]:
+        sha, stamp, parents, message, files = record.split(FIELD, 4)
+        commits.append(Commit(sha, float(stamp), len(parents.split()), message.strip(),
+                              tuple(line for line in files.splitlines() if line.strip())))
+    commits.reverse()
+    return commits
+
+
+def _is_ancestor(root: Path, commit: str) -> bool:
+    return _git(root, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0
+
+
+def meta_key(project: str | None, branch: str | None) -> str:
+    return f"{META_PREFIX}\x1f{project or ''}\x1f{branch or ''}"
+
+
+def observation(commit: Commit, project: str | None, branch: str | None, max_chars: int) -> NewMemory:
+    message = commit.message
+    if len(message) > max_chars:
+        message = message[:max_chars].rstrip() + f"\n[… {len(commit.message) - max_chars:,} more characters]"
+    body = message
+    if commit.files:
+        listed = ", ".join(commit.files[:MAX_FILES_LISTED])
+        more = len(commit.files) - MAX_FILES_LISTED
+        body += f"\n\nFiles: {listed}" + (f" and {more} more" if more > 0 else "")
+    title = commit.subject[:MAX_TITLE_CHARS]
+    # One touched file is the source to open; several are listed in the text, where both legs find them.
+    path = commit.files[0] if len(commit.files) == 1 else None
+    return NewMemory(body=body, kind="observation", title=title, project=project, branch=branch,
+                     source=Source(path=path, commit=commit.sha, origin="git"), created_at=commit.committed_at,
+                     source_key=KEY_PREFIX + commit.sha)
+
+
+def index_history(engine, path: str | Path | None = None, settings: SourceSettings | None = None,
+                  show_progress: bool = False) -> IndexReport:
+    """Store new commits of the repository holding ``path`` (default: the working directory)."""
+    from captain_memo.gitctx import git_context
+
+    settings = settings or source_settings()
+    ctx = git_context(path)
+    if ctx.root is None:
+        raise InputError(f"{Path(path or '.').resolve()} is not inside a git repository")
+    tally = Tally()
+    if ctx.commit is None:
+        return tally.report()  # no commit yet
+    root = Path(ctx.root)
+    key = meta_key(ctx.project, ctx.branch)
+    last = engine.store.meta(key)
+    since = last if last and _is_ancestor(root, last) else None
+    commits = read_commits(root, since, settings.git_max_commits)
+    known = set(sync.stored_by_key(engine.store, ctx.project, KEY_PREFIX)) if commits else set()
+    todo = []
+    for commit in commits:
+        if commit.parents > 1:
+            tally.skip(commit.sha[:10], "merge commit")
+        elif not commit.message.strip():
+            tally.skip(commit.sha[:10], "empty message")
+        elif KEY_PREFIX + commit.sha in known:
+            tally.unchanged += 1
+        else:
+            todo.append(commit)
+    bar = Progress(len(todo), "commits") if show_progress else None
+    for start in range(0, len(todo), BATCH_COMMITS):
+        _store_batch(engine, todo[start: start + BATCH_COMMITS], ctx.project, ctx.branch, settings, tally)
+        if bar is not None:
+            bar.advance(min(BATCH_COMMITS, len(todo) - start), tally.note())
+    if bar is not None:
+        bar.close()
+    if commits or last != ctx.commit:
+        with engine.store.write() as conn:
+            engine.store.set_meta(conn, key, ctx.commit)
+    return tally.report()
+
+
+def _store_batch(engine, commits: list[Commit], project, branch, settings: SourceSettings, tally: Tally) -> None:
+    from captain_memo.sources.supersession import supersede_older_versions
+
+    prepared = [engine.prepare(observation(c, project, branch, settings.git_max_message_chars)) for c in commits]
+    texts = [chunk for _, chunks in prepared for chunk in chunks]
+    vectors = engine.try_embed(texts)
+    if vectors is not None:
+        tally.chunks_embedded += len(texts)
+    offset = 0
+    for clean, chunks in prepared:
+        part = None if vectors is None else vectors[offset: offset + len(chunks)]
+        offset += len(chunks)
+        memory_id = engine.store.add(clean, chunks, part)
+        tally.indexed += 1
+        if part is not None:
+            supersede_older_versions(engine, memory_id, settings)

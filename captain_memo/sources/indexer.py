@@ -1,0 +1,329 @@
+"""Incremental indexing of note and skill folders.
+
+One memory per section of a file (see doc/sources.md), found again by its source key
+``file:<stored path>#<anchor>``. A run, per project:
+
+1. Read and parse every note file; a file that cannot be read as text is skipped with one line
+   saying why, and its memories are left as they were.
+2. Compare each section with what is stored under its key: the same text is unchanged (only its
+   line range or tags are refreshed, nothing is embedded); other text is an update; no key is new.
+3. Stored sections that were not seen and lie under a folder being indexed are orphans. A new
+   section whose text equals an orphan's is that memory moved (a renamed file or heading): it is
+   re-keyed in place and keeps its id, Tide fields and vectors. The other orphans are removed.
+4. Writes go in batches: only chunk texts not already stored are embedded, in one call per batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable
+
+from captain_memo.chunking import content_hash
+from captain_memo.errors import EmbeddingError, InputError
+from captain_memo.progress import Progress
+from captain_memo.sources import markdown, sync
+from captain_memo.sources.folders import (Folder, folder_of, is_note, note_files, personal_folders, read_note,
+                                          repository_folders, repository_root)
+from captain_memo.sources.report import IndexReport, Tally
+from captain_memo.sources.settings import SourceSettings, source_settings
+from captain_memo.store import NewMemory, Source
+from captain_memo.validation import PRIVATE
+
+log = logging.getLogger("captain_memo")
+KEY_PREFIX = "file:"
+# Chunk texts per embedding call: large enough for the model's batches of 32, small enough that
+# an interrupted run loses little and the progress bar moves.
+BATCH_CHUNKS = 256
+
+
+@dataclass
+class Planned:
+    """One section on its way to the store: new (``stored`` None) or replacing a stored memory."""
+
+    memory: NewMemory
+    chunks: list[str]
+    stored: sync.Stored | None = None
+    dated_by_file: bool = False  # created_at is the file's time, not a date the note states
+
+
+# -- entry points -------------------------------------------------------------------------------
+
+
+def configured_folders(cwd: str | Path | None = None, settings: SourceSettings | None = None) -> list[Folder]:
+    """Personal folders plus the repository folders of the repository holding ``cwd``."""
+    from captain_memo.gitctx import git_context
+
+    settings = settings or source_settings()
+    folders = personal_folders(settings)
+    ctx = git_context(cwd)
+    if ctx.root:
+        folders += repository_folders(Path(ctx.root).resolve(), ctx.project, ctx.branch, settings)
+    return folders
+
+
+def index_configured(engine, cwd: str | Path | None = None, settings: SourceSettings | None = None,
+                     show_progress: bool = False) -> IndexReport:
+    settings = settings or source_settings()
+    return index_folders(engine, configured_folders(cwd, settings), settings, show_progress)
+
+
+def index_paths(engine, paths: Iterable[str | Path], settings: SourceSettings | None = None,
+                show_progress: bool = False, branch: str | None = None) -> IndexReport:
+    """Index the given files or folders; each keeps the kind and scope of the folder holding it."""
+    settings = settings or source_settings()
+    folders = []
+    for raw in paths:
+        path = Path(raw).expanduser().resolve()
+        if not path.exists():
+            raise InputError(f"no such file or folder: {raw}")
+        folders.append(folder_for(path, settings, branch=branch))
+    return index_folders(engine, folders, settings, show_progress)
+
+
+def index_file(engine, path: str | Path, project: str | None, branch: str | None,
+               settings: SourceSettings | None = None) -> IndexReport:
+    """Re-index one file after it was written (the editor calls this on save).
+
+    A fast no-op, without any git process, when the file is not a note under a configured folder.
+    Personal folders give project None whatever ``project`` says; a repository folder uses
+    ``project`` and ``branch`` (looked up when ``project`` is None). A file that no longer exists
+    has its memories removed.
+    """
+    path = Path(path).expanduser()
+    if not is_note(path):
+        return IndexReport()
+    path = path.resolve()
+    settings = settings or source_settings()
+    folder = folder_of(path, personal_folders(settings))
+    if folder is None:
+        root = repository_root(path.parent)
+        folder = folder_of(path, repository_folders(root, project, branch, settings)) if root else None
+        if folder is None:
+            return IndexReport()
+        if project is None:
+            from captain_memo.gitctx import git_context
+
+            ctx = git_context(root)
+            folder = replace(folder, project=ctx.project, branch=branch or ctx.branch)
+    return index_folders(engine, [replace(folder, path=path)], settings)
+
+
+def folder_for(path: Path, settings: SourceSettings, branch: str | None = None) -> Folder:
+    """A folder to index at ``path``, with the kind and scope of the configured folder holding it
+    (else curated memory of the repository holding it, else a personal note)."""
+    configured = folder_of(path, personal_folders(settings))
+    if configured is None:
+        root = repository_root(path if path.is_dir() else path.parent)
+        if root is not None:
+            from captain_memo.gitctx import git_context
+
+            ctx = git_context(root)
+            root = Path(ctx.root).resolve() if ctx.root else root
+            configured = folder_of(path, repository_folders(root, ctx.project, branch or ctx.branch, settings)) \
+                or Folder(path, "memory", ctx.project, branch or ctx.branch, root)
+    if configured is None:
+        return Folder(path, "memory", None, None, None)
+    return replace(configured, path=path)
+
+
+def index_folders(engine, folders: list[Folder], settings: SourceSettings | None = None,
+                  show_progress: bool = False) -> IndexReport:
+    settings = settings or source_settings()
+    tally = Tally()
+    owner: dict[Path, Folder] = {}
+    usable = []
+    for folder in folders:
+        if not folder.path.exists():
+            if folder.personal:
+                tally.skip(folder.path.as_posix(), "folder not found (CAPTAIN_MEMO_NOTE_DIRS / _SKILL_DIRS)")
+                continue
+        usable.append(folder)
+        for file in note_files(folder) if folder.path.exists() else []:
+            if file not in owner or len(folder.path.parts) > len(owner[file].path.parts):
+                owner[file] = folder
+    bar = Progress(len(owner), "indexing") if show_progress else None
+    for project in dict.fromkeys(f.project for f in usable):
+        group = [f for f in usable if f.project == project]
+        files = [(owner[file], file) for file in owner if owner[file].project == project]
+        _Run(engine, settings, tally, bar).index(project, group, files)
+    if bar is not None:
+        bar.close()
+    _backfill(engine, tally)
+    return tally.report()
+
+
+def _backfill(engine, tally: Tally) -> None:
+    """Give a vector to chunks stored while the embedder was down (by this run or an earlier one)."""
+    if any(where == "embedder" for where, _ in tally.warnings) or not engine.store.pending_chunks(1):
+        return  # failed moments ago in this run: do not wait on it twice
+    try:
+        while done := engine.backfill():
+            tally.chunks_embedded += done
+    except EmbeddingError as exc:
+        log.warning("vector leg: backfill failed, chunks stay keyword-only for now: %s", exc)
+
+
+# -- one project's run --------------------------------------------------------------------------
+
+
+class _Run:
+    def __init__(self, engine, settings: SourceSettings, tally: Tally, bar: Progress | None):
+        self.engine = engine
+        self.store = engine.store
+        self.settings = settings
+        self.tally = tally
+        self.bar = bar
+        self.batch: list[Planned] = []
+        self.batch_texts = 0
+        self.batch_files = 0
+        self.embed_failed = False
+
+    def index(self, project: str | None, folders: list[Folder], files: list[tuple[Folder, Path]]) -> None:
+        stored = sync.stored_by_key(self.store, project, KEY_PREFIX)
+        seen: set[str] = set()
+        kept_paths: set[str] = set()  # files skipped: their memories stay as they were
+        plans: list[list[Planned]] = []
+        for folder, file in files:
+            plans.append(self._plan_file(folder, file, stored, seen, kept_paths))
+        orphans = self._orphans(stored, seen, kept_paths, folders)
+        self._match_moves([p for plan in plans for p in plan if p.stored is None], orphans)
+        for plan in plans:
+            for planned in plan:
+                self._queue(planned)
+            self.batch_files += 1
+            if not self.batch:
+                self._advance()
+        self._flush()
+        for row in orphans.values():
+            self.store.delete(row.id)
+            self.tally.removed += 1
+
+    # -- planning --
+
+    def _plan_file(self, folder: Folder, file: Path, stored: dict[str, sync.Stored], seen: set[str],
+                   kept_paths: set[str]) -> list[Planned]:
+        where = folder.stored_path(file)
+        self.tally.files += 1
+        note = read_note(file, self.settings.max_file_bytes)
+        if note.text is None:
+            self.tally.skip(where, note.problem or "unreadable")
+            kept_paths.add(where)
+            return []
+        if note.problem:
+            self.tally.warnings.append((where, note.problem))
+        try:
+            return self._plan_sections(folder, file, where, note.text, stored, seen)
+        except InputError as exc:
+            self.tally.skip(where, str(exc))
+            kept_paths.add(where)
+            return []
+
+    def _plan_sections(self, folder: Folder, file: Path, where: str, text: str,
+                       stored: dict[str, sync.Stored], seen: set[str]) -> list[Planned]:
+        # Private spans are blanked line for line so every line number stays true.
+        text = PRIVATE.sub(lambda m: "\n" * m.group().count("\n"), text)
+        note = markdown.parse(text, file.stem)
+        if note.front.date_error:
+            self.tally.warnings.append((where, f"front matter date {note.front.date_error!r} is not an ISO date; "
+                                              "using the file's time"))
+        kind = folder.kind_of(file)
+        planned = []
+        for section in note.sections:
+            key = f"{KEY_PREFIX}{where}#{section.anchor}"
+            seen.add(key)
+            row = stored.get(key)
+            dated_by_file = note.front.date is None and row is None
+            memory = NewMemory(
+                body=section.text, kind=kind, title=section.title, project=folder.project, branch=folder.branch,
+                source=Source(where, section.line_start, section.line_end, None, "file", "markdown"),
+                created_at=file.stat().st_mtime if dated_by_file else note.front.date,
+                source_key=key, tags=note.front.tags, chunks=section.chunks)
+            clean, chunks = self.engine.prepare(memory)
+            if row is not None and row.kind == kind and row.content_hash == content_hash(kind, clean.title, clean.body):
+                self.tally.unchanged += 1
+                if not row.same_place(clean) or (clean.created_at and clean.created_at != row.created_at):
+                    sync.update_place(self.store, row.id, clean)
+                continue
+            planned.append(Planned(clean, chunks, row, dated_by_file))
+        return planned
+
+    def _orphans(self, stored: dict[str, sync.Stored], seen: set[str], kept_paths: set[str],
+                 folders: list[Folder]) -> dict[str, sync.Stored]:
+        prefixes = [f.prefix for f in folders]
+        return {key: row for key, row in stored.items()
+                if key not in seen and row.source_path not in kept_paths and row.source_path is not None
+                and any(row.source_path == p or (p.endswith("/") and row.source_path.startswith(p)) for p in prefixes)}
+
+    def _match_moves(self, new: list[Planned], orphans: dict[str, sync.Stored]) -> None:
+        """A new section with the same text as an orphan is that memory, moved: re-key it in place."""
+        if not new or not orphans:
+            return
+        texts = sync.bodies(self.store, [row.id for row in orphans.values()])
+        by_text: dict[tuple[str, str], list[str]] = {}
+        for key, row in orphans.items():
+            by_text.setdefault((row.kind, content_hash(texts.get(row.id, ""))), []).append(key)
+        for planned in new:
+            keys = by_text.get((planned.memory.kind, content_hash(planned.memory.body)))
+            if keys:
+                planned.stored = orphans.pop(keys.pop(0))
+                if planned.dated_by_file:  # a moved file's new time is not when the note was written
+                    planned.memory = replace(planned.memory, created_at=None)
+
+    # -- writing --
+
+    def _queue(self, planned: Planned) -> None:
+        have = sync.chunk_hashes(self.store, planned.stored.id) if planned.stored else set()
+        self.batch.append(planned)
+        self.batch_texts += sum(1 for chunk in planned.chunks if content_hash(chunk) not in have)
+        if self.batch_texts >= BATCH_CHUNKS:
+            self._flush()
+
+    def _flush(self) -> None:
+        batch, self.batch, self.batch_texts = self.batch, [], 0
+        if batch:
+            vectors = self._embed(batch)
+            for planned in batch:
+                self._write(planned, vectors)
+        self._advance()
+
+    def _embed(self, batch: list[Planned]):
+        """Vectors of the chunk texts not stored yet, by text hash; None when the embedder is down."""
+        todo: dict[str, str] = {}
+        for planned in batch:
+            have = sync.chunk_hashes(self.store, planned.stored.id) if planned.stored else set()
+            for chunk in planned.chunks:
+                digest = content_hash(chunk)
+                if digest not in have:
+                    todo.setdefault(digest, chunk)
+        if not todo:
+            return {}
+        # Similar lengths side by side: the model pads each batch to its longest text.
+        ordered = sorted(todo.items(), key=lambda item: len(item[1]))
+        vectors = self.engine.try_embed([text for _, text in ordered])
+        if vectors is None:
+            if not self.embed_failed:
+                self.tally.warnings.append(("embedder", "unavailable: text stored and keyword-searchable, vectors "
+                                                        "are filled in later by a backfill"))
+            self.embed_failed = True
+            return None
+        self.tally.chunks_embedded += len(ordered)
+        return {digest: vectors[i] for i, (digest, _) in enumerate(ordered)}
+
+    def _write(self, planned: Planned, vectors) -> None:
+        if planned.stored is None:
+            import numpy as np
+
+            rows = None if vectors is None else np.stack([vectors[content_hash(c)] for c in planned.chunks])
+            self.store.add(planned.memory, planned.chunks, rows)
+            self.tally.indexed += 1
+        else:
+            sync.rewrite(self.store, planned.stored.id, planned.memory, planned.chunks, vectors)
+            self.tally.updated += 1
+
+    def _advance(self) -> None:
+        if self.bar is not None and self.batch_files:
+            self.bar.advance(self.batch_files, self.tally.note())
+        self.batch_files = 0
+

@@ -1,0 +1,265 @@
+"""Markdown notes into sections and chunks.
+
+A file becomes one section per ``#``/``##`` heading (text before the first heading is the file's
+preamble). A fenced code block is opaque: a ``## line`` inside it is code, not a heading, and no
+split ever falls inside it. A section longer than the chunk cap is packed into several chunks at
+paragraph boundaries. Every chunk starts with its heading path (``Title > Section > Subsection``)
+so a hit shows where in the file it came from, and both legs can find a chunk by its headings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+
+from captain_memo.chunking import MAX_CHUNK_CHARS, split_paragraphs
+
+HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+PATH_SEPARATOR = " > "
+# The heading path may take at most this share of a chunk, so a deep path never starves the text.
+MAX_PATH_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    title: str | None = None
+    date: float | None = None
+    tags: tuple[str, ...] = ()
+    description: str | None = None
+    date_error: str | None = None  # the raw value when a date was given but could not be read
+
+
+@dataclass(frozen=True)
+class Section:
+    """One ``#``/``##`` section: its heading path, raw text, line range (1-based) and chunks."""
+
+    anchor: str  # stable within the file: the heading text as a slug, with a suffix when repeated
+    path: tuple[str, ...]
+    text: str
+    line_start: int
+    line_end: int
+    chunks: tuple[str, ...]
+
+    @property
+    def title(self) -> str:
+        return PATH_SEPARATOR.join(self.path)
+
+
+@dataclass(frozen=True)
+class Note:
+    title: str
+    front: FrontMatter
+    sections: tuple[Section, ...]
+
+
+# -- front matter ------------------------------------------------------------------------------
+
+
+def split_front_matter(lines: list[str]) -> tuple[dict[str, object], int]:
+    """The front matter's keys and how many lines it takes (0 when the file has none).
+
+    Only the small YAML subset notes use is read: ``key: value``, quoted strings, ``[a, b]`` flow
+    lists and ``- item`` block lists. Anything else is ignored rather than guessed at.
+    """
+    if not lines or lines[0].strip() != "---":
+        return {}, 0
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            return _read_yaml_subset(lines[1:end]), end + 1
+    return {}, 0  # an opening --- without a closing one is a horizontal rule, not front matter
+
+
+def _read_yaml_subset(lines: list[str]) -> dict[str, object]:
+    data: dict[str, object] = {}
+    key = None
+    for line in lines:
+        item = re.match(r"^\s+-\s+(.*)$", line) or re.match(r"^-\s+(.*)$", line)
+        if item and key is not None and isinstance(data.get(key), list):
+            data[key].append(_scalar(item.group(1)))
+            continue
+        pair = re.match(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$", line)
+        if not pair:
+            continue
+        key, raw = pair.group(1).lower(), pair.group(2).strip()
+        if not raw:
+            data[key] = []  # a block list may follow
+        elif raw.startswith("[") and raw.endswith("]"):
+            data[key] = [_scalar(part) for part in raw[1:-1].split(",") if part.strip()]
+        else:
+            data[key] = _scalar(raw)
+    return data
+
+
+def _scalar(raw: str) -> str:
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    return re.sub(r"\s+#.*$", "", raw)  # a trailing YAML comment
+
+
+def parse_date(value: object) -> float | None:
+    """An ISO date or datetime (naive means UTC) as epoch seconds; None when it cannot be read."""
+    text = str(value).strip()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            parsed = datetime.combine(date.fromisoformat(text[:10]), datetime.min.time())
+        except ValueError:
+            return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def front_matter(data: dict[str, object]) -> FrontMatter:
+    def text(key: str) -> str | None:
+        value = data.get(key)
+        return value.strip() or None if isinstance(value, str) else None
+
+    raw_tags = data.get("tags", data.get("keywords", []))
+    if isinstance(raw_tags, str):
+        raw_tags = re.split(r"[,\s]+", raw_tags)
+    tags = tuple(dict.fromkeys(t.strip().replace(",", " ") for t in raw_tags if str(t).strip()))
+    raw_date = text("date") or text("created")
+    when = parse_date(raw_date) if raw_date else None
+    return FrontMatter(title=text("title") or text("name"), date=when, tags=tags, description=text("description"),
+                       date_error=raw_date if raw_date and when is None else None)
+
+
+# -- blocks and sections -----------------------------------------------------------------------
+
+
+def _blocks(lines: list[str], first_line: int) -> list[tuple[int, int, str, bool]]:
+    """Blocks as (first line, last line, text, is_fence); line numbers are 1-based in the file.
+
+    A block is a paragraph (ends at a blank line), a heading line, or a whole fenced code block
+    (blank lines inside it do not end it). An unclosed fence runs to the end of the text.
+    """
+    blocks: list[tuple[int, int, str, bool]] = []
+    current: list[str] = []
+    start = 0
+    fence: tuple[str, int] | None = None
+
+    def close(end: int, is_fence: bool = False) -> None:
+        nonlocal current
+        if current and any(line.strip() for line in current):
+            blocks.append((start, end, "\n".join(current).strip("\n"), is_fence))
+        current = []
+
+    for offset, line in enumerate(lines):
+        number = first_line + offset
+        if fence is not None:
+            current.append(line)
+            marker = FENCE.match(line)
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= fence[1] \
+                    and not marker.group(2).strip():
+                close(number, True)
+                fence = None
+            continue
+        opening = FENCE.match(line)
+        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            close(number - 1)
+            fence = (opening.group(1)[0], len(opening.group(1)))
+            start, current = number, [line]
+        elif HEADING.match(line):
+            close(number - 1)
+            start, current = number, [line]
+            close(number)
+        elif not line.strip():
+            close(number - 1)
+        else:
+            if not current:
+                start = number
+            current.append(line)
+    close(first_line + len(lines) - 1, fence is not None)
+    return blocks
+
+
+def _heading(block_text: str) -> tuple[int, str] | None:
+    match = HEADING.match(block_text) if "\n" not in block_text else None
+    return (len(match.group(1)), match.group(2).strip()) if match else None
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^\w]+", "-", text.lower()).strip("-") or "section"
+
+
+def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> Note:
+    """Split a Markdown file's text into its sections and their chunks."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    data, skip = split_front_matter(lines)
+    front = front_matter(data)
+    blocks = _blocks(lines[skip:], skip + 1)
+    h1 = next((h[1] for b in blocks if (h := _heading(b[2])) and h[0] == 1), None)
+    title = front.title or h1 or fallback_title
+    groups: list[tuple[tuple[str, ...], list]] = [((title,), [])]
+    document_heading_seen = False
+    for block in blocks:
+        level = _heading(block[2])
+        if level and level[0] == 1 and not document_heading_seen:
+            document_heading_seen = True  # the file's own title heading: it opens the preamble
+            groups[-1][1].append(block)
+        elif level and level[0] <= 2:
+            groups.append(((title, level[1]) if level[0] == 2 else (level[1],), [block]))
+        else:
+            groups[-1][1].append(block)
+    sections, seen = [], {}
+    for index, (head, members) in enumerate(groups):
+        # SKILL.md-style front matter describes the whole file: its description leads the preamble.
+        extra = [(0, 0, front.description, False)] if index == 0 and front.description else []
+        if not any(_heading(b[2]) is None for b in extra + members):
+            continue  # a heading with nothing under it
+        anchor = slug(head[-1]) if len(head) > 1 or index else "top"
+        seen[anchor] = seen.get(anchor, 0) + 1
+        if seen[anchor] > 1:
+            anchor = f"{anchor}-{seen[anchor]}"
+        start, end = (members[0][0], members[-1][1]) if members else (1, skip)
+        raw = "\n".join(lines[start - 1: end]).strip("\n") if members else ""
+        body = "\n\n".join(part for part in (extra[0][2] if extra else "", raw) if part)
+        chunks = tuple(_chunks(head, extra + members, max_chars))
+        sections.append(Section(anchor, head, body, start, end, chunks))
+    return Note(title, front, tuple(sections))
+
+
+def _chunks(head: tuple[str, ...], members: list, max_chars: int) -> list[str]:
+    """Pack a section's blocks into chunks of at most ``max_chars``, each led by its heading path.
+
+    A fenced block is never cut, even when it alone is longer than the cap: the keyword leg still
+    sees all of it, and the vector leg sees its first ~256 tokens.
+    """
+    chunks: list[str] = []
+    sub: list[tuple[int, str]] = []  # headings below ## in effect: (level, text)
+    current: list[str] = []
+    current_path = head
+    size = 0
+
+    def prefix(path: tuple[str, ...]) -> str:
+        line = PATH_SEPARATOR.join(path)
+        limit = int(max_chars * MAX_PATH_SHARE)
+        return line if len(line) <= limit else line[: limit - 1] + "…"
+
+    def flush() -> None:
+        nonlocal current, size
+        if current:
+            chunks.append(prefix(current_path) + "\n" + "\n\n".join(current))
+        current, size = [], 0
+
+    for _, _, text, is_fence in members:
+        level = _heading(text)
+        if level and level[0] > 2:
+            sub = [s for s in sub if s[0] < level[0]] + [level]
+        path = head + tuple(s[1] for s in sub)
+        budget = max(200, max_chars - len(prefix(path)) - 1)
+        pieces = [text] if is_fence or len(text) <= budget else split_paragraphs(text, budget)
+        for piece in pieces:
+            if current and size + 2 + len(piece) > budget:
+                flush()
+            if not current:
+                current_path = path
+            current.append(piece)
+            size += len(piece) + (2 if size else 0)
+    flush()
+    return chunks

@@ -1,0 +1,114 @@
+"""Where memories come from, as configured: note and skill folders, caps, supersession switches.
+
+Folders come from two places:
+
+- ``CAPTAIN_MEMO_NOTE_DIRS`` and ``CAPTAIN_MEMO_SKILL_DIRS``, colon-separated. An absolute entry
+  (or one starting with ``~``) is a personal folder: its memories belong to no project. A relative
+  entry is a folder inside every repository, added to the defaults below.
+- Repository defaults: ``docs/decisions``, ``docs/adr`` and ``.captain-memo/memory`` hold curated
+  memory; ``.captain-memo/skills`` holds skills.
+
+Every number is an environment variable too; a value that does not parse is reported once, naming
+the variable, and the default is used.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("captain_memo")
+
+REPO_MEMORY_DIRS = ("docs/decisions", "docs/adr", ".captain-memo/memory")
+REPO_SKILL_DIRS = (".captain-memo/skills",)
+NOTE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx", ".txt")
+SKILL_FILE = "SKILL.md"
+_reported: set[str] = set()
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    personal_note_dirs: tuple[Path, ...] = ()
+    personal_skill_dirs: tuple[Path, ...] = ()
+    repo_note_dirs: tuple[str, ...] = REPO_MEMORY_DIRS
+    repo_skill_dirs: tuple[str, ...] = REPO_SKILL_DIRS
+    # A note bigger than this is skipped: 1 MiB of Markdown is ~900 chunks, far past a note.
+    max_file_bytes: int = 1 << 20
+    # First `index --git` in a repository: only the newest commits, oldest first.
+    git_max_commits: int = 5000
+    # A commit message longer than this is cut; generated changelogs otherwise swamp a recall.
+    git_max_message_chars: int = 4000
+    auto_supersede: bool = True
+    auto_supersede_cosine: float = 0.93
+
+
+def _warn_once(name: str, raw: str, why: str, default) -> None:
+    if name not in _reported:
+        _reported.add(name)
+        log.warning("ignoring %s=%r (%s); using %r", name, raw, why, default)
+
+
+def _number(env, name: str, default, kind=int, low: float = 0.0, high: float | None = None):
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        _warn_once(name, raw, f"not a{'n integer' if kind is int else ' number'}", default)
+        return default
+    if value != value or value < low or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        _warn_once(name, raw, f"must be {bounds}", default)
+        return default
+    return value
+
+
+def _switch(env, name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    _warn_once(name, raw, "expected 1/0, true/false, on/off", default)
+    return default
+
+
+def _split_dirs(raw: str | None) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """(personal folders, repository-relative folders) from a colon-separated list."""
+    personal: list[Path] = []
+    relative: list[str] = []
+    for entry in (raw or "").split(os.pathsep):
+        entry = entry.strip()
+        if not entry:
+            continue
+        if entry.startswith("~") or os.path.isabs(entry):
+            personal.append(Path(entry).expanduser().resolve())
+        else:
+            relative.append(Path(entry).as_posix().strip("/"))
+    return tuple(dict.fromkeys(personal)), tuple(dict.fromkeys(relative))
+
+
+def source_settings(env: dict | None = None) -> SourceSettings:
+    env = os.environ if env is None else env
+    notes, repo_notes = _split_dirs(env.get("CAPTAIN_MEMO_NOTE_DIRS"))
+    skills, repo_skills = _split_dirs(env.get("CAPTAIN_MEMO_SKILL_DIRS"))
+    base = SourceSettings()
+    return SourceSettings(
+        personal_note_dirs=notes,
+        personal_skill_dirs=skills,
+        repo_note_dirs=tuple(dict.fromkeys(REPO_MEMORY_DIRS + repo_notes)),
+        repo_skill_dirs=tuple(dict.fromkeys(REPO_SKILL_DIRS + repo_skills)),
+        max_file_bytes=_number(env, "CAPTAIN_MEMO_MAX_FILE_BYTES", base.max_file_bytes, low=1),
+        git_max_commits=_number(env, "CAPTAIN_MEMO_GIT_MAX_COMMITS", base.git_max_commits, low=1),
+        git_max_message_chars=_number(env, "CAPTAIN_MEMO_GIT_MAX_MESSAGE_CHARS", base.git_max_message_chars,
+                                      low=80),
+        auto_supersede=_switch(env, "CAPTAIN_MEMO_AUTO_SUPERSEDE", base.auto_supersede),
+        auto_supersede_cosine=_number(env, "CAPTAIN_MEMO_AUTO_SUPERSEDE_COSINE", base.auto_supersede_cosine,
+                                      kind=float, low=-1.0, high=1.0),
+    )
