@@ -87,6 +87,10 @@ class Engine:
         memory_id = self.store.add(clean, chunks, vectors)
         if vectors is not None and self.store.pending_chunks(1):
             self._backfill_quietly()
+        if clean.kind == "observation" and vectors is not None:
+            from captain_memo.sources.supersession import supersede_older_versions
+
+            supersede_older_versions(self, memory_id)  # a newer version of the same fact (logs, never raises)
         return memory_id
 
     def remember_many(self, memories: list[NewMemory], skip_duplicates: bool = True) -> list[int | None]:
