@@ -1,0 +1,50 @@
+"""`captain-memo reindex`: re-embed every memory with the configured model (resumable)."""
+
+from __future__ import annotations
+
+from captain_memo.commands._common import open_store
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "reindex", help="re-embed everything with the configured embedding model",
+        description="Re-embed every chunk with the configured provider and model, in batches. Safe to interrupt: "
+                    "run it again and it continues; recall keeps working on the old vectors until the end.")
+    p.add_argument("--batch-size", type=int, default=None, help="texts per embedding call "
+                                                                "(default: CAPTAIN_MEMO_EMBED_BATCH_SIZE or 32)")
+    p.add_argument("--missing", action="store_true", help="only embed chunks saved without a vector "
+                                                          "(the endpoint was down), with the store's own model")
+    p.add_argument("--restart", action="store_true", help="discard an unfinished reindex and start over")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from captain_memo.config import embed_config
+    from captain_memo.embeddings import make_embedder
+    from captain_memo.errors import InputError
+    from captain_memo.progress import Progress
+    from captain_memo.reindex import fill_missing, pending_target, reindex
+
+    if args.batch_size is not None and args.batch_size < 1:
+        raise InputError("--batch-size must be at least 1")
+    cfg = embed_config()
+    batch_size = args.batch_size or cfg.batch_size
+    embedder = make_embedder(cfg)
+    store = open_store(args)
+    try:
+        if args.missing:
+            filled = fill_missing(store, embedder, batch_size, Progress)
+            print(f"embedded {filled} chunk{'s' * (filled != 1)} that had no vector, with {embedder.model_id}")
+            return 0
+        pending = pending_target(store)
+        if pending and pending[1] == embedder.model_id and not args.restart:
+            print(f"continuing the unfinished reindex to {embedder.model_id}")
+        report = reindex(store, embedder, batch_size, Progress, restart=args.restart)
+    finally:
+        store.close()
+    shape = f" ({report.dim}-d)" if report.dim else ""
+    print(f"re-embedded {report.embedded} of {report.chunks} chunks with {report.model}{shape} "
+          f"in {report.seconds:.1f} s")
+    if report.previous_model and report.previous_model != report.model:
+        print(f"the vectors of {report.previous_model} were replaced")
+    return 0
