@@ -1,0 +1,239 @@
+---What the commands and mappings do: build a request from the editor's state and send it.
+local bridge = require("captain_memo.bridge")
+local log = require("captain_memo.log")
+local token = require("captain_memo.token")
+local ui = require("captain_memo.ui")
+
+local M = {}
+
+M.KINDS = { "memory", "skill", "observation" }
+local KIND_HELP = { memory = "a curated note", skill = "a how-to", observation = "something noticed in passing" }
+
+---The absolute path of a buffer's file, nil for a buffer without one.
+---@param buf integer
+---@return string|nil
+local function buffer_file(buf)
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == "" or vim.bo[buf].buftype ~= "" then
+    return nil
+  end
+  return vim.fn.fnamemodify(name, ":p")
+end
+
+---Where a request's repository and branch come from: the buffer's file, not Neovim's working
+---folder; a buffer without a file falls back to the working folder.
+---@param win integer
+---@return string
+local function context_of(win)
+  return buffer_file(vim.api.nvim_win_get_buf(win)) or vim.fn.getcwd(win)
+end
+
+local function leave_visual()
+  if vim.fn.mode():match("^[vV\22]") then
+    vim.api.nvim_feedkeys(vim.keycode("<Esc>"), "nx", false)
+  end
+end
+
+---Recall `query` and show the answer in the results window.
+---@param query string
+function M.search(query)
+  local origin = ui.origin_window()
+  local context = context_of(origin)
+  bridge.request("recall", { query = query, context = context }, {
+    channel = "results",
+    on_slow = function()
+      ui.searching(query, origin)
+    end,
+    on_result = function(result)
+      ui.show(result, origin, context)
+    end,
+    on_error = function()
+      if ui.is_open() then
+        ui.close()
+      end
+    end,
+  })
+end
+
+---The token under the cursor, or the selection in Visual mode (or after a `:'<,'>` range).
+---@param opts {visual: boolean|nil, range: integer|nil}
+function M.lookup(opts)
+  local query
+  if opts.visual or (opts.range and opts.range > 0) or vim.fn.mode():match("^[vV\22]") then
+    local sel = token.selection()
+    leave_visual()
+    query = sel and vim.trim(sel.text)
+  else
+    local found = token.under_cursor()
+    query = found and token.query(found)
+  end
+  if not query or query == "" then
+    log.warn("nothing to look up under the cursor")
+    return
+  end
+  M.search(query)
+end
+
+---Recall with free text; asks for it when `query` is empty.
+---@param query string|nil
+function M.recall(query)
+  if query and vim.trim(query) ~= "" then
+    M.search(vim.trim(query))
+    return
+  end
+  vim.ui.input({ prompt = "Recall: " }, function(input)
+    if input and vim.trim(input) ~= "" then
+      M.search(vim.trim(input))
+    end
+  end)
+end
+
+---The text to save: the live selection, the `:'<,'>` selection, lines `line1`..`line2`, or the
+---cursor line.
+local function text_to_save(opts)
+  if vim.fn.mode():match("^[vV\22]") then
+    local sel = token.selection()
+    leave_visual()
+    return sel
+  end
+  if opts.range and opts.range > 0 then
+    local marked = token.selection()
+    if marked and marked.line_start == opts.line1 and marked.line_end == opts.line2 then
+      return marked
+    end
+    local lines = vim.api.nvim_buf_get_lines(0, opts.line1 - 1, opts.line2, false)
+    return { text = table.concat(lines, "\n"), line_start = opts.line1, line_end = opts.line2 }
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  return { text = vim.api.nvim_get_current_line(), line_start = row, line_end = row }
+end
+
+local function first_line(text)
+  for line in vim.gsplit(text, "\n", { plain = true }) do
+    local trimmed = vim.trim(line)
+    if trimmed ~= "" then
+      return vim.fn.strcharpart(trimmed, 0, 80)
+    end
+  end
+  return ""
+end
+
+local function ask_kind(callback)
+  vim.ui.select(M.KINDS, {
+    prompt = "Kind:",
+    format_item = function(kind)
+      return kind .. " (" .. KIND_HELP[kind] .. ")"
+    end,
+  }, callback)
+end
+
+---Send a save request and report the stored memory.
+local function store(args, on_saved)
+  bridge.request("save", args, {
+    on_result = function(saved)
+      require("captain_memo.ambient").forget_cache()
+      local where = saved.branch and (" on " .. saved.branch) or ""
+      log.info(("saved #%d %s%s"):format(saved.id, saved.title ~= "" and saved.title or "(untitled)", where))
+      if on_saved then
+        on_saved(saved)
+      end
+    end,
+  })
+end
+
+---Save the selection (or the given lines) with its file, lines, filetype, repository, branch and
+---commit, after asking for a title (prefilled from the first line) and a kind (default memory).
+---@param opts {range: integer|nil, line1: integer|nil, line2: integer|nil}
+function M.save(opts)
+  local buf = vim.api.nvim_get_current_buf()
+  local sel = text_to_save(opts)
+  if not sel or vim.trim(sel.text) == "" then
+    log.warn("nothing to save: the selection is empty")
+    return
+  end
+  local file = buffer_file(buf)
+  local args = {
+    text = sel.text,
+    path = file,
+    context = file or vim.fn.getcwd(),
+    line_start = sel.line_start,
+    line_end = sel.line_end,
+    filetype = vim.bo[buf].filetype,
+  }
+  vim.ui.input({ prompt = "Title: ", default = first_line(sel.text) }, function(title)
+    if title == nil then
+      return
+    end
+    ask_kind(function(kind)
+      if not kind then
+        return
+      end
+      args.title, args.kind = title, kind
+      store(args)
+    end)
+  end)
+end
+
+local note_count = 0
+
+---Save a note buffer: its first line (without leading `#`) is the title, the rest the text.
+---@param buf integer
+function M.write_note(buf)
+  local state = vim.b[buf].captain_memo_note
+  if state.saved then
+    vim.bo[buf].modified = false
+    log.info(("this note is saved as #%d; :CaptainMemo note starts a new one"):format(state.saved))
+    return
+  end
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local text = table.concat(lines, "\n")
+  if vim.trim(text) == "" then
+    log.warn("nothing to save: the note is empty")
+    return
+  end
+  local title, rest = nil, {}
+  for _, line in ipairs(lines) do
+    if title == nil and vim.trim(line) ~= "" then
+      title = vim.trim((line:gsub("^%s*#+%s*", "")))
+    elseif title ~= nil then
+      rest[#rest + 1] = line
+    end
+  end
+  local body = vim.trim(table.concat(rest, "\n"))
+  store({ text = body ~= "" and body or title, title = title, kind = state.kind, context = state.context }, function(saved)
+    if vim.api.nvim_buf_is_valid(buf) then
+      vim.b[buf].captain_memo_note = vim.tbl_extend("force", state, { saved = saved.id })
+      vim.bo[buf].modified = false
+      pcall(vim.api.nvim_buf_set_name, buf, ("captain-memo://memory/%d"):format(saved.id))
+    end
+  end)
+end
+
+---A scratch buffer for a note; `:w` saves it as a memory of `kind`.
+---@param kind string|nil
+function M.note(kind)
+  kind = kind or "memory"
+  if not vim.tbl_contains(M.KINDS, kind) then
+    log.error(("unknown kind %q; use one of %s"):format(kind, table.concat(M.KINDS, ", ")))
+    return
+  end
+  local context = context_of(ui.origin_window())
+  vim.cmd("botright new")
+  local buf = vim.api.nvim_get_current_buf()
+  note_count = note_count + 1
+  pcall(vim.api.nvim_buf_set_name, buf, ("captain-memo://note/%d"):format(note_count))
+  vim.bo[buf].buftype = "acwrite"
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = "markdown"
+  vim.b[buf].captain_memo_note = { kind = kind, context = context }
+  vim.api.nvim_create_autocmd("BufWriteCmd", {
+    buffer = buf,
+    callback = function(ev)
+      M.write_note(ev.buf)
+    end,
+  })
+  log.status(("new %s: the first line is the title; :w saves it"):format(kind))
+end
+
+return M

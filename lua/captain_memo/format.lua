@@ -1,0 +1,223 @@
+---Text of the results window: one line per hit, the preview, the explanation and the footer.
+---Pure functions from a recall's JSON (captain_memo.ranking.result.result_json) to lines and
+---highlight spans, so they are tested without a window.
+local M = {}
+
+local KIND = { memory = "mem", skill = "skill", observation = "obs" }
+
+---Age as the CLI prints it: "now", "5h", "3d", "4mo", "2y".
+---@param days number|nil
+---@return string
+function M.age(days)
+  if type(days) ~= "number" then
+    return ""
+  end
+  if days < 1 then
+    local hours = days * 24
+    return hours >= 1 and ("%.0fh"):format(hours) or "now"
+  end
+  if days < 60 then
+    return ("%.0fd"):format(days)
+  end
+  if days < 730 then
+    return ("%.0fmo"):format(days / 30)
+  end
+  return ("%.0fy"):format(days / 365)
+end
+
+local function flat(text)
+  return (tostring(text or ""):gsub("%s+", " "))
+end
+
+---`text` cut to `width` display cells, with an ellipsis when cut.
+---@param text string
+---@param width integer
+---@return string
+function M.truncate(text, width)
+  if width <= 0 then
+    return ""
+  end
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  local out, used = {}, 0
+  for i = 0, vim.fn.strchars(text) - 1 do
+    local ch = vim.fn.strcharpart(text, i, 1)
+    local w = vim.fn.strdisplaywidth(ch)
+    if used + w > width - 1 then
+      break
+    end
+    out[#out + 1] = ch
+    used = used + w
+  end
+  return table.concat(out) .. "…"
+end
+
+local function pad(text, width)
+  return text .. string.rep(" ", math.max(0, width - vim.fn.strdisplaywidth(text)))
+end
+
+---One results line: rank, score, kind, title (or first line), age, branch, source.
+---@param hit table
+---@param width integer
+---@return string line, table spans {start_col, end_col, group} in bytes
+function M.hit_line(hit, width)
+  local kind = KIND[hit.kind] or hit.kind
+  local rank = ("%2d"):format(hit.rank)
+  local score = ("%.3f"):format(hit.score or 0)
+  local left = rank .. "  " .. score .. "  " .. pad(kind, 5) .. "  "
+  local right_parts = {
+    { M.age(hit.age_days), "CaptainMemoAge" },
+    { hit.branch or "", "CaptainMemoBranch" },
+    { flat(hit.source and hit.source.label or ""), "CaptainMemoSource" },
+  }
+  local room = width - vim.fn.strdisplaywidth(left)
+  local function right_width()
+    local w = 0
+    for _, part in ipairs(right_parts) do
+      if part[1] ~= "" then
+        w = w + 2 + vim.fn.strdisplaywidth(part[1])
+      end
+    end
+    return w
+  end
+  -- A title needs room to be read: give up the source, then the branch, before squeezing it.
+  while #right_parts > 1 and room - right_width() < 20 do
+    table.remove(right_parts)
+  end
+  local title = M.truncate(flat(hit.title), math.max(8, room - right_width()))
+  local line = left .. pad(title, math.max(0, room - right_width()))
+  local spans = {
+    { 0, #rank, "CaptainMemoRank" },
+    { #rank + 2, #rank + 2 + #score, "CaptainMemoScore" },
+    { #rank + 4 + #score, #rank + 4 + #score + #kind, "CaptainMemoKind" },
+  }
+  local title_group = hit.superseded_by and "CaptainMemoSuperseded" or "CaptainMemoTitle"
+  spans[#spans + 1] = { #left, #left + #title, title_group }
+  for _, part in ipairs(right_parts) do
+    if part[1] ~= "" then
+      line = line .. "  "
+      spans[#spans + 1] = { #line, #line + #part[1], part[2] }
+      line = line .. part[1]
+    end
+  end
+  return line, spans
+end
+
+---The footer: profile, the legs that answered, the time taken; `warn` when only one leg answered.
+---@param result table
+---@return string text, boolean warn
+function M.footer(result)
+  local legs = result.legs or {}
+  local parts = { result.profile or "?" }
+  local warn = #legs < 2
+  if warn then
+    local failed = {}
+    for leg in pairs(result.failures or {}) do
+      failed[#failed + 1] = leg
+    end
+    table.sort(failed)
+    local why = #failed > 0 and (" (" .. table.concat(failed, ", ") .. " leg failed)") or ""
+    parts[#parts + 1] = table.concat(legs, " + ") .. " only" .. why
+  else
+    parts[#parts + 1] = table.concat(legs, " + ")
+  end
+  parts[#parts + 1] = ("%.0f ms"):format(result.elapsed_ms or 0)
+  return " " .. table.concat(parts, " · ") .. " ", warn
+end
+
+---The selected hit's text under a short header.
+---@param hit table
+---@return string[]
+function M.preview(hit)
+  local src = hit.source or {}
+  local meta = { hit.kind, "#" .. hit.id }
+  if hit.branch then
+    meta[#meta + 1] = hit.branch
+  end
+  if src.label and src.label ~= "" then
+    meta[#meta + 1] = src.label
+  end
+  meta[#meta + 1] = M.age(hit.age_days)
+  local lines = { flat(hit.title), table.concat(meta, " · ") }
+  if hit.superseded_by then
+    lines[#lines + 1] = ("superseded by #%d"):format(hit.superseded_by)
+  end
+  lines[#lines + 1] = ""
+  vim.list_extend(lines, vim.split(hit.text or "", "\n", { plain = true }))
+  return lines
+end
+
+-- The multipliers of the ranking, in the order they apply (captain_memo/ranking/pipeline.py).
+M.FACTORS = {
+  { "identifier", "identifier" },
+  { "rare_token", "rare token" },
+  { "branch", "branch" },
+  { "superseded", "superseded" },
+  { "recency", "recency" },
+  { "tide", "tide" },
+}
+
+local function number(value)
+  if type(value) ~= "number" then
+    return nil
+  end
+  return ("%.4f"):format(value)
+end
+
+---The explanation of a hit: both leg scores, the fused score, every multiplier (1 when it did not
+---fire) and the product, which is the hit's score.
+---@param hit table
+---@param profile string|nil
+---@return string[] lines, table spans {line (0-based), start_col, end_col, group}
+function M.explanation(hit, profile)
+  local ex = hit.explain or {}
+  local lines, spans = {}, {}
+  local function row(label, value, note, muted)
+    local head = pad(label, 20) .. " "
+    local text = head .. pad(value, 8)
+    if note and note ~= "" then
+      text = text .. "  " .. note
+    end
+    spans[#spans + 1] = { #lines, 0, #head - 1, "CaptainMemoExplainLabel" }
+    spans[#spans + 1] = { #lines, #head, #head + #value, muted and "CaptainMemoExplainMuted" or "CaptainMemoExplainValue" }
+    lines[#lines + 1] = text
+  end
+  lines[#lines + 1] = ("#%d  %s"):format(hit.rank, flat(hit.title))
+  spans[#spans + 1] = { 0, 0, #lines[1], "CaptainMemoExplainHeader" }
+  row("vector similarity", number(ex.vector) or "-", number(ex.vector) and "" or "not found by the vector leg", not ex.vector)
+  -- Raw bm25 spans orders of magnitude (tiny in a small store): significant digits, not decimals.
+  local bm25 = type(ex.bm25) == "number" and ("%.3g"):format(ex.bm25) or nil
+  row("keyword score", number(ex.keyword) or "-", bm25 and ("bm25 " .. bm25) or "not found by the keyword leg", not ex.keyword)
+  row("fused", number(ex.fused) or "-", profile and ("profile " .. profile) or "")
+  local fired, used = {}, {}
+  for _, f in ipairs(ex.factors or {}) do
+    fired[f.name] = fired[f.name] or {}
+    table.insert(fired[f.name], f)
+  end
+  local product_parts = { number(ex.fused) or "?" }
+  local function factor_rows(name, label)
+    used[name] = true
+    if not fired[name] then
+      row("× " .. label, "1", "not applied", true)
+      return
+    end
+    for _, f in ipairs(fired[name]) do
+      row("× " .. label, number(f.value), f.detail or "")
+      product_parts[#product_parts + 1] = number(f.value)
+    end
+  end
+  for _, known in ipairs(M.FACTORS) do
+    factor_rows(known[1], known[2])
+  end
+  for _, f in ipairs(ex.factors or {}) do
+    if not used[f.name] then
+      factor_rows(f.name, (f.name:gsub("_", " ")))
+    end
+  end
+  row("= score", number(hit.score) or "-", table.concat(product_parts, " × "))
+  spans[#spans + 1] = { #lines - 1, 0, #"= score", "CaptainMemoExplainScore" }
+  return lines, spans
+end
+
+return M

@@ -1,0 +1,113 @@
+---:checkhealth captain_memo
+---
+---The library's checks run in a separate Python process started from the configured host program,
+---so a broken remote plugin host is reported rather than hidden behind it.
+local M = {}
+
+local SCRIPT = [[
+import json, sys
+try:
+    import pynvim
+except ImportError as exc:
+    print(json.dumps([{"item": "pynvim", "status": "error", "detail": str(exc)}]))
+    sys.exit(0)
+version = getattr(pynvim, "__version__", None) or ".".join(str(p) for p in pynvim.VERSION[:3])
+print(json.dumps([{"item": "pynvim", "status": "ok", "detail": "pynvim " + version + " (" + sys.executable + ")"}]))
+try:
+    from captain_memo.editor import health_main
+except Exception as exc:
+    print(json.dumps([{"item": "package", "status": "error",
+                       "detail": "captain_memo cannot be imported: %s; pip install captain-memo into this Python" % exc}]))
+    sys.exit(0)
+sys.exit(health_main(sys.argv[1:]))
+]]
+
+local function report(item, status, detail)
+  local text = item .. ": " .. detail
+  if status == "ok" then
+    vim.health.ok(text)
+  elseif status == "warn" then
+    vim.health.warn(text)
+  else
+    vim.health.error(text)
+  end
+end
+
+local function python_host()
+  local prog = vim.g.python3_host_prog
+  if prog and prog ~= "" then
+    return vim.fn.expand(prog)
+  end
+  local found = vim.fn.exepath("python3")
+  return found ~= "" and found or nil
+end
+
+local function settings_json()
+  local o = require("captain_memo").options()
+  return vim.json.encode({
+    db = o.db,
+    provider = o.embedding.provider,
+    url = o.embedding.url,
+    model = o.embedding.model,
+    profile = o.profile,
+    share_worktrees = o.share_worktrees,
+  })
+end
+
+---The file whose repository is reported: the buffer :checkhealth was run from.
+local function context_file()
+  local alt = vim.fn.bufnr("#")
+  for _, buf in ipairs({ alt, vim.api.nvim_get_current_buf() }) do
+    if buf > 0 and vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "" then
+      local name = vim.api.nvim_buf_get_name(buf)
+      if name ~= "" then
+        return vim.fn.fnamemodify(name, ":p")
+      end
+    end
+  end
+  return vim.fn.getcwd()
+end
+
+function M.check()
+  vim.health.start("Captain Memo")
+  local v = vim.version()
+  local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
+  if vim.fn.has("nvim-0.10") == 1 then
+    report("neovim", "ok", version)
+  else
+    report("neovim", "error", version .. ": Captain Memo needs 0.10 or newer")
+  end
+
+  local prog = python_host()
+  if not prog or vim.fn.executable(prog) ~= 1 then
+    report("python host", "error", "no Python 3 found: set g:python3_host_prog to a Python that has pynvim and captain-memo")
+    return
+  end
+  report("python host", "ok", prog)
+
+  if require("captain_memo.bridge").registered() then
+    report("remote plugin", "ok", "registered")
+  else
+    report("remote plugin", "error", "not registered: run :UpdateRemotePlugins, then restart Neovim")
+  end
+
+  local done = vim.system({ prog, "-c", SCRIPT, settings_json(), context_file() }, { text = true }):wait(60000)
+  local items = {}
+  for line in vim.gsplit(done.stdout or "", "\n", { trimempty = true }) do
+    local ok, decoded = pcall(vim.json.decode, line)
+    if ok and type(decoded) == "table" then
+      vim.list_extend(items, decoded)
+    end
+  end
+  if #items == 0 then
+    local why = vim.trim(done.stderr or "")
+    report("python", "error", ("%s failed (exit %s): %s"):format(prog, tostring(done.code), why ~= "" and why or "no output"))
+    return
+  end
+  for _, item in ipairs(items) do
+    report(item.item, item.status, item.detail)
+  end
+  report("log file", "ok", require("captain_memo.log").path())
+end
+
+return M

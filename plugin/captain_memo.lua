@@ -1,0 +1,40 @@
+-- Captain Memo: defines :CaptainMemo and the <Plug> mappings only. Every module loads on first
+-- use and the Python host starts on the first request, so start-up stays as fast as without it.
+if vim.g.loaded_captain_memo then
+  return
+end
+vim.g.loaded_captain_memo = true
+if vim.fn.has("nvim-0.10") ~= 1 then
+  vim.api.nvim_echo({ { "Captain Memo needs Neovim 0.10 or newer", "WarningMsg" } }, true, {})
+  return
+end
+
+vim.api.nvim_create_user_command("CaptainMemo", function(cmd)
+  require("captain_memo.commands").run(cmd)
+end, {
+  nargs = "*",
+  range = true,
+  desc = "Captain Memo: lookup, recall, save, note, explain, ambient, log",
+  complete = function(...)
+    return require("captain_memo.commands").complete(...)
+  end,
+})
+
+local function plug(modes, name, fn, desc)
+  for _, mode in ipairs(modes) do
+    vim.api.nvim_set_keymap(mode, "<Plug>(" .. name .. ")", "", { callback = fn, desc = desc, noremap = true })
+  end
+end
+
+plug({ "n", "x" }, "CaptainMemoLookup", function()
+  require("captain_memo").lookup()
+end, "Captain Memo: look up the token under the cursor or the selection")
+plug({ "x" }, "CaptainMemoSave", function()
+  require("captain_memo").save()
+end, "Captain Memo: save the selection")
+plug({ "n" }, "CaptainMemoRecall", function()
+  require("captain_memo").recall()
+end, "Captain Memo: recall")
+plug({ "n" }, "CaptainMemoNote", function()
+  require("captain_memo").note()
+end, "Captain Memo: write a note")

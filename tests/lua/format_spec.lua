@@ -1,0 +1,101 @@
+-- Lines of the results window, its footer and the explanation (lua/captain_memo/format.lua).
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local format = require("captain_memo.format")
+local T = {}
+local function test(name, fn)
+  T[#T + 1] = { name, fn }
+end
+
+local function hit(over)
+  return vim.tbl_deep_extend("force", {
+    rank = 1, id = 12, kind = "memory", title = "Contract price entry point", text = "get_effective_contract_price…",
+    score = 1.278696, age_days = 3.2, branch = "main",
+    source = { path = "src/billing/price.py", line_start = 6, line_end = 8, label = "src/billing/price.py:6-8" },
+    explain = {
+      vector = 0.848932, keyword = 1.0, bm25 = 0.000002, fused = 0.894252,
+      factors = { { name = "identifier", value = 1.3, detail = "get_effective_contract_price" },
+                  { name = "branch", value = 1.1, detail = "main" } },
+      product = 1.278696,
+    },
+  }, over or {})
+end
+
+test("ages read like the CLI's", function()
+  H.eq(format.age(0.01), "now")
+  H.eq(format.age(0.25), "6h")
+  H.eq(format.age(3.2), "3d")
+  H.eq(format.age(90), "3mo")
+  H.eq(format.age(800), "2y")
+  H.eq(format.age(nil), "")
+end)
+
+test("a results line holds rank, score, kind, title, age, branch and source", function()
+  local line, spans = format.hit_line(hit(), 120)
+  H.truthy(line:find("^ 1  1%.279  mem    Contract price entry point"), line)
+  H.truthy(line:find("3d  main  src/billing/price%.py:6%-8$"), line)
+  H.eq(vim.fn.strdisplaywidth(line), 120)
+  local groups = {}
+  for _, s in ipairs(spans) do
+    groups[#groups + 1] = s[3]
+    H.eq(line:sub(s[1] + 1, s[2]) ~= "", true, "span " .. s[3] .. " covers text")
+  end
+  H.eq(groups, { "CaptainMemoRank", "CaptainMemoScore", "CaptainMemoKind", "CaptainMemoTitle",
+                 "CaptainMemoAge", "CaptainMemoBranch", "CaptainMemoSource" })
+end)
+
+test("a narrow window gives up the source, then the branch, before the title", function()
+  local line = format.hit_line(hit(), 60)
+  H.truthy(line:find("Contract price entry point  +3d  main$"), line)
+  H.eq(vim.fn.strdisplaywidth(line), 60)
+  line = format.hit_line(hit({ branch = "feature/a-very-long-branch-name" }), 60)
+  H.truthy(line:find("Contract price entry point  +3d$"), line)
+  local long = format.hit_line(hit({ title = string.rep("é", 200) }), 60)
+  H.truthy(vim.fn.strdisplaywidth(long) <= 60, long)
+  H.truthy(long:find("…", 1, true), "a cut title ends with an ellipsis")
+end)
+
+test("a superseded hit's title uses its own highlight", function()
+  local _, spans = format.hit_line(hit({ superseded_by = 14 }), 120)
+  H.eq(spans[4][3], "CaptainMemoSuperseded")
+end)
+
+test("the footer names the profile, the legs and the time", function()
+  local text, warn = format.footer({ profile = "v2", legs = { "vector", "keyword" }, failures = {}, elapsed_ms = 12.4 })
+  H.eq(text, " v2 · vector + keyword · 12 ms ")
+  H.eq(warn, false)
+end)
+
+test("one leg answering is a warning that names the failed leg", function()
+  local text, warn = format.footer({ profile = "v2", legs = { "keyword" }, failures = { vector = "EmbeddingError: down" }, elapsed_ms = 3 })
+  H.eq(text, " v2 · keyword only (vector leg failed) · 3 ms ")
+  H.eq(warn, true)
+end)
+
+test("the explanation lists every multiplier and multiplies out to the score", function()
+  local lines = format.explanation(hit(), "v2")
+  local text = table.concat(lines, "\n")
+  for _, label in ipairs({ "vector similarity", "keyword score", "fused", "× identifier", "× rare token",
+                           "× branch", "× superseded", "× recency", "× tide", "= score" }) do
+    H.truthy(text:find(label, 1, true), label .. " is listed")
+  end
+  H.truthy(text:find("× branch%s+1%.1000%s+main"), text)
+  H.truthy(text:find("× tide%s+1%s+not applied"), text)
+  local product = 1
+  for _, line in ipairs(lines) do
+    local value = line:match("^fused%s+([%d.]+)") or line:match("^× [%a ]-%s+([%d.]+)")
+    if value then
+      product = product * tonumber(value)
+    end
+  end
+  local score = tonumber(text:match("= score%s+([%d.]+)"))
+  H.truthy(math.abs(product - score) < 1e-3, ("product %f, score %f"):format(product, score))
+end)
+
+test("a leg that did not find the hit is shown as absent, not zero", function()
+  local h = hit()
+  h.explain.vector = nil
+  local lines = format.explanation(h, "v2")
+  H.truthy(lines[2]:find("not found by the vector leg", 1, true), lines[2])
+end)
+
+return T
