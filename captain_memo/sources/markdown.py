@@ -227,39 +227,52 @@ def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> N
 def _chunks(head: tuple[str, ...], members: list, max_chars: int) -> list[str]:
     """Pack a section's blocks into chunks of at most ``max_chars``, each led by its heading path.
 
-    A fenced block is never cut, even when it alone is longer than the cap: the keyword leg still
-    sees all of it, and the vector leg sees its first ~256 tokens.
+    A subheading opens a new chunk once the current one is a third full, and a heading never ends
+    a chunk (it moves on with the text it introduces). A fenced block is never cut, even when it
+    alone is longer than the cap: the keyword leg still sees all of it, and the vector leg its
+    first ~256 tokens.
     """
-    chunks: list[str] = []
+    items: list[tuple[tuple[str, ...], str, bool]] = []  # (heading path, text, is a heading)
     sub: list[tuple[int, str]] = []  # headings below ## in effect: (level, text)
-    current: list[str] = []
-    current_path = head
-    size = 0
-
-    def prefix(path: tuple[str, ...]) -> str:
-        line = PATH_SEPARATOR.join(path)
-        limit = int(max_chars * MAX_PATH_SHARE)
-        return line if len(line) <= limit else line[: limit - 1] + "…"
-
-    def flush() -> None:
-        nonlocal current, size
-        if current:
-            chunks.append(prefix(current_path) + "\n" + "\n\n".join(current))
-        current, size = [], 0
-
     for _, _, text, is_fence in members:
         level = _heading(text)
         if level and level[0] > 2:
             sub = [s for s in sub if s[0] < level[0]] + [level]
         path = head + tuple(s[1] for s in sub)
-        budget = max(200, max_chars - len(prefix(path)) - 1)
+        budget = _budget(path, max_chars)
         pieces = [text] if is_fence or len(text) <= budget else split_paragraphs(text, budget)
-        for piece in pieces:
-            if current and size + 2 + len(piece) > budget:
-                flush()
-            if not current:
-                current_path = path
-            current.append(piece)
-            size += len(piece) + (2 if size else 0)
-    flush()
+        items.extend((path, piece, level is not None) for piece in pieces)
+
+    chunks: list[str] = []
+    current: list[tuple[tuple[str, ...], str, bool]] = []
+    for item in items:
+        size = sum(len(text) + 2 for _, text, _ in current)
+        budget = _budget(current[0][0] if current else item[0], max_chars)
+        if current and item[2] and size >= budget // 3:
+            chunks.append(_chunk(current, max_chars))
+            current = []
+        elif current and size + len(item[1]) > budget:
+            carried = []
+            while current and current[-1][2]:
+                carried.insert(0, current.pop())
+            if current:
+                chunks.append(_chunk(current, max_chars))
+            current = carried
+        current.append(item)
+    if current:
+        chunks.append(_chunk(current, max_chars))
     return chunks
+
+
+def _prefix(path: tuple[str, ...], max_chars: int) -> str:
+    line = PATH_SEPARATOR.join(path)
+    limit = int(max_chars * MAX_PATH_SHARE)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _budget(path: tuple[str, ...], max_chars: int) -> int:
+    return max(200, max_chars - len(_prefix(path, max_chars)) - 1)
+
+
+def _chunk(items: list, max_chars: int) -> str:
+    return _prefix(items[0][0], max_chars) + "\n" + "\n\n".join(text for _, text, _ in items)

@@ -1,0 +1,137 @@
+"""The Markdown chunker: sections, fences, paragraph splits with a cap, front matter, heading paths."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from captain_memo.chunking import MAX_CHUNK_CHARS
+from captain_memo.sources.markdown import parse, parse_date, split_front_matter
+
+FENCED = """# Deploys
+
+## Pipeline
+
+Every merge to main runs the pipeline below.
+
+```yaml
+## not a heading
+stages:
+
+  - build
+
+  - deploy
+```
+
+After the fence the section goes on.
+
+## Afterwards
+
+The next section.
+"""
+
+
+def test_a_fence_holding_a_heading_line_stays_in_one_chunk():
+    note = parse(FENCED, "deploys")
+    assert [s.path for s in note.sections] == [("Deploys", "Pipeline"), ("Deploys", "Afterwards")]
+    pipeline = note.sections[0]
+    assert len(pipeline.chunks) == 1
+    fence = FENCED[FENCED.index("```yaml"): FENCED.index("```\n", FENCED.index("```yaml") + 3) + 3]
+    assert fence in pipeline.chunks[0]
+    assert "After the fence the section goes on." in pipeline.chunks[0]
+
+
+def test_a_fence_is_never_cut_even_in_a_section_split_by_the_cap():
+    filler = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(12))
+    code = "```python\n" + "\n\n".join(f"## not a heading {i}\nx_{i} = {i}" for i in range(60)) + "\n```"
+    text = f"# Big\n\n## Section\n\n{filler}\n\n{code}\n\n{filler}\n"
+    note = parse(text, "big")
+    assert len(note.sections) == 1
+    chunks = note.sections[0].chunks
+    assert len(chunks) > 3
+    holding = [c for c in chunks if "```python" in c]
+    assert len(holding) == 1 and code in holding[0]  # whole, although longer than the cap
+    assert len(code) > MAX_CHUNK_CHARS
+    for chunk in chunks:
+        assert chunk.count("```") % 2 == 0
+        assert chunk.startswith("Big > Section\n")
+        if chunk is not holding[0]:
+            assert len(chunk) <= MAX_CHUNK_CHARS
+
+
+def test_long_sections_split_at_paragraph_boundaries_under_the_cap():
+    paragraphs = [f"Paragraph {i}: " + " ".join(f"w{i}x{j}" for j in range(40)) for i in range(20)]
+    note = parse("## Notes\n\n" + "\n\n".join(paragraphs), "notes")
+    chunks = note.sections[0].chunks
+    assert len(chunks) > 1
+    joined = "\n\n".join(c.split("\n", 1)[1] for c in chunks)
+    for paragraph in paragraphs:
+        assert sum(paragraph in c for c in chunks) == 1  # never cut in two
+        assert paragraph in joined
+    assert all(len(c) <= MAX_CHUNK_CHARS for c in chunks)
+
+
+def test_subheadings_extend_the_heading_path_of_later_chunks():
+    body = "\n\n".join("Filler " + "text " * 150 for _ in range(3))
+    text = f"# Guide\n\n## Setup\n\nIntro.\n\n### Linux\n\n{body}\n\n### macOS\n\nUse brew.\n"
+    chunks = parse(text, "guide").sections[0].chunks
+    assert chunks[0].startswith("Guide > Setup\n")
+    assert chunks[-1].startswith("Guide > Setup > macOS\n") and "Use brew." in chunks[-1]
+    assert any(c.startswith("Guide > Setup > Linux\n") for c in chunks)
+
+
+def test_front_matter_gives_title_date_and_tags_and_keeps_line_numbers():
+    text = "---\ntitle: \"Cache policy\"\ndate: 2024-05-06T10:00:00Z\ntags:\n  - cache\n  - http\n---\n\n## TTL\n\nThirty seconds.\n"
+    note = parse(text, "file-name")
+    assert note.title == "Cache policy"
+    assert note.front.date == parse_date("2024-05-06T10:00:00+00:00")
+    assert note.front.tags == ("cache", "http")
+    section = note.sections[0]
+    assert section.title == "Cache policy > TTL"
+    assert text.splitlines()[section.line_start - 1] == "## TTL" and section.line_end == 11
+
+
+@pytest.mark.parametrize("front, title, tags, bad_date", [
+    ("title: One\ntags: a, b", "One", ("a", "b"), None),
+    ("tags: [x, 'y z']", "H1 title", ("x", "y z"), None),
+    ("date: next tuesday", "H1 title", (), "next tuesday"),
+    ("name: skill-name\ndescription: does things", "skill-name", (), None),
+])
+def test_front_matter_subset(front, title, tags, bad_date):
+    note = parse(f"---\n{front}\n---\n# H1 title\n\nText.\n", "stem")
+    assert (note.title, note.front.tags, note.front.date_error) == (title, tags, bad_date)
+
+
+def test_without_front_matter_or_h1_the_file_name_is_the_title():
+    note = parse("Just a line of text.\n\n## Part\n\nMore.\n", "quick-note")
+    assert [s.title for s in note.sections] == ["quick-note", "quick-note > Part"]
+    assert [s.anchor for s in note.sections] == ["top", "part"]
+
+
+def test_an_unclosed_front_matter_is_text_and_an_unclosed_fence_runs_to_the_end():
+    assert split_front_matter(["---", "not closed", "text"]) == ({}, 0)
+    note = parse("## A\n\n```\n## inside\n\n## still inside\n", "f")
+    assert len(note.sections) == 1 and "## still inside" in note.sections[0].chunks[0]
+
+
+def test_repeated_headings_get_distinct_anchors_and_empty_sections_are_left_out():
+    note = parse("# T\n\n## Notes\n\none\n\n## Empty\n\n## Notes\n\ntwo\n", "t")
+    assert [s.anchor for s in note.sections] == ["notes", "notes-2"]
+
+
+def test_windows_line_endings_and_tilde_fences():
+    note = parse("## A\r\n\r\n~~~\r\n## no\r\n~~~\r\n\r\n## B\r\n\r\nb\r\n", "f")
+    assert [s.anchor for s in note.sections] == ["a", "b"]
+    assert "## no" in note.sections[0].chunks[0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["## H", "### h", "```", "~~~", "text line", "", "# T", "---", "    ```"]),
+                max_size=40))
+def test_any_line_soup_parses_and_every_chunk_keeps_fences_balanced(lines):
+    text = "\n".join(lines)
+    note = parse(text, "soup")
+    total = len(text.split("\n"))
+    for section in note.sections:
+        assert 1 <= section.line_start <= section.line_end <= total
+        assert section.chunks and all(c.strip() for c in section.chunks)
