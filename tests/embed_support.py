@@ -60,6 +60,7 @@ def embed_server(local_embedder):
 
 @pytest.fixture
 def fault_server(local_embedder):
+    local_embedder.embed(["load the model before any timeout starts"])
     server = FaultServer(local_embedder)
     yield server
     server.stop()
@@ -136,9 +137,7 @@ class FaultServer:
         return sum(self.hits.values())
 
     def up(self) -> None:
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), _FaultHandler)
-        server.daemon_threads = True
-        server.block_on_close = False
+        server = _ClosingServer(("127.0.0.1", self.port), _FaultHandler)
         server.fault = self
         self.port = server.server_address[1]
         self._server = server
@@ -156,6 +155,41 @@ class FaultServer:
 
     def vectors(self, texts: list[str]) -> np.ndarray:
         return self.embedder.embed(texts)
+
+
+class _ClosingServer(ThreadingHTTPServer):
+    """Closing it also ends kept-alive connections, as a server process that dies does."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, *args):
+        self.open: set = set()
+        self.lock = threading.Lock()
+        super().__init__(*args)
+
+    def process_request(self, request, client_address):
+        with self.lock:
+            self.open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self.lock:
+            self.open.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self):
+        super().server_close()
+        with self.lock:
+            live = list(self.open)
+        for sock in live:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request, client_address):
+        pass  # the faults make broken connections on purpose
 
 
 class _FaultHandler(BaseHTTPRequestHandler):

@@ -66,6 +66,7 @@ class EmbeddingServer(ThreadingHTTPServer):
         self.connections = 0  # TCP connections accepted: with keep-alive, far fewer than requests
         self._compute = threading.Lock()
         self._count = threading.Lock()
+        self._open: set = set()  # sockets of live connections, closed with the server
         super().__init__((host, port), Handler)
 
     @property
@@ -95,7 +96,24 @@ class EmbeddingServer(ThreadingHTTPServer):
     def process_request(self, request, client_address):
         with self._count:
             self.connections += 1
+            self._open.add(request)
         super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self._count:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self):
+        """Stop listening and end kept-alive connections too: a stopped server answers no one."""
+        super().server_close()
+        with self._count:
+            live, self._open = list(self._open), set()
+        for sock in live:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def handle_error(self, request, client_address):
         # A client that hangs up mid-answer is routine; never print a traceback for it.
