@@ -44,6 +44,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a SQLite failure mid-command gets a message; anything else is a bug
+        from captain_memo.config import db_path
+        from captain_memo.store.db import store_error
+
+        error = store_error(exc, getattr(args, "db", None) or db_path())
+        if error is None:
+            raise
+        print(f"captain-memo: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from captain_memo import validation
+from captain_memo import secrets, validation
 from captain_memo.chunking import chunk_texts, content_hash
 from captain_memo.config import RankConfig, db_path, embed_config, rank_config
 from captain_memo.embeddings import make_embedder
@@ -115,14 +115,18 @@ class Engine:
         body = validation.without_private(validation.checked_text("text", memory.body, validation.MAX_BODY_CHARS))
         if not body.strip():
             raise InputError("nothing to remember: the text is empty")
-        title = validation.checked_text("title", memory.title or "", validation.MAX_TITLE_CHARS).strip()
+        title = validation.without_private(
+            validation.checked_text("title", memory.title or "", validation.MAX_TITLE_CHARS)).strip()
         validation.checked_kind(memory.kind)
         for name in ("project", "branch"):
             validation.checked_optional(name, getattr(memory, name))
         validation.checked_optional("file path", memory.source.path)
-        chunks = list(memory.chunks) or chunk_texts(title, body)
+        # Given chunks (a source's sections) are cleaned too: a private span must not reach the index.
+        chunks = [c for c in map(validation.without_private, memory.chunks) if c.strip()] or chunk_texts(title, body)
         for chunk in chunks:
             validation.checked_text("chunk", chunk, validation.MAX_BODY_CHARS)
+        if secrets.redaction_on():  # CAPTAIN_MEMO_REDACT_SECRETS=1; otherwise callers decide (secrets.check)
+            body, title, chunks = secrets.redact(body), secrets.redact(title), [secrets.redact(c) for c in chunks]
         clean = NewMemory(body=body, kind=memory.kind, title=title, project=memory.project, branch=memory.branch,
                           source=memory.source, created_at=memory.created_at, source_key=memory.source_key,
                           tags=memory.tags)

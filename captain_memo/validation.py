@@ -10,7 +10,9 @@ from captain_memo.store.models import KINDS
 MAX_BODY_CHARS = 1_000_000
 MAX_TITLE_CHARS = 1_000
 MAX_FIELD_CHARS = 4_096
-PRIVATE = re.compile(r"<private>.*?</private>", re.DOTALL | re.IGNORECASE)
+# A span runs to its closing tag; an opening tag never closed hides the rest of the text, and a
+# closing tag never opened hides what precedes it (a span cut in two by a chunk boundary).
+PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)|\A(?:(?!<private>).)*?</private>", re.DOTALL | re.IGNORECASE)
 
 
 def checked_text(name: str, value: str, limit: int) -> str:

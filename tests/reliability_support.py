@@ -146,6 +146,16 @@ def cli(*argv: str) -> int:
     return main(list(argv))
 
 
+def cli_without_vec(*argv: str) -> int:
+    """The CLI as it runs where sqlite-vec cannot be loaded: the real extension loader is pointed at
+    a file that does not exist, so SQLite's own load_extension fails (there is no other way to
+    have the installed extension fail on this machine)."""
+    import sqlite_vec
+
+    sqlite_vec.loadable_path = lambda: str(HERE / "no-such-sqlite-vec-extension")
+    return cli(*argv)
+
+
 if __name__ == "__main__":
     command, *rest = sys.argv[1:]
-    sys.exit({"write": write, "recall": recall, "cli": cli}[command](*rest))
+    sys.exit({"write": write, "recall": recall, "cli": cli, "cli-without-vec": cli_without_vec}[command](*rest))

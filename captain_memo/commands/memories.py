@@ -18,6 +18,9 @@ def register(sub) -> None:
     p.add_argument("--lines", help="line range in that file, like 10-24")
     p.add_argument("--date", help="when it was written (ISO date; default now)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--allow-secrets", action="store_true",
+                   help="store text that looks like a credential as it is (default: refuse; "
+                        "CAPTAIN_MEMO_REDACT_SECRETS=1 stores it redacted)")
     add_context_args(p)
     p.set_defaults(run=remember)
 
@@ -45,7 +48,11 @@ def _lines(text: str | None) -> tuple[int | None, int | None]:
 
 
 def remember(args) -> int:
+    from captain_memo import secrets
+
     text = " ".join(args.text) if args.text else sys.stdin.read()
+    for finding in secrets.check(text, args.title, allow=args.allow_secrets, how_to_allow="rerun with --allow-secrets"):
+        print(f"captain-memo: warning: storing a credential as it is ({finding.describe()})", file=sys.stderr)
     ctx = context(args)
     start, end = _lines(args.lines)
     source = Source(path=ctx.relative(args.file) if args.file else None, line_start=start, line_end=end,

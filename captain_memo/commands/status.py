@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from captain_memo.commands._common import open_store, print_json
 from captain_memo.config import db_path, embed_config, rank_config
@@ -54,11 +55,25 @@ def stats(args) -> int:
     return 0
 
 
+DAMAGED = ("the file is damaged: restore a backup (`captain-memo backup PATH` makes one), or move the file "
+           "away to start a new store")
+
+
+def permissions(path: Path) -> tuple[str, bool, str]:
+    """The database must be readable by its owner only (it is created 0600 in a 0700 folder)."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        return "permissions", False, f"{path} is {mode:04o}, readable by others; run chmod 600 {path}"
+    return "permissions", True, f"{mode:04o}"
+
+
 def checks(args) -> list[tuple[str, bool, str]]:
     """(item, ok, detail) for each thing Captain Memo depends on."""
     import sqlean
 
-    path = args.db or db_path()
+    from captain_memo.commands.backup import integrity as integrity_check
+
+    path = Path(args.db or db_path())
     out = [("sqlite", True, sqlean.sqlite_version)]
     try:
         store = open_store(args)
@@ -70,8 +85,9 @@ def checks(args) -> list[tuple[str, bool, str]]:
                     conn.execute("SELECT vec_version()").fetchone()[0] if store.vec_available else store.vec_error))
         fts = conn.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()[0]
         out.append(("fts5", bool(fts), "compiled in" if fts else "missing"))
-        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
-        out.append(("integrity", integrity == "ok", integrity))
+        integrity = integrity_check(conn)
+        out.append(("integrity", integrity == "ok", integrity if integrity == "ok" else f"{integrity}; {DAMAGED}"))
+        out.append(permissions(path))
         size = path.stat().st_size if path.exists() else 0
         out.append(("database", True, f"{path} ({size / 1e6:.1f} MB)"))
         out.append(("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured "
@@ -79,6 +95,8 @@ def checks(args) -> list[tuple[str, bool, str]]:
         counts = store.counts()
         consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
         out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
+    except Exception as exc:  # a damaged file fails mid-check: report it, never a traceback
+        out.append(("database", False, f"{path}: {exc}; {DAMAGED}"))
     finally:
         store.close()
     return out

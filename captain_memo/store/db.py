@@ -40,6 +40,22 @@ def _load_vec(conn) -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+def store_error(exc: Exception, path) -> StoreError | None:
+    """A SQLite error met in the middle of a command (a page found damaged, a lock held too long), as
+    a message naming the file and what to do; None for any other exception, which is a bug."""
+    sqlite = _sqlite()
+    if type(exc) not in (sqlite.DatabaseError, sqlite.OperationalError, sqlite.InternalError):
+        return None
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return StoreError(f"{path} stayed locked by another process ({text}); try again")
+    if "disk is full" in text or "readonly" in text or "unable to open" in text:
+        return StoreError(f"cannot use {path}: {text}")
+    return DatabaseDamagedError(
+        f"{path} failed: {text}; the file may be damaged: run `captain-memo doctor` to check it, restore a "
+        "backup, or move the file away to start a new store")
+
+
 def _run_script(conn, script: str) -> None:
     # executescript() would COMMIT the migration's transaction half-way; run statement by statement.
     for statement in script.split(";\n"):
