@@ -239,13 +239,16 @@ class _Run:
                 body=section.text, kind=kind, title=section.title, project=folder.project, branch=folder.branch,
                 source=Source(where, section.line_start, section.line_end, None, "file", "markdown"),
                 created_at=file.stat().st_mtime if dated_by_file else note.front.date,
-                source_key=key, tags=note.front.tags, chunks=section.chunks)
-            clean, chunks = self.engine.prepare(memory)
-            if row is not None and row.kind == kind and row.content_hash == content_hash(kind, clean.title, clean.body):
+                source_key=key, tags=note.front.tags)
+            # The stored hash is of text that passed the checks, so an equal hash needs no checks and
+            # no chunking: this is what keeps a rerun over thousands of unchanged notes fast.
+            if row is not None and row.kind == kind and row.content_hash == content_hash(kind, memory.title,
+                                                                                         memory.body):
                 self.tally.unchanged += 1
-                if not row.same_place(clean) or (clean.created_at and clean.created_at != row.created_at):
-                    sync.update_place(self.store, row.id, clean)
+                if not row.same_place(memory) or (memory.created_at and memory.created_at != row.created_at):
+                    sync.update_place(self.store, row.id, memory)
                 continue
+            clean, chunks = self.engine.prepare(replace(memory, chunks=section.chunks))
             planned.append(Planned(clean, chunks, row, dated_by_file))
         return planned
 

@@ -10,7 +10,8 @@ so a hit shows where in the file it came from, and both legs can find a chunk by
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import date, datetime, timezone
 
 from captain_memo.chunking import MAX_CHUNK_CHARS, split_paragraphs
@@ -40,11 +41,18 @@ class Section:
     text: str
     line_start: int
     line_end: int
-    chunks: tuple[str, ...]
+    blocks: tuple = field(repr=False, compare=False)
+    max_chars: int = MAX_CHUNK_CHARS
 
     @property
     def title(self) -> str:
         return PATH_SEPARATOR.join(self.path)
+
+    @cached_property
+    def chunks(self) -> tuple[str, ...]:
+        # Computed on first use: re-indexing compares a section's text first, and an unchanged
+        # section (the common case) is never chunked.
+        return tuple(_chunks(self.path, list(self.blocks), self.max_chars))
 
 
 @dataclass(frozen=True)
@@ -219,8 +227,7 @@ def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> N
         start, end = (members[0][0], members[-1][1]) if members else (1, skip)
         raw = "\n".join(lines[start - 1: end]).strip("\n") if members else ""
         body = "\n\n".join(part for part in (extra[0][2] if extra else "", raw) if part)
-        chunks = tuple(_chunks(head, extra + members, max_chars))
-        sections.append(Section(anchor, head, body, start, end, chunks))
+        sections.append(Section(anchor, head, body, start, end, tuple(extra + members), max_chars))
     return Note(title, front, tuple(sections))
 
 
