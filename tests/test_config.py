@@ -1,0 +1,124 @@
+"""Configuration: every ranking constant is an environment variable that overrides the chosen
+profile's value alone; a value that does not parse is reported once and the default is used."""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import fields, replace
+
+import pytest
+
+from captain_memo import config
+from captain_memo.config import PROFILES, RankConfig, db_path, embed_config, rank_config
+from captain_memo.errors import ConfigError
+
+FIELDS = [f.name for f in fields(RankConfig) if f.name != "profile"]
+
+
+def var(name: str) -> str:
+    return "CAPTAIN_MEMO_" + name.upper()
+
+
+def other_value(value):
+    """A valid value different from ``value``, as the environment would spell it."""
+    if isinstance(value, bool):
+        return (not value), ("0" if value else "1")
+    if isinstance(value, int):
+        return value + 3, str(value + 3)
+    if isinstance(value, float):
+        return value + 0.25, repr(value + 0.25)
+    modes = ["weighted", "rrf", "union"]
+    new = modes[(modes.index(value) + 1) % 3]
+    return new, new
+
+
+BAD = {bool: ["maybe", "2", ""], int: ["ten", "2.5", "-3", ""], float: ["abc", "nan", "inf", "-1", "1e999", ""],
+       str: ["bogus", ""]}
+
+
+@pytest.fixture(autouse=True)
+def fresh_reports(monkeypatch):
+    """Each test sees the warnings of its own bad values (they are reported once per process)."""
+    monkeypatch.setattr(config, "_reported", set())
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+@pytest.mark.parametrize("name", FIELDS)
+def test_each_variable_overrides_alone_without_leaving_the_profile(profile, name):
+    base = PROFILES[profile]
+    value, raw = other_value(getattr(base, name))
+    cfg = rank_config(profile, env={var(name): raw})
+    assert cfg == replace(base, **{name: value})
+    assert cfg.profile == profile
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_a_bad_value_is_reported_once_and_the_default_used(name, caplog):
+    base = PROFILES["v2"]
+    kind = type(getattr(base, name))
+    for raw in BAD[kind]:
+        config._reported.clear()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="captain_memo"):
+            first = rank_config(env={var(name): raw})
+            second = rank_config(env={var(name): raw})
+        assert first == second == base, raw
+        warnings = [r.getMessage() for r in caplog.records if var(name) in r.getMessage()]
+        assert len(warnings) == 1, (raw, warnings)
+        for value in (getattr(first, f.name) for f in fields(RankConfig)):
+            assert not (isinstance(value, float) and not math.isfinite(value))
+
+
+def test_the_profile_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("CAPTAIN_MEMO_RANK_PROFILE", "legacy")
+    monkeypatch.setenv("CAPTAIN_MEMO_IDENTIFIER_BOOST", "0")
+    cfg = rank_config()
+    assert cfg == replace(PROFILES["legacy"], identifier_boost=False)
+    assert rank_config("v2") == replace(PROFILES["v2"], identifier_boost=False)  # an argument beats the variable
+    monkeypatch.setenv("CAPTAIN_MEMO_RANK_PROFILE", " V3 ")
+    assert rank_config().profile == "v3"
+
+
+def test_an_unknown_profile_is_an_error_naming_the_choices():
+    with pytest.raises(ConfigError, match="legacy"):
+        rank_config("v9")
+
+
+def test_several_overrides_together():
+    cfg = rank_config("legacy", env={var("tide"): "on", var("rrf_k"): "30", var("temporal_top_n"): "4"})
+    assert cfg == replace(PROFILES["legacy"], tide=True, rrf_k=30.0, temporal_top_n=4)
+
+
+def test_v2_defaults_match_the_documented_constants():
+    v2 = PROFILES["v2"]
+    assert (v2.fusion_mode, v2.vector_weight, v2.keyword_weight, v2.candidates_per_leg, v2.result_limit) == (
+        "weighted", 0.7, 0.3, 25, 10)
+    assert (v2.identifier_boost_step, v2.identifier_boost_cap, v2.rare_token_weight, v2.branch_weight,
+            v2.supersede_penalty) == (0.3, 2.0, 1.15, 1.1, 0.5)
+    assert (v2.temporal_half_life_days, v2.temporal_floor, v2.temporal_top_n) == (21.0, 0.5, 10)
+    assert (v2.tide_initial_stability, v2.tide_max_stability, v2.tide_age_weight, v2.tide_floor, v2.tide_growth,
+            v2.tide_gain_auto, v2.tide_gain_search, v2.tide_gain_open) == (7.0, 365.0, 0.15, 0.30, 0.5, 0.5, 1.0,
+                                                                           1.5)
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"CAPTAIN_MEMO_DB": "/data/x.db", "CAPTAIN_MEMO_HOME": "/h"}, "/data/x.db"),
+    ({"CAPTAIN_MEMO_HOME": "/h"}, "/h/memo.db"),
+    ({"XDG_DATA_HOME": "/xdg"}, "/xdg/captain-memo/memo.db"),
+])
+def test_database_location(env, expected):
+    assert str(db_path(env)) == expected
+
+
+def test_embedding_settings_from_the_environment(caplog):
+    cfg = embed_config({"CAPTAIN_MEMO_EMBED_PROVIDER": " Ollama ", "CAPTAIN_MEMO_EMBED_URL": "http://127.0.0.1:11434",
+                        "CAPTAIN_MEMO_EMBED_MODEL": "nomic-embed-text", "CAPTAIN_MEMO_EMBED_BATCH_SIZE": "8",
+                        "CAPTAIN_MEMO_EMBED_TIMEOUT": "2.5"})
+    assert (cfg.provider, cfg.url, cfg.model, cfg.batch_size, cfg.timeout) == (
+        "ollama", "http://127.0.0.1:11434", "nomic-embed-text", 8, 2.5)
+    with caplog.at_level(logging.WARNING, logger="captain_memo"):
+        bad = embed_config({"CAPTAIN_MEMO_EMBED_BATCH_SIZE": "0", "CAPTAIN_MEMO_EMBED_TIMEOUT": "soon"})
+    assert (bad.batch_size, bad.timeout) == (32, 30.0)
+    text = caplog.text
+    assert "CAPTAIN_MEMO_EMBED_BATCH_SIZE" in text and "CAPTAIN_MEMO_EMBED_TIMEOUT" in text

@@ -1,0 +1,144 @@
+"""The two search legs: each catches its own failure, the result says which legs answered, and a
+recall with both legs down is an error, never an empty list."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import sqlean
+
+from captain_memo.errors import EmbeddingError, RecallError
+from captain_memo.store import NewMemory
+from captain_memo.store.search import Scope, keyword_leg
+
+from recall_support import assert_trace
+
+NOTES = [
+    "get_effective_contract_price walks the contract override, the tiers and the list price.",
+    "Invoice numbers are gapless per legal entity; they come from invoice_sequences.",
+    "Payment webhooks go through the outbox table before they are applied.",
+    "Tier boundaries include the lower bound: 100 seats fall in the 100-499 tier.",
+]
+
+
+@pytest.fixture
+def stored(engine):
+    for text in NOTES:
+        engine.remember(NewMemory(body=text))
+    return engine
+
+
+def damage_keyword_index(db_file) -> None:
+    """Real damage from outside the store: drop the FTS5 index's structure record."""
+    conn = sqlean.connect(str(db_file), isolation_level=None)
+    try:
+        conn.execute("DELETE FROM chunks_fts_data WHERE id = 10")
+    finally:
+        conn.close()
+
+
+def test_both_legs_answer(stored):
+    result = stored.recall("invoice numbers gapless", record=False)
+    assert result.legs == ("vector", "keyword") and result.failures == {} and not result.degraded
+    assert "gapless" in result.hits[0].text
+    assert_trace(result.hits)
+
+
+def test_failing_vector_leg_gives_keyword_only_results(stored, caplog):
+    # The embedder is the deterministic test one, told to fail as an unreachable endpoint would.
+    stored.embedder.fail = EmbeddingError("embedding endpoint http://127.0.0.1:9/ refused the connection")
+    with caplog.at_level(logging.WARNING, logger="captain_memo"):
+        result = stored.recall("invoice numbers gapless", record=False)
+    assert result.legs == ("keyword",) and result.degraded
+    assert "refused the connection" in result.failures["vector"]
+    assert result.hits and "gapless" in result.hits[0].text
+    assert all(h.vector is None and h.keyword is not None for h in result.hits)
+    assert_trace(result.hits)
+    lines = [r.getMessage() for r in caplog.records if r.name == "captain_memo"]
+    assert any("vector leg" in line and "refused the connection" in line for line in lines)
+
+
+def test_failing_keyword_leg_gives_vector_only_results(stored, db_file, caplog):
+    damage_keyword_index(db_file)
+    with pytest.raises(sqlean.DatabaseError):  # the damage is real: FTS5 itself refuses
+        keyword_leg(stored.store, '"invoice"', Scope(), 25)
+    with caplog.at_level(logging.WARNING, logger="captain_memo"):
+        result = stored.recall("invoice numbers gapless", record=False)
+    assert result.legs == ("vector",) and result.degraded
+    assert "malformed" in result.failures["keyword"]
+    assert result.hits and "gapless" in result.hits[0].text
+    assert all(h.keyword is None and h.vector is not None for h in result.hits)
+    assert_trace(result.hits)
+    lines = [r.getMessage() for r in caplog.records if r.name == "captain_memo"]
+    assert any("keyword leg" in line and "malformed" in line for line in lines)
+
+
+def test_both_legs_failing_raises(stored, db_file):
+    damage_keyword_index(db_file)
+    stored.embedder.fail = EmbeddingError("embedding endpoint down")
+    with pytest.raises(RecallError) as caught:
+        stored.recall("invoice numbers gapless")
+    message = str(caught.value)
+    assert "vector" in message and "keyword" in message and "endpoint down" in message
+
+
+def test_a_leg_can_be_left_out_on_purpose(stored):
+    only_keyword = stored.recall("gapless", legs=("keyword",), record=False)
+    assert only_keyword.legs == ("keyword",) and only_keyword.failures == {}
+    only_vector = stored.recall("gapless", legs=("vector",), record=False)
+    assert only_vector.legs == ("vector",) and all(h.keyword is None for h in only_vector.hits)
+
+
+def test_degraded_result_is_announced_by_the_cli(stored, db_file, monkeypatch, capsys):
+    from captain_memo import cli
+
+    damage_keyword_index(db_file)
+    stored.close()
+    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg: stored.embedder)
+    assert cli.main(["--db", str(db_file), "recall", "--project", "none", "invoice", "numbers"]) == 0
+    out = capsys.readouterr().out
+    assert "legs: vector" in out and "keyword leg failed" in out
+
+
+# -- what each leg scores -----------------------------------------------------------------------------
+
+def test_vector_similarity_from_the_l2_distance(db_file):
+    """sqlite-vec returns L2 distances; the leg turns them into 1 - d²/4 with no tuning constant."""
+    import numpy as np
+
+    from captain_memo.engine import Engine
+    from captain_memo.store import Store
+
+    from fakes import TableEmbedder
+
+    dim = 4
+    e0, e1 = np.eye(dim)[0], np.eye(dim)[1]
+    table = {"query": e0, "same": e0, "orthogonal": e1, "opposite": -e0, "between": e0 + e1}
+    engine = Engine(Store(db_file), TableEmbedder(table, dim))
+    try:
+        ids = {text: engine.remember(NewMemory(body=text, chunks=(text,))) for text in table if text != "query"}
+        result = engine.recall("query", legs=("vector",), record=False)
+        sims = {h.memory.id: h.vector for h in result.hits}
+        assert sims[ids["same"]] == pytest.approx(1.0, abs=1e-6)
+        assert sims[ids["orthogonal"]] == pytest.approx(0.5, abs=1e-6)
+        assert sims[ids["opposite"]] == pytest.approx(0.0, abs=1e-6)
+        assert sims[ids["between"]] == pytest.approx((1 + 2 ** -0.5) / 2, abs=1e-6)  # (1 + cos) / 2
+    finally:
+        engine.close()
+
+
+def test_keyword_scores_are_min_max_normalised(engine):
+    a = engine.remember(NewMemory(body="ledger export"))
+    b = engine.remember(NewMemory(body="ledger export"))  # the same text: the same bm25
+    only = engine.recall("ledger", legs=("keyword",), record=False)
+    assert {h.memory.id: h.keyword for h in only.hits} == {a: 1.0, b: 1.0}  # all tied: all 1.0
+    c = engine.remember(NewMemory(body="ledger ledger ledger export of the quarterly ledger"))
+    d = engine.remember(NewMemory(body="a long note that mentions the ledger once among many other words "
+                                       "about payouts, refunds, chargebacks, disputes and settlement files"))
+    scores = {h.memory.id: h.keyword for h in engine.recall("ledger", legs=("keyword",), record=False).hits}
+    assert max(scores.values()) == 1.0 and min(scores.values()) == 0.0
+    assert scores[c] == 1.0 and scores[d] == 0.0
+    assert all(h.bm25 > 0 for h in engine.recall("ledger", legs=("keyword",), record=False).hits)
+    single = engine.recall("quarterly", legs=("keyword",), record=False)
+    assert [(h.memory.id, h.keyword) for h in single.hits] == [(c, 1.0)]
