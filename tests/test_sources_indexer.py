@@ -188,3 +188,49 @@ def test_private_spans_are_not_stored_and_line_numbers_stay_true(engine, tmp_pat
     assert not any("hunter2" in c.text for m in memories.values() for c in engine.store.chunks_of(m.id))
     prod = memories["Access > Prod"]
     assert text.splitlines()[prod.source.line_start - 1] == "## Prod"
+
+
+def test_indexing_a_whole_repository_keeps_skill_folders_as_skills(engine, tmp_path):
+    repo = init_repo(tmp_path / "repo")
+    write(repo, "README.md", "# Service\n\nWhat it does.\n")
+    write(repo, ".captain-memo/skills/rollback.md", "# Roll back\n\nRun the rollback job.\n")
+    write(repo, "node_modules/pkg/README.md", "# A dependency\n\nNot ours.\n")
+    report = index_paths(engine, [repo])
+    kinds = {m.source.path: m.kind for m in engine.store.list_memories()}
+    assert kinds == {"README.md": "memory", ".captain-memo/skills/rollback.md": "skill"}
+    assert report.indexed == 2
+
+
+def test_a_note_moved_into_a_skill_folder_becomes_a_skill_without_reembedding(engine, tmp_path, hash_embedder):
+    repo = init_repo(tmp_path / "repo")
+    write(repo, "docs/decisions/rollback.md", "# Roll back\n\nRun the rollback job, then watch errors.\n")
+    from captain_memo.sources.indexer import index_configured
+
+    index_configured(engine, cwd=repo)
+    before = engine.store.list_memories()
+    texts = hash_embedder.texts_embedded
+    (repo / ".captain-memo/skills").mkdir(parents=True)
+    os.rename(repo / "docs/decisions/rollback.md", repo / ".captain-memo/skills/rollback.md")
+    report = index_configured(engine, cwd=repo)
+    after = engine.store.list_memories()
+    assert report.updated == 1 and report.removed == 0 and hash_embedder.texts_embedded == texts
+    assert [(m.id, m.kind) for m in after] == [(before[0].id, "skill")]
+
+
+def test_a_credential_in_a_note_is_reported_or_redacted(engine, tmp_path, monkeypatch):
+    notes = tmp_path / "notes"
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    write(notes, "ci.md", f"# CI\n\n## Token\n\nThe bot uses {token} for releases.\n")
+    report = index_paths(engine, [notes])
+    assert report.indexed == 1
+    assert report.warnings[0][0] == (notes / "ci.md").as_posix()
+    assert "line 5: GitHub token" in report.warnings[0][1] and token not in report.warnings[0][1]
+
+    monkeypatch.setenv("CAPTAIN_MEMO_REDACT_SECRETS", "1")
+    write(notes, "ci.md", f"# CI\n\n## Token\n\nThe bot uses {token} for all releases.\n")
+    report = index_paths(engine, [notes])
+    memory = engine.store.list_memories()[0]
+    assert report.updated == 1 and report.warnings == ()
+    assert token not in memory.body and "[REDACTED GitHub token]" in memory.body
+    again = index_paths(engine, [notes])  # the stored text is the redacted one: still unchanged
+    assert again.unchanged == 1 and again.updated == 0

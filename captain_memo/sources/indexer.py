@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
+from captain_memo import secrets
 from captain_memo.chunking import content_hash
 from captain_memo.errors import EmbeddingError, InputError
 from captain_memo.progress import Progress
@@ -78,7 +79,13 @@ def index_paths(engine, paths: Iterable[str | Path], settings: SourceSettings | 
         path = Path(raw).expanduser().resolve()
         if not path.exists():
             raise InputError(f"no such file or folder: {raw}")
-        folders.append(folder_for(path, settings, branch=branch))
+        folder = folder_for(path, settings, branch=branch)
+        folders.append(folder)
+        # Configured folders inside the path keep their own kind (`index .` still finds skills as skills).
+        inner = personal_folders(settings)
+        if folder.root is not None:
+            inner += repository_folders(folder.root, folder.project, folder.branch, settings)
+        folders += [f for f in inner if path in f.path.parents and f.project == folder.project]
     return index_folders(engine, folders, settings, show_progress)
 
 
@@ -154,6 +161,12 @@ def index_folders(engine, folders: list[Folder], settings: SourceSettings | None
     return tally.report()
 
 
+def _integrity_error() -> type[Exception]:
+    import sqlean
+
+    return sqlean.IntegrityError
+
+
 def _backfill(engine, tally: Tally) -> None:
     """Give a vector to chunks stored while the embedder was down (by this run or an earlier one)."""
     if any(where == "embedder" for where, _ in tally.warnings) or not engine.store.pending_chunks(1):
@@ -179,6 +192,7 @@ class _Run:
         self.batch_texts = 0
         self.batch_files = 0
         self.embed_failed = False
+        self.redacting = secrets.redaction_on()
 
     def index(self, project: str | None, folders: list[Folder], files: list[tuple[Folder, Path]]) -> None:
         stored = sync.stored_by_key(self.store, project, KEY_PREFIX)
@@ -249,8 +263,24 @@ class _Run:
                     sync.update_place(self.store, row.id, memory)
                 continue
             clean, chunks = self.engine.prepare(replace(memory, chunks=section.chunks))
+            if row is not None and row.kind == kind and row.content_hash == content_hash(kind, clean.title, clean.body):
+                self.tally.unchanged += 1  # the same once cleaned (a redacted secret, a private span)
+                if not row.same_place(clean):
+                    sync.update_place(self.store, row.id, clean)
+                continue
+            self._warn_secrets(where, section.line_start, clean.body)
             planned.append(Planned(clean, chunks, row, dated_by_file))
         return planned
+
+    def _warn_secrets(self, where: str, first_line: int, body: str) -> None:
+        """A note's credentials are indexed as they are on disk, unless redaction is on: say so."""
+        if self.redacting:
+            return
+        findings = secrets.scan(body)
+        if findings:
+            spots = "; ".join(f"line {first_line + f.line - 1}: {f.kind} ({f.preview})" for f in findings)
+            self.tally.warnings.append((where, f"stored as is: {spots}; wrap it in <private>...</private> or set "
+                                               f"{secrets.REDACT_ENV}=1 to redact"))
 
     def _orphans(self, stored: dict[str, sync.Stored], seen: set[str], kept_paths: set[str],
                  folders: list[Folder]) -> dict[str, sync.Stored]:
@@ -264,11 +294,11 @@ class _Run:
         if not new or not orphans:
             return
         texts = sync.bodies(self.store, [row.id for row in orphans.values()])
-        by_text: dict[tuple[str, str], list[str]] = {}
+        by_text: dict[str, list[str]] = {}
         for key, row in orphans.items():
-            by_text.setdefault((row.kind, content_hash(texts.get(row.id, ""))), []).append(key)
-        for planned in new:
-            keys = by_text.get((planned.memory.kind, content_hash(planned.memory.body)))
+            by_text.setdefault(content_hash(texts.get(row.id, "")), []).append(key)
+        for planned in new:  # the kind may change too: a note moved into a skill folder
+            keys = by_text.get(content_hash(planned.memory.body))
             if keys:
                 planned.stored = orphans.pop(keys.pop(0))
                 if planned.dated_by_file:  # a moved file's new time is not when the note was written
@@ -319,8 +349,18 @@ class _Run:
             import numpy as np
 
             rows = None if vectors is None else np.stack([vectors[content_hash(c)] for c in planned.chunks])
-            self.store.add(planned.memory, planned.chunks, rows)
-            self.tally.indexed += 1
+            try:
+                self.store.add(planned.memory, planned.chunks, rows)
+                self.tally.indexed += 1
+                return
+            except _integrity_error():
+                # Stored meanwhile under the same key by another writer (the editor saving the file
+                # while `captain-memo index` runs): replace that memory's text instead.
+                found = self.store.find_by_source_key(planned.memory.source_key, planned.memory.project)
+                if found is None:
+                    raise
+                sync.rewrite(self.store, found.id, planned.memory, planned.chunks, vectors)
+                self.tally.updated += 1
         else:
             sync.rewrite(self.store, planned.stored.id, planned.memory, planned.chunks, vectors)
             self.tally.updated += 1
