@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from captain_memo.errors import CaptainMemoError, InputError
+from captain_memo.errors import CaptainMemoError, InputError, StoreError
 from captain_memo.gitctx import NO_REPOSITORY, GitContext, git_context
 
 log = logging.getLogger("captain_memo")
@@ -386,18 +386,22 @@ def _fts5() -> str:
 
 
 def _database(cfg: EditorSettings) -> str:
+    from captain_memo.embeddings import make_embedder
     from captain_memo.store import Store
 
     path = cfg.database_path()
-    store = Store(path)  # creates and migrates: a file that is not a database fails here
+    if not path.exists():
+        folder = next(p for p in path.parents if p.exists())
+        if not os.access(folder, os.W_OK):
+            raise StoreError(f"{path} does not exist and {folder} is not writable")
+        return f"{path} does not exist yet; it is created on the first save"
+    store = Store(path)  # migrates: a file that is not a database fails here
     try:
         with store.write() as conn:  # BEGIN IMMEDIATE takes the write lock: proof it is writable
             conn.execute("SELECT 1")
-        counts = store.counts()
-        stored = store.meta("embed_model")
-        configured = cfg.embed_config()
-        return (f"{path} is writable: {counts['memories']} memories, model {stored or 'none yet'}"
-                f" (configured: {configured.provider})")
+        store.check_model(make_embedder(cfg.embed_config()).model_id)  # a cheap call: nothing loads
+        return (f"{path} is writable: {store.counts()['memories']} memories, model "
+                f"{store.meta('embed_model') or 'none yet'}")
     finally:
         store.close()
 

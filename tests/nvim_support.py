@@ -41,7 +41,7 @@ requires_nvim = pytest.mark.skipif(NVIM is None, reason="Neovim is not installed
 def base_argv(*extra: str) -> list[str]:
     """Neovim without user config but with plugins loading, this repository first in 'runtimepath'."""
     return [NVIM, "--embed", "--headless", "-u", "NONE", "-i", "NONE", "-n",
-            "--cmd", "set loadplugins",
+            "--cmd", "set loadplugins", "--cmd", "filetype on",
             "--cmd", f"set runtimepath^={REPO}",
             "--cmd", f"let g:python3_host_prog = '{sys.executable}'",
             *extra]

@@ -111,6 +111,15 @@ function M.busy(channel)
   return false
 end
 
+---Run an answer's handler; a failure in it becomes one notification line, not a trace that the
+---remote plugin host would print over the command line.
+function M.guarded(fn, ...)
+  local ok, err = xpcall(fn, debug.traceback, ...)
+  if not ok then
+    log.error("internal error: " .. tostring(err):match("^[^\n]*"), tostring(err))
+  end
+end
+
 -- Python's None arrives as vim.NIL inside tables; plain nil keeps every consumer simple.
 local function denil(value)
   if value == vim.NIL then
@@ -152,12 +161,12 @@ function M.receive(reply)
   end
   if reply.ok then
     if p.handlers.on_result then
-      p.handlers.on_result(reply.result)
+      M.guarded(p.handlers.on_result, reply.result)
     end
     return
   end
   if p.handlers.on_error then
-    p.handlers.on_error(reply.error)
+    M.guarded(p.handlers.on_error, reply.error)
   end
   local message = reply.internal and ("internal error in " .. tostring(reply.op) .. ": " .. reply.error) or reply.error
   if p.handlers.quiet then

@@ -24,6 +24,12 @@ local function valid(win)
   return win ~= nil and vim.api.nvim_win_is_valid(win)
 end
 
+---Whether the results window is open and still shows the results (`:edit` inside it replaces them).
+local function results_shown()
+  return valid(view.win) and view.buf ~= nil and vim.api.nvim_buf_is_valid(view.buf)
+    and vim.api.nvim_win_get_buf(view.win) == view.buf
+end
+
 local function window_options()
   return require("captain_memo").options().window
 end
@@ -68,7 +74,7 @@ local function set_lines(buf, lines, spans)
 end
 
 local function current_hit()
-  if not valid(view.win) or #view.hits == 0 then
+  if not results_shown() or #view.hits == 0 then
     return nil
   end
   return view.hits[vim.api.nvim_win_get_cursor(view.win)[1]]
@@ -139,7 +145,7 @@ end
 local function layout(line_count, enter)
   local g = geometry(line_count)
   local config = win_config(g, "results")
-  if valid(view.win) then
+  if results_shown() then
     vim.api.nvim_win_set_config(view.win, config)
     if enter then
       vim.api.nvim_set_current_win(view.win)
@@ -221,7 +227,7 @@ end
 ---Whether the results window is open.
 ---@return boolean
 function M.is_open()
-  return valid(view.win)
+  return results_shown()
 end
 
 ---The window a new request should treat as its origin: never one of ours.
@@ -376,7 +382,12 @@ function M.attach(buf)
       -- Leaving for another window closes the floats; a prompt opened from them does not.
       vim.schedule(function()
         local win = vim.api.nvim_get_current_win()
-        if M.is_open() and win ~= view.win and win ~= view.pwin then
+        if win == view.win and valid(win) and vim.api.nvim_win_get_buf(win) ~= view.buf then
+          -- A file was opened inside the float: it belongs in the window the request came from.
+          local opened = vim.api.nvim_win_get_buf(win)
+          M.close()
+          vim.api.nvim_win_set_buf(0, opened)
+        elseif valid(view.win) and win ~= view.win and win ~= view.pwin then
           local origin = view.origin
           view.origin = nil
           M.close()

@@ -1,0 +1,60 @@
+"""With the embedding endpoint down, a lookup still answers from the keyword leg and the footer
+says so in the warning colour (a real closed port on 127.0.0.1, the real HTTP provider)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from nvim_support import close, isolated_env, make_repo, requires_nvim, start_editor
+
+pytestmark = [requires_nvim, pytest.mark.nvim]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_lookup_with_the_embedding_endpoint_down(tmp_path, monkeypatch):
+    """#5: keyword results and a footer warning; no error notification."""
+    from captain_memo.config import embed_config
+    from captain_memo.embeddings import make_embedder
+    from captain_memo.engine import Engine
+    from captain_memo.gitctx import git_context
+    from captain_memo.store import NewMemory, Store
+
+    url = f"http://127.0.0.1:{closed_port()}"
+    down = {"CAPTAIN_MEMO_EMBED_PROVIDER": "ollama", "CAPTAIN_MEMO_EMBED_URL": url}
+    for name, value in down.items():
+        monkeypatch.setenv(name, value)
+    repo = make_repo(tmp_path)
+    project = git_context(repo).project
+    db = tmp_path / "memo.db"
+    # Stored while the endpoint is down: keyword-indexed now, vectors filled in later by backfill.
+    engine = Engine(Store(db), make_embedder(embed_config()))
+    engine.remember_many([
+        NewMemory(body="get_effective_contract_price applies the contract discount.", title="Contract price",
+                  project=project),
+        NewMemory(body="Round to two decimal places only at the end.", title="Rounding", project=project),
+    ])
+    engine.close()
+
+    editor = start_editor(tmp_path, isolated_env(tmp_path, CAPTAIN_MEMO_DB=str(db), **down), cwd=repo)
+    try:
+        path = repo / "src" / "billing" / "price.py"
+        editor.nvim.command(f"edit {path}")
+        line = path.read_text().splitlines()[2]
+        editor.lua("vim.api.nvim_win_set_cursor(0, {3, ...})", line.index("contract_price"))
+        editor.nvim.command("CaptainMemo lookup")
+        lines = editor.results()
+        assert "Contract price" in lines[0] and len(lines) == 1, lines
+        [(text, group)] = editor.footer()
+        assert "keyword only (vector leg failed)" in text and group == "CaptainMemoFooterWarn", text
+        assert not [n for n in editor.notifications() if n["level"] >= 3], editor.notifications()
+        log = (tmp_path / "xdg_state_home" / "nvim" / "captain-memo.log").read_text()
+        assert "vector leg failed" in log and url in log, "the detail is in the log file"
+    finally:
+        close(editor)

@@ -1,0 +1,222 @@
+"""The editor service behind the Neovim plugin, without Neovim: the queue, supersession, errors,
+git context of the buffer's file, and each request. Real SQLite and real git repositories; the
+hash embedder stands in for the model, which is not under test here."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+import pytest
+
+from captain_memo.editor import ContextCache, EditorService, health_report
+from captain_memo.engine import Engine
+from captain_memo.store import NewMemory, Store
+from nvim_support import git, make_repo
+
+
+class Replies:
+    """Collects what the service delivers (the remote plugin would push it to Lua)."""
+
+    def __init__(self):
+        self.items: queue.Queue = queue.Queue()
+
+    def __call__(self, reply):
+        self.items.put(reply)
+
+    def next(self, timeout: float = 20.0) -> dict:
+        while True:
+            reply = self.items.get(timeout=timeout)
+            if "event" not in reply:
+                return reply
+
+
+@pytest.fixture
+def service(db_file, hash_embedder):
+    replies = Replies()
+    svc = EditorService(replies, engine_factory=lambda settings: Engine(Store(settings.db), hash_embedder))
+    svc.replies = replies
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path)
+
+
+def request(db_file, op, rid=1, channel=None, **args):
+    return {"id": rid, "op": op, "channel": channel, "settings": {"db": str(db_file)}, "args": args}
+
+
+def ask(service, db_file, op, **args):
+    reply = service.handle(request(db_file, op, **args))
+    assert reply["ok"], reply
+    return reply["result"]
+
+
+def test_save_records_the_buffers_repository_not_the_working_folder(service, db_file, repo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the editor's folder is outside the repository
+    git(repo, "checkout", "-q", "-b", "feature/x")
+    path = str(repo / "src" / "billing" / "price.py")
+    saved = ask(service, db_file, "save", text="price = base * (1 - discount)", title="Price formula",
+                path=path, context=path, line_start=7, line_end=8, filetype="python")
+    memory = Store(db_file).get(saved["id"])
+    assert memory.source.path == "src/billing/price.py" and (memory.source.line_start, memory.source.line_end) == (7, 8)
+    assert memory.branch == "feature/x" and memory.project == str(repo.resolve())
+    assert memory.source.commit == git(repo, "rev-parse", "HEAD") and memory.source.origin == "editor"
+
+
+def test_a_file_outside_any_repository_has_no_project_or_branch(service, db_file, tmp_path):
+    loose = tmp_path / "loose.txt"
+    loose.write_text("x")
+    saved = ask(service, db_file, "save", text="a personal note", path=str(loose), context=str(loose))
+    memory = Store(db_file).get(saved["id"])
+    assert (memory.project, memory.branch, memory.source.commit) == (None, None, None)
+    assert memory.source.path == str(loose)
+
+
+def test_recall_answers_plain_data_with_context_and_located_sources(service, db_file, repo):
+    path = str(repo / "src" / "billing" / "price.py")
+    ask(service, db_file, "save", text="get_effective_contract_price applies the discount", title="Price",
+        path=path, context=path, line_start=6, line_end=8)
+    result = ask(service, db_file, "recall", query="get_effective_contract_price", context=path)
+    assert result["context"]["branch"] == "main" and result["context"]["root"] == str(repo)
+    [hit] = result["hits"]
+    assert hit["source"]["file"] == path and hit["explain"]["factors"][0]["name"] == "identifier"
+    assert result["legs"] == ["vector", "keyword"] and result["profile"] == "v2"
+
+
+def test_open_returns_the_memory_in_full_and_counts_for_tide(service, db_file, repo):
+    path = str(repo / "src" / "billing" / "price.py")
+    saved = ask(service, db_file, "save", text="full text " * 50, title="Long", kind="observation", context=path)
+    memory = ask(service, db_file, "open", id=saved["id"], context=path)
+    assert memory["body"].startswith("full text") and memory["source"]["file"] is None
+    assert Store(db_file).get(saved["id"]).opened_in_full
+
+
+def test_hint_counts_memories_naming_the_token_exactly(service, db_file, repo):
+    path = str(repo / "src" / "billing" / "price.py")
+    for text in ("get_effective_contract_price rounds late", "see get_effective_contract_price()",
+                 "get effective contract price, in words", "Get_Effective_Contract_Price shouting"):
+        ask(service, db_file, "save", text=text, context=path)
+    hint = ask(service, db_file, "hint", token="get_effective_contract_price", context=path)
+    assert hint["count"] == 2
+    assert ask(service, db_file, "hint", token="price", context=path)["count"] == 0, "plain words never hint"
+
+
+def test_forget_and_supersede(service, db_file, repo):
+    path = str(repo / "src" / "billing" / "price.py")
+    old = ask(service, db_file, "save", text="prices round early", context=path)["id"]
+    new = ask(service, db_file, "save", text="prices round late", context=path)["id"]
+    ask(service, db_file, "supersede", old=old, new=new)
+    assert Store(db_file).get(old).superseded_by == new
+    ask(service, db_file, "forget", id=old)
+    assert [m.id for m in Store(db_file).list_memories()] == [new]
+
+
+@pytest.mark.parametrize("op, args, message", [
+    ("recall", {"query": "   "}, "the query is empty"),
+    ("save", {"text": ""}, "nothing to remember"),
+    ("save", {"text": "x", "kind": "diary"}, "unknown kind 'diary'"),
+    ("open", {"id": 999}, "no memory with id 999"),
+    ("forget", {"id": "seven"}, "id must be a whole number"),
+    ("launch", {}, "unknown request 'launch'"),
+])
+def test_bad_requests_answer_one_readable_line(service, db_file, op, args, message):
+    reply = service.handle(request(db_file, op, **args))
+    assert not reply["ok"] and message in reply["error"] and "\n" not in reply["error"]
+    assert "internal" not in reply
+
+
+def test_an_unexpected_failure_is_marked_internal_and_logged(db_file, tmp_path):
+    replies = Replies()
+
+    def broken(settings):
+        raise RuntimeError("disk on fire\nsecond line")
+
+    svc = EditorService(replies, engine_factory=broken)
+    log_file = tmp_path / "log" / "captain-memo.log"
+    reply = svc.handle({"id": 3, "op": "recall", "settings": {"db": str(db_file), "log_file": str(log_file)},
+                        "args": {"query": "x"}})
+    svc.close()
+    import logging
+
+    logger = logging.getLogger("captain_memo")
+    for handler in list(logger.handlers):  # leave the shared logger as other tests expect it
+        if getattr(handler, "baseFilename", None) == str(log_file):
+            logger.removeHandler(handler)
+            handler.close()
+    logger.propagate = True
+    assert reply == {"id": 3, "op": "recall", "ok": False, "internal": True,
+                     "error": "RuntimeError: disk on fire second line"}
+    assert "Traceback" in log_file.read_text() and "disk on fire" in log_file.read_text()
+
+
+def test_a_newer_request_on_a_channel_supersedes_a_queued_one(db_file, hash_embedder, repo):
+    """Requests queue behind a slow one; of two lookups waiting, only the newer is answered."""
+    gate = threading.Event()
+    replies = Replies()
+
+    def slow_engine(settings):
+        gate.wait(20)
+        return Engine(Store(settings.db), hash_embedder)
+
+    svc = EditorService(replies, engine_factory=slow_engine)
+    path = str(repo / "src" / "billing" / "price.py")
+    try:
+        svc.submit({**request(db_file, "save", rid=1, text="first note", context=path)})
+        svc.submit(request(db_file, "recall", rid=2, channel="results", query="first", context=path))
+        svc.submit(request(db_file, "recall", rid=3, channel="results", query="note", context=path))
+        gate.set()
+        answered = [replies.next()["id"], replies.next()["id"]]
+        with pytest.raises(queue.Empty):
+            replies.next(timeout=0.5)
+    finally:
+        svc.close()
+    assert answered == [1, 3]
+
+
+def test_first_use_announces_itself(service, db_file, repo):
+    service.submit(request(db_file, "recall", query="anything", context=str(repo)))
+    first = service.replies.items.get(timeout=20)
+    assert first["event"] == "status" and "opening the database" in first["text"]
+    assert service.replies.next()["ok"]
+
+
+def test_context_cache_follows_a_checkout_and_reuses_otherwise(repo):
+    cache = ContextCache()
+    path = str(repo / "src" / "billing" / "price.py")
+    first = cache.get(path, True)
+    assert cache.get(path, True) is first, "unchanged HEAD: no second gitpython call"
+    git(repo, "checkout", "-q", "-b", "other")
+    assert cache.get(path, True).branch == "other"
+    git(repo, "checkout", "-q", "--detach")
+    assert cache.get(path, True).branch == git(repo, "rev-parse", "HEAD")[:10], "detached: the short commit"
+
+
+def test_worktrees_share_a_project_unless_isolated(service, db_file, repo, tmp_path):
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(worktree))
+    path = str(worktree / "src" / "billing" / "price.py")
+    shared = ask(service, db_file, "recall", query="price", context=path)["context"]
+    isolated = service.handle({"id": 1, "op": "recall", "settings": {"db": str(db_file), "share_worktrees": False},
+                               "args": {"query": "price", "context": path}})["result"]["context"]
+    assert shared["project"] == str(repo.resolve()) and shared["branch"] == "side"
+    assert isolated["project"] == str(worktree.resolve())
+
+
+def test_health_report_names_each_item(db_file, repo):
+    Store(db_file).close()
+    items = {i["item"]: i for i in health_report({"db": str(db_file)}, str(repo))}
+    assert set(items) == {"package", "sqlite", "sqlite-vec", "fts5", "database", "embedding", "repository"}
+    assert items["database"]["status"] == "ok" and "writable" in items["database"]["detail"]
+    assert items["repository"]["detail"] == f"{repo.resolve()} on main"
+
+
+def test_health_report_on_a_damaged_database(tmp_path):
+    bad = tmp_path / "memo.db"
+    bad.write_bytes(b"\x00garbage" * 500)
+    items = {i["item"]: i for i in health_report({"db": str(bad), "provider": "nonsense"})}
+    assert items["database"]["status"] == "error" and "not a usable" in items["database"]["detail"]
+    assert items["embedding"]["status"] == "warn" and "nonsense" in items["embedding"]["detail"]
