@@ -186,3 +186,9 @@ def test_no_command_prints_help(capsys):
 
     assert cli.main([]) == 2
     assert "remember" in capsys.readouterr().out
+
+
+def test_stats_json_names_every_kind_even_when_empty(cli_env, capsys):
+    data = json.loads(run_cli(capsys, "--db", cli_env, "stats", "--json"))
+    assert (data["memories"], data["memory"], data["skill"], data["observation"]) == (0, 0, 0, 0)
+    assert data["tide"] == {"strengthening": 0, "active": 0, "dormant": 0}

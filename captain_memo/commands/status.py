@@ -8,6 +8,7 @@ from pathlib import Path
 from captain_memo.commands._common import open_store, print_json
 from captain_memo.config import db_path, embed_config, rank_config
 from captain_memo.ranking import lifecycle
+from captain_memo.store.models import KINDS
 
 
 def register(sub) -> None:
@@ -40,7 +41,10 @@ def tide_counts(store, now: float | None = None) -> dict[str, int]:
 def stats(args) -> int:
     store = open_store(args)
     try:
-        data = {"database": str(store.path), **store.counts(), "tide": tide_counts(store)}
+        counts = store.counts()
+        # Every kind is named, with 0 when there is none, so the JSON keys do not depend on the data.
+        data = {"database": str(store.path), **counts, **{kind: counts.get(kind, 0) for kind in KINDS},
+                "tide": tide_counts(store)}
     finally:
         store.close()
     if args.json:
