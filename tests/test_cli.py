@@ -192,3 +192,18 @@ def test_stats_json_names_every_kind_even_when_empty(cli_env, capsys):
     data = json.loads(run_cli(capsys, "--db", cli_env, "stats", "--json"))
     assert (data["memories"], data["memory"], data["skill"], data["observation"]) == (0, 0, 0, 0)
     assert data["tide"] == {"strengthening": 0, "active": 0, "dormant": 0}
+
+
+def test_the_json_document_names_every_key():
+    """doc/json.md documents the --json shapes: every key the code prints is in it."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "doc" / "json.md").read_text(encoding="utf-8")
+    keys = (HIT_KEYS | SOURCE_KEYS | EXPLAIN_KEYS | MEMORY_KEYS
+            | {"query", "profile", "legs", "failures", "elapsed_ms", "pool_size", "hits", "pending_vectors",
+               "database", "memories", "chunks", "fts_rows", "vectors", "strengthening", "active", "dormant",
+               "item", "ok", "detail", "name", "value"})
+    for key in keys:
+        assert f"`{key}`" in doc or f'"{key}"' in doc, key
+    for factor in ("identifier", "rare_token", "branch", "superseded", "recency", "tide"):
+        assert f"| `{factor}` |" in doc, factor

@@ -122,3 +122,33 @@ def test_embedding_settings_from_the_environment(caplog):
     assert (bad.batch_size, bad.timeout) == (32, 30.0)
     text = caplog.text
     assert "CAPTAIN_MEMO_EMBED_BATCH_SIZE" in text and "CAPTAIN_MEMO_EMBED_TIMEOUT" in text
+
+
+def test_the_configuration_table_lists_every_variable_with_its_profile_values():
+    """doc/configuration.md is the one table of variables: it must not drift from the code."""
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "doc" / "configuration.md"
+    rows = {}
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0].startswith("`CAPTAIN_MEMO_") and len(cells) == 5:
+            rows[cells[0].strip("`")] = cells[1:4]
+
+    def parsed(cell: str):
+        if cell in ("on", "off"):
+            return cell == "on"
+        try:
+            return float(cell)
+        except ValueError:
+            return cell
+
+    assert set(rows) == {var(name) for name in FIELDS}
+    for name in FIELDS:
+        documented = [parsed(cell) for cell in rows[var(name)]]
+        assert documented == [getattr(PROFILES[p], name) for p in ("v2", "legacy", "v3")], name
+    text = doc.read_text(encoding="utf-8")
+    for other in ("CAPTAIN_MEMO_HOME", "CAPTAIN_MEMO_DB", "CAPTAIN_MEMO_RANK_PROFILE", "CAPTAIN_MEMO_EMBED_PROVIDER",
+                  "CAPTAIN_MEMO_EMBED_URL", "CAPTAIN_MEMO_EMBED_MODEL", "CAPTAIN_MEMO_EMBED_API_KEY",
+                  "CAPTAIN_MEMO_EMBED_BATCH_SIZE", "CAPTAIN_MEMO_EMBED_TIMEOUT", "CAPTAIN_MEMO_EMBED_ENCODING"):
+        assert f"`{other}`" in text, other
