@@ -234,3 +234,14 @@ def test_a_credential_in_a_note_is_reported_or_redacted(engine, tmp_path, monkey
     assert token not in memory.body and "[REDACTED GitHub token]" in memory.body
     again = index_paths(engine, [notes])  # the stored text is the redacted one: still unchanged
     assert again.unchanged == 1 and again.updated == 0
+
+
+def test_index_file_in_a_personal_folder_ignores_the_project_and_follows_a_delete(engine, tmp_path, monkeypatch):
+    notes = tmp_path / "notes"
+    monkeypatch.setenv("CAPTAIN_MEMO_NOTE_DIRS", str(notes))
+    path = write(notes, "shell.md", "# Shell\n\n`set -euo pipefail` at the top of every script.\n")
+    assert index_file(engine, path, "some-project", "main").indexed == 1
+    assert [m.project for m in engine.store.list_memories()] == [None]
+    path.unlink()
+    assert index_file(engine, path, "some-project", "main").removed == 1
+    assert engine.store.counts()["memories"] == 0

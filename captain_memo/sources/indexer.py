@@ -142,10 +142,10 @@ def index_folders(engine, folders: list[Folder], settings: SourceSettings | None
     owner: dict[Path, Folder] = {}
     usable = []
     for folder in folders:
-        if not folder.path.exists():
-            if folder.personal:
-                tally.skip(folder.path.as_posix(), "folder not found (CAPTAIN_MEMO_NOTE_DIRS / _SKILL_DIRS)")
-                continue
+        if not folder.path.exists() and folder.personal and not is_note(folder.path):
+            # An unmounted disk must not erase a folder's memories; a deleted note file may.
+            tally.skip(folder.path.as_posix(), "folder not found (CAPTAIN_MEMO_NOTE_DIRS / _SKILL_DIRS)")
+            continue
         usable.append(folder)
         for file in note_files(folder) if folder.path.exists() else []:
             if file not in owner or len(folder.path.parts) > len(owner[file].path.parts):

@@ -53,7 +53,9 @@ class Tally:
         self.skipped_files.append((path, reason))
 
     def note(self) -> str:
-        return f"+{self.indexed} ~{self.updated} ={self.unchanged} -{self.removed} !{len(self.skipped_files)}"
+        # Short enough to keep the bar on one 80-column line.
+        return (f"new {self.indexed} upd {self.updated} same {self.unchanged} rm {self.removed} "
+                f"skip {len(self.skipped_files)}")
 
     def report(self) -> IndexReport:
         return IndexReport(self.indexed, self.updated, self.unchanged, self.removed, len(self.skipped_files),
