@@ -49,6 +49,10 @@ def test_lookup_with_the_embedding_endpoint_down(tmp_path, monkeypatch):
         line = path.read_text().splitlines()[2]
         editor.lua("vim.api.nvim_win_set_cursor(0, {3, ...})", line.index("contract_price"))
         editor.nvim.command("CaptainMemo lookup")
+        # The HTTP provider retries a refused connection for ~0.75 s: long enough to show the wait.
+        editor.wait_for("(function() local b = vim.fn.bufnr('captain-memo://results') "
+                        "return b > 0 and vim.api.nvim_buf_get_lines(b, 0, -1, false)[1] == 'searching…' end)()",
+                        what="searching…")
         lines = editor.results()
         assert "Contract price" in lines[0] and len(lines) == 1, lines
         [(text, group)] = editor.footer()

@@ -211,3 +211,32 @@ def test_a_failure_is_one_readable_line_not_a_traceback(tmp_path):
         assert git(repo, "status", "--porcelain") == "", "nothing was written into the repository"
     finally:
         close(ed)
+
+
+def test_ambient_hint_counts_memories_naming_the_token(editor, shop):
+    """Opt-in: resting on a token that a memory names shows a hint at the end of the line."""
+    editor.lua("require('captain_memo').setup({ ambient = true })")
+    open_price(editor, shop)
+    editor.nvim.command("doautocmd CursorHold")
+    hint = editor.wait_for("(function() local m = vim.api.nvim_buf_get_extmarks(0, "
+                           "vim.api.nvim_create_namespace('captain_memo_hint'), 0, -1, { details = true })[1] "
+                           "return m and { m[2], m[4].virt_text[1][1] } end)()", what="the hint")
+    assert hint == [2, "  ◆ 1 memory"]
+    editor.lua("vim.api.nvim_win_set_cursor(0, {4, 8})")  # `return`: a plain word, no hint
+    editor.nvim.command("doautocmd CursorMoved")
+    editor.nvim.command("doautocmd CursorHold")
+    assert editor.lua("return #vim.api.nvim_buf_get_extmarks(0, "
+                      "vim.api.nvim_create_namespace('captain_memo_hint'), 0, -1, {})") == 0
+    assert editor.lua("return vim.g.captain_memo_test_results") is None, "a hint never opens the results"
+
+
+def test_visual_selection_is_the_query(editor, shop):
+    """In Visual mode the selected text is the query, through the <Plug> mapping."""
+    open_price(editor, shop, line=4, word="round")
+    editor.nvim.command("nmap <buffer> <F5> <Plug>(CaptainMemoLookup)")
+    editor.nvim.command("xmap <buffer> <F5> <Plug>(CaptainMemoLookup)")
+    editor.nvim.input("0fpvt,<F5>")  # selects `price * contract.quantity`
+    editor.results()
+    title = editor.lua("return vim.api.nvim_win_get_config(0).title")
+    assert "price * contract.quantity" in title[0][0]
+    assert editor.lua("return vim.fn.mode()") == "n"

@@ -56,3 +56,48 @@ def test_startup_loads_nothing_until_first_use(tmp_path):
         assert editor.lua("return vim.fn.getcompletion('CaptainMemo note s', 'cmdline')") == ["skill"]
     finally:
         close(editor)
+
+
+def test_help_file_tags_every_command_option_mapping_and_highlight(tmp_path):
+    import re
+    import shutil
+
+    doc = tmp_path / "doc"
+    doc.mkdir()
+    shutil.copy(REPO / "doc" / "captain-memo.txt", doc)
+    editor = start_editor(tmp_path, observe=False)
+    try:
+        # :helptags refuses duplicate tags (E154) and a file without any.
+        editor.nvim.command(f"helptags {doc}")
+        inventory = editor.lua("""
+            local memo = require('captain_memo')
+            local out = { options = {}, subcommands = {}, plugs = {}, highlights = {} }
+            local function walk(prefix, t)
+              for k, v in pairs(t) do
+                out.options[#out.options + 1] = prefix .. k
+                if type(v) == 'table' and k ~= 'keymaps' then walk(prefix .. k .. '.', v) end
+              end
+            end
+            walk('', memo.defaults)
+            for _, name in ipairs({ 'profile', 'db', 'log_file' }) do out.options[#out.options + 1] = name end
+            for name in pairs(require('captain_memo.commands').subcommands) do
+              out.subcommands[#out.subcommands + 1] = name
+            end
+            for _, spec in pairs(require('captain_memo.keymaps').actions) do out.plugs[#out.plugs + 1] = spec.plug end
+            for name in pairs(require('captain_memo.highlights').groups) do
+              out.highlights[#out.highlights + 1] = name
+            end
+            return out""")
+    finally:
+        close(editor)
+    tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
+    assert "captain-memo.txt" in tags
+    expected = {":CaptainMemo"}
+    expected |= {f"captain-memo.{o}" for o in inventory["options"]}
+    expected |= {f":CaptainMemo-{s}" for s in inventory["subcommands"]}
+    expected |= set(inventory["plugs"])
+    expected |= {f"hl-{h}" for h in inventory["highlights"]}
+    expected |= {f"captain-memo-results-{k}" for k in ("<CR>", "e", "s", "d", "q")}
+    assert expected - tags == set()
+    assert not [line for line in (doc / "captain-memo.txt").read_text().splitlines()
+                if len(line) > 78 and not re.match(r"^\s*\S+\s*$", line)], "lines fit in 78 columns"
