@@ -28,7 +28,7 @@ PATTERNS: tuple[tuple[str, re.Pattern, int], ...] = (
         r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)", re.DOTALL), 0),
     ("AWS access key id", re.compile(r"\b((?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b"), 1),
     ("GitHub token", re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), 1),
-    ("Slack token", re.compile(r"\b(xox[abposre]-[A-Za-z0-9-]{10,})"), 1),
+    ("Slack token", re.compile(r"\b(xox[abposre]-(?=[A-Za-z0-9-]{10})(?:[A-Za-z0-9]+-)*[A-Za-z0-9]+)"), 1),
     ("Slack webhook", re.compile(r"(https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,})"), 1),
     ("Stripe key", re.compile(r"\b((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})\b"), 1),
     # sk-..., sk-proj-..., sk-ant-...: random characters, so a digit is all but certain among 20+.
@@ -40,10 +40,11 @@ PATTERNS: tuple[tuple[str, re.Pattern, int], ...] = (
     ("password or key assignment", re.compile(
         r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|"
         r"auth[_-]?token|access[_-]?token|token|client[_-]?secret|private[_-]?key)\b[\"']?[ \t]*(?:=|:=|:)[ \t]*"
-        r"(?:\"([^\"\n]{4,})\"|'([^'\n]{4,})'|([^\s\"',;]{6,}))"), 0),
+        r"(?:\"([^\"\n\0]{4,})\"|'([^'\n\0]{4,})'|([^\s\"',;\0]{6,}))"), 0),
 )
-# Values that are not secrets: variables, templates, masks, and type names (`token: string`).
-PLACEHOLDER = re.compile(r"^(?:[$%<{@]|\*+$|x+$|\.\.\.$|(?i:none|null|nil|true|false|changeme|password|secret|"
+# Values that are not secrets: variables, templates, masks, our own redaction marks, and type names
+# (`token: string`).
+PLACEHOLDER = re.compile(r"^(?:[$%<{@]|\[REDACTED |\*+$|x+$|\.\.\.$|(?i:none|null|nil|true|false|changeme|password|secret|"
                          r"redacted|example|your[-_ ].*|todo|str|string|bytes|int|number|bool|boolean|any|"
                          r"unknown|secretstr|optional)$)")
 RANDOM_LOOKING = re.compile(r"\d|[^\w-]|[a-z].*[A-Z]|[A-Z].*[a-z]")
@@ -86,18 +87,27 @@ def _mask(secret: str) -> str:
     return secret[: min(4, len(secret) // 4)] + "…"
 
 
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the spans blanked out (same length), so later patterns neither match inside a
+    finding nor run into one (a Slack token's trailing '-' class would swallow a key's '-----')."""
+    parts, last = [], 0
+    for start, end in sorted(spans):
+        parts += [text[last:start], "\0" * (end - start)]
+        last = end
+    return "".join(parts) + text[last:]
+
+
 def scan(text: str) -> list[Finding]:
-    """Every credential-looking span in ``text``, in order of position."""
-    taken: list[tuple[int, int]] = []
+    """Every credential-looking span in ``text``, in order of position, none overlapping."""
     found: list[Finding] = []
+    searched = text
     for kind, pattern, group in PATTERNS:
-        for match in pattern.finditer(text):
-            span = _secret_span(kind, match, group)
-            if span is None or any(span[0] < end and start < span[1] for start, end in taken):
-                continue
-            taken.append(span)
-            start, end = span
+        spans = [span for match in pattern.finditer(searched)
+                 if (span := _secret_span(kind, match, group)) is not None]
+        for start, end in spans:
             found.append(Finding(kind, text.count("\n", 0, start) + 1, start, end, _mask(text[start:end])))
+        if spans:
+            searched = _masked(searched, spans)
     return sorted(found, key=lambda f: f.start)
 
 

@@ -14,6 +14,7 @@ TEMPORAL = re.compile(r"\b(last|latest|newest|current|most\s+recent|recent|up[\s
 # unicode61 splits on everything but letters and digits; so do we, to build terms it will match.
 WORD = re.compile(r"[^\W_]+")
 MAX_MATCH_TERMS = 64
+UNSENDABLE = re.compile("[\x00\ud800-\udfff]")
 
 STOPWORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been before being below between
@@ -75,13 +76,16 @@ def fts_match(text: str) -> str | None:
     it: ``get_effective_contract_price`` finds chunks containing that identifier.
     """
     terms: list[str] = []
+    seen: set[str] = set()
     for raw in text.split():
-        parts = WORD.findall(raw.lower())
-        if not parts:
+        if not WORD.search(raw) or raw.casefold() in seen:
             continue
-        term = '"' + " ".join(parts) + '"'
-        if term not in terms:
-            terms.append(term)
+        seen.add(raw.casefold())
+        # FTS5 tokenises the quoted token itself, as it tokenised the chunks. Splitting it here
+        # instead missed "İ0" (Python lower-cases İ to i + a combining dot) and decomposed accents
+        # ("e\u0301te"), found by tests/test_hostile_input.py. Inside the quotes only '"' needs
+        # doubling; a NUL would end the string early, and a lone surrogate cannot be sent.
+        terms.append('"' + UNSENDABLE.sub(" ", raw).replace('"', '""') + '"')
         if len(terms) >= MAX_MATCH_TERMS:
             break
     return " OR ".join(terms) if terms else None
