@@ -248,7 +248,9 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body(body)
         model = self._model(body)
         started = time.perf_counter_ns()
-        vectors = self._vectors(self._texts(body.get("input", ""), "input"), body.get("dimensions"))
+        # As Ollama does, no input (or an empty string) asks for nothing: clients use it to preload.
+        texts = [] if body.get("input") in (None, "") else self._texts(body["input"], "input")
+        vectors = self._vectors(texts, body.get("dimensions"))
         rows = ",".join(_json_row(v) for v in vectors)
         meta = {"model": model, "total_duration": time.perf_counter_ns() - started, "load_duration": 0}
         # The vectors are written by hand: shortest float32 text, half the bytes of json.dumps.
