@@ -144,12 +144,12 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, routes: dict, with_body: bool) -> None:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
         try:
+            if path not in OPEN_ROUTES:
+                self._check_key()  # before reading a body a stranger may have sent
             body = self._read_body() if with_body else None
             handler = routes.get(path)
             if handler is None:
                 raise RequestError(404, f"no route {self.command} {path}")
-            if path not in OPEN_ROUTES:
-                self._check_key()
             status, payload = handler(body) if with_body else handler()
         except RequestError as exc:
             status, payload = exc.status, self._error(path, exc.status, str(exc))
@@ -186,6 +186,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         given = self.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            self.close_connection = True  # the body, if any, stays unread
             raise RequestError(401, "missing or wrong API key (send Authorization: Bearer KEY)")
 
     def _send(self, status: int, payload) -> None:
