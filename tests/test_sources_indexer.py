@@ -245,3 +245,27 @@ def test_index_file_in_a_personal_folder_ignores_the_project_and_follows_a_delet
     path.unlink()
     assert index_file(engine, path, "some-project", "main").removed == 1
     assert engine.store.counts()["memories"] == 0
+
+
+def test_a_forgotten_section_of_an_unchanged_file_comes_back_on_the_next_run(engine, tmp_path, hash_embedder):
+    notes = tmp_path / "notes"
+    write(notes, "ports.md", DECISION_PORTS)
+    index_paths(engine, [notes])
+    assert index_paths(engine, [notes]).unchanged == 2  # the file is recognised whole, unparsed
+    gone = next(m for m in engine.store.list_memories() if m.title == "Service ports > Exceptions")
+    engine.forget(gone.id)
+    texts = hash_embedder.texts_embedded
+    report = index_paths(engine, [notes])
+    assert (report.indexed, report.unchanged) == (1, 1) and hash_embedder.texts_embedded == texts + 1
+    assert sorted(m.title for m in engine.store.list_memories()) == ["Service ports > Allocation",
+                                                                      "Service ports > Exceptions"]
+
+
+def test_switching_redaction_on_rereads_unchanged_files(engine, tmp_path, monkeypatch):
+    notes = tmp_path / "notes"
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    write(notes, "ci.md", f"# CI\n\nThe bot uses {token}.\n")
+    index_paths(engine, [notes])
+    monkeypatch.setenv("CAPTAIN_MEMO_REDACT_SECRETS", "1")
+    report = index_paths(engine, [notes])
+    assert report.updated == 1 and token not in engine.store.list_memories()[0].body

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from captain_memo import secrets
-from captain_memo.chunking import content_hash
+from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
 from captain_memo.errors import EmbeddingError, InputError
 from captain_memo.progress import Progress
 from captain_memo.sources import markdown, sync
@@ -37,6 +37,8 @@ KEY_PREFIX = "file:"
 # Chunk texts per embedding call: large enough for the model's batches of 32, small enough that
 # an interrupted run loses little and the progress bar moves.
 BATCH_CHUNKS = 256
+# Bump when parsing or chunking changes what a file's memories are: every file is then re-read.
+FILE_STATE_VERSION = "1"
 
 
 @dataclass
@@ -161,6 +163,11 @@ def index_folders(engine, folders: list[Folder], settings: SourceSettings | None
     return tally.report()
 
 
+def _under(path: str | None, prefixes: list[str]) -> bool:
+    """Whether a stored path is one of the folders' files (a prefix ending in / is a folder)."""
+    return path is not None and any(path == p or (p.endswith("/") and path.startswith(p)) for p in prefixes)
+
+
 def _integrity_error() -> type[Exception]:
     import sqlean
 
@@ -182,6 +189,8 @@ def _backfill(engine, tally: Tally) -> None:
 
 
 class _Run:
+    """One project's run over its folders: plan every file, then write in batches, then remove."""
+
     def __init__(self, engine, settings: SourceSettings, tally: Tally, bar: Progress | None):
         self.engine = engine
         self.store = engine.store
@@ -193,15 +202,24 @@ class _Run:
         self.batch_files = 0
         self.embed_failed = False
         self.redacting = secrets.redaction_on()
+        self.stored: dict[str, sync.Stored] = {}
+        self.keys_of_path: dict[str | None, list[str]] = {}
+        self.seen: set[str] = set()  # source keys found in the files read
+        self.kept_paths: set[str] = set()  # files skipped: their memories stay as they were
+        self.present: set[str] = set()  # stored paths of the files read
+        self.states: dict[str, tuple[str, int]] = {}
+        self.new_states: dict[str, tuple[str, int]] = {}
 
     def index(self, project: str | None, folders: list[Folder], files: list[tuple[Folder, Path]]) -> None:
-        stored = sync.stored_by_key(self.store, project, KEY_PREFIX)
-        seen: set[str] = set()
-        kept_paths: set[str] = set()  # files skipped: their memories stay as they were
-        plans: list[list[Planned]] = []
-        for folder, file in files:
-            plans.append(self._plan_file(folder, file, stored, seen, kept_paths))
-        orphans = self._orphans(stored, seen, kept_paths, folders)
+        self.stored = sync.stored_by_key(self.store, project, KEY_PREFIX)
+        for key, row in self.stored.items():
+            self.keys_of_path.setdefault(row.source_path, []).append(key)
+        self.states = sync.file_states(self.store, project)
+        plans = [self._plan_file(folder, file) for folder, file in files]
+        prefixes = [f.prefix for f in folders]
+        orphans = {key: row for key, row in self.stored.items()
+                   if key not in self.seen and row.source_path not in self.kept_paths
+                   and _under(row.source_path, prefixes)}
         self._match_moves([p for plan in plans for p in plan if p.stored is None], orphans)
         for plan in plans:
             for planned in plan:
@@ -213,41 +231,54 @@ class _Run:
         for row in orphans.values():
             self.store.delete(row.id)
             self.tally.removed += 1
+        gone = [path for path in self.states if path not in self.present and _under(path, prefixes)]
+        sync.save_file_states(self.store, project, self.new_states, gone)
 
     # -- planning --
 
-    def _plan_file(self, folder: Folder, file: Path, stored: dict[str, sync.Stored], seen: set[str],
-                   kept_paths: set[str]) -> list[Planned]:
+    def _plan_file(self, folder: Folder, file: Path) -> list[Planned]:
         where = folder.stored_path(file)
         self.tally.files += 1
         note = read_note(file, self.settings.max_file_bytes)
         if note.text is None:
             self.tally.skip(where, note.problem or "unreadable")
-            kept_paths.add(where)
+            self.kept_paths.add(where)
             return []
+        self.present.add(where)
         if note.problem:
             self.tally.warnings.append((where, note.problem))
+        kind = folder.kind_of(file)
+        # Everything that decides what a file's memories are: its text, its kind, the chunk cap and
+        # whether secrets are redacted. Equal to the last run's, with all its sections still
+        # stored, the file is unchanged without being parsed (a rerun over 2,000 notes: ~0.2 s).
+        digest = content_hash(FILE_STATE_VERSION, kind, str(MAX_CHUNK_CHARS), str(self.redacting), note.text)
+        known = self.keys_of_path.get(where, [])
+        if self.states.get(where) == (digest, len(known)):
+            self.seen.update(known)
+            self.tally.unchanged += len(known)
+            return []
         try:
-            return self._plan_sections(folder, file, where, note.text, stored, seen)
+            planned, sections = self._plan_sections(folder, file, where, kind, note.text)
         except InputError as exc:
             self.tally.skip(where, str(exc))
-            kept_paths.add(where)
+            self.kept_paths.add(where)
             return []
+        self.new_states[where] = (digest, sections)
+        return planned
 
-    def _plan_sections(self, folder: Folder, file: Path, where: str, text: str,
-                       stored: dict[str, sync.Stored], seen: set[str]) -> list[Planned]:
+    def _plan_sections(self, folder: Folder, file: Path, where: str, kind: str,
+                       text: str) -> tuple[list[Planned], int]:
         # Private spans are blanked line for line so every line number stays true.
         text = PRIVATE.sub(lambda m: "\n" * m.group().count("\n"), text)
         note = markdown.parse(text, file.stem)
         if note.front.date_error:
             self.tally.warnings.append((where, f"front matter date {note.front.date_error!r} is not an ISO date; "
                                               "using the file's time"))
-        kind = folder.kind_of(file)
         planned = []
         for section in note.sections:
             key = f"{KEY_PREFIX}{where}#{section.anchor}"
-            seen.add(key)
-            row = stored.get(key)
+            self.seen.add(key)
+            row = self.stored.get(key)
             dated_by_file = note.front.date is None and row is None
             memory = NewMemory(
                 body=section.text, kind=kind, title=section.title, project=folder.project, branch=folder.branch,
@@ -255,22 +286,25 @@ class _Run:
                 created_at=file.stat().st_mtime if dated_by_file else note.front.date,
                 source_key=key, tags=note.front.tags)
             # The stored hash is of text that passed the checks, so an equal hash needs no checks and
-            # no chunking: this is what keeps a rerun over thousands of unchanged notes fast.
-            if row is not None and row.kind == kind and row.content_hash == content_hash(kind, memory.title,
-                                                                                         memory.body):
-                self.tally.unchanged += 1
-                if not row.same_place(memory) or (memory.created_at and memory.created_at != row.created_at):
-                    sync.update_place(self.store, row.id, memory)
+            # no chunking; unless secrets are redacted, when the stored text may predate redaction.
+            if not self.redacting and self._unchanged(row, memory):
                 continue
             clean, chunks = self.engine.prepare(replace(memory, chunks=section.chunks))
-            if row is not None and row.kind == kind and row.content_hash == content_hash(kind, clean.title, clean.body):
-                self.tally.unchanged += 1  # the same once cleaned (a redacted secret, a private span)
-                if not row.same_place(clean):
-                    sync.update_place(self.store, row.id, clean)
+            if self._unchanged(row, clean):  # the same once cleaned (a redacted secret, a private span)
                 continue
             self._warn_secrets(where, section.line_start, clean.body)
             planned.append(Planned(clean, chunks, row, dated_by_file))
-        return planned
+        return planned, len(note.sections)
+
+    def _unchanged(self, row: sync.Stored | None, memory: NewMemory) -> bool:
+        """Whether the stored memory has this text; if so, refresh where it sits (lines, tags, date)."""
+        if row is None or row.kind != memory.kind or row.content_hash != content_hash(memory.kind, memory.title,
+                                                                                      memory.body):
+            return False
+        self.tally.unchanged += 1
+        if not row.same_place(memory) or (memory.created_at and memory.created_at != row.created_at):
+            sync.update_place(self.store, row.id, memory)
+        return True
 
     def _warn_secrets(self, where: str, first_line: int, body: str) -> None:
         """A note's credentials are indexed as they are on disk, unless redaction is on: say so."""
@@ -281,13 +315,6 @@ class _Run:
             spots = "; ".join(f"line {first_line + f.line - 1}: {f.kind} ({f.preview})" for f in findings)
             self.tally.warnings.append((where, f"stored as is: {spots}; wrap it in <private>...</private> or set "
                                                f"{secrets.REDACT_ENV}=1 to redact"))
-
-    def _orphans(self, stored: dict[str, sync.Stored], seen: set[str], kept_paths: set[str],
-                 folders: list[Folder]) -> dict[str, sync.Stored]:
-        prefixes = [f.prefix for f in folders]
-        return {key: row for key, row in stored.items()
-                if key not in seen and row.source_path not in kept_paths and row.source_path is not None
-                and any(row.source_path == p or (p.endswith("/") and row.source_path.startswith(p)) for p in prefixes)}
 
     def _match_moves(self, new: list[Planned], orphans: dict[str, sync.Stored]) -> None:
         """A new section with the same text as an orphan is that memory, moved: re-key it in place."""

@@ -111,3 +111,32 @@ def rewrite(store: Store, memory_id: int, memory: NewMemory, chunks: Sequence[st
                 conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (chunk_id,))
             conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
     return inserted
+
+
+# -- per-file state: an unchanged file is not parsed again ---------------------------------------
+# The table belongs to the sources alone and is created on first write (CREATE ... IF NOT EXISTS in
+# the same transaction as the write), so a store that never indexed a folder does not have it.
+FILE_TABLE = ("CREATE TABLE IF NOT EXISTS source_files (project TEXT NOT NULL, path TEXT NOT NULL,"
+              " digest TEXT NOT NULL, sections INTEGER NOT NULL, PRIMARY KEY (project, path))")
+
+
+def file_states(store: Store, project: str | None) -> dict[str, tuple[str, int]]:
+    """Stored path -> (digest of the text as last indexed, how many sections it gave)."""
+    if not store.table_exists("source_files"):
+        return {}
+    rows = store.conn.execute("SELECT path, digest, sections FROM source_files WHERE project = ?", (project or "",))
+    return {path: (digest, sections) for path, digest, sections in rows}
+
+
+def save_file_states(store: Store, project: str | None, states: Mapping[str, tuple[str, int]],
+                     dropped: Sequence[str]) -> None:
+    if not states and not dropped:
+        return
+    with store.write() as conn:
+        conn.execute(FILE_TABLE)
+        conn.executemany("INSERT INTO source_files (project, path, digest, sections) VALUES (?, ?, ?, ?)"
+                         " ON CONFLICT (project, path) DO UPDATE SET digest = excluded.digest,"
+                         " sections = excluded.sections",
+                         [(project or "", path, digest, n) for path, (digest, n) in states.items()])
+        conn.executemany("DELETE FROM source_files WHERE project = ? AND path = ?",
+                         [(project or "", path) for path in dropped])
