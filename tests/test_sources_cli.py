@@ -54,3 +54,12 @@ def test_index_with_nothing_configured_says_so(db_file, tmp_path, capsys, monkey
     monkeypatch.chdir(tmp_path)
     assert main(["--db", str(db_file), "index"]) == 1
     assert "nothing to index" in capsys.readouterr().err
+
+
+def test_observe_refuses_a_credential_unless_allowed(db_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    assert main(["--db", str(db_file), "observe", f"the deploy bot token is {token}"]) == 1
+    assert "--allow-secrets" in capsys.readouterr().err
+    assert main(["--db", str(db_file), "observe", "--allow-secrets", f"the deploy bot token is {token}"]) == 0
+    assert "storing a credential as it is" in capsys.readouterr().err

@@ -90,3 +90,20 @@ def test_detached_head_uses_the_short_commit_as_branch(engine, repo):
     git(repo, "checkout", "-q", "--detach", sha)
     index_history(engine, repo)
     assert observations(engine)["Pin dependencies"].branch == sha[:10]
+
+
+def test_a_credential_in_a_commit_message_is_reported(engine, repo):
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    sha = commit(repo, f"Rotate the bot token\n\nOld one was {token}", {"bot.cfg": "x\n"}, when=BASE_DAY + DAY)
+    report = index_history(engine, repo)
+    assert report.warnings[0][0] == sha[:10] and "GitHub token" in report.warnings[0][1]
+    assert token not in report.warnings[0][1]
+
+
+def test_an_embedder_that_is_down_still_stores_commits(engine, repo, hash_embedder):
+    from fakes import failing
+
+    hash_embedder.fail = failing()
+    report = index_history(engine, repo)
+    assert report.indexed == 1 and report.warnings[0][0] == "embedder"
+    assert engine.store.counts()["pending_vectors"] == 1

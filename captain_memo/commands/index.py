@@ -54,6 +54,8 @@ def run(args) -> int:
         print(f"note {path}: {message}")
     print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)")
     if history is not None:
+        for sha, message in history.warnings:
+            print(f"note {'' if sha == 'embedder' else 'commit '}{sha}: {message}")
         print(f"git: {history.indexed} new commits · {history.unchanged} already stored · "
               f"{history.skipped} merge or empty skipped ({history.chunks_embedded} chunks embedded)")
     return 0

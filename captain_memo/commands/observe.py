@@ -18,12 +18,19 @@ def register(sub) -> None:
     p.add_argument("text", nargs="*", help="the text (read from stdin when absent); its first line is the title")
     p.add_argument("--file", help="the file the observation is about")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--allow-secrets", action="store_true",
+                   help="store text that looks like a credential as it is (default: refuse; "
+                        "CAPTAIN_MEMO_REDACT_SECRETS=1 stores it redacted)")
     add_context_args(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    from captain_memo import secrets
+
     text = " ".join(args.text) if args.text else sys.stdin.read()
+    for finding in secrets.check(text, allow=args.allow_secrets, how_to_allow="rerun with --allow-secrets"):
+        print(f"captain-memo: warning: storing a credential as it is ({finding.describe()})", file=sys.stderr)
     ctx = context(args)
     lines = text.strip().splitlines()
     title = lines[0].strip()[:MAX_TITLE_CHARS] if lines else ""

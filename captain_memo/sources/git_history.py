@@ -19,6 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from captain_memo import secrets
 from captain_memo.errors import InputError
 from captain_memo.progress import Progress
 from captain_memo.sources import sync
@@ -141,10 +142,18 @@ def _store_batch(engine, commits: list[Commit], project, branch, settings: Sourc
     from captain_memo.sources.supersession import supersede_older_versions
 
     prepared = [engine.prepare(observation(c, project, branch, settings.git_max_message_chars)) for c in commits]
+    if not secrets.redaction_on():
+        for commit, (clean, _) in zip(commits, prepared):
+            if found := secrets.scan(clean.body):
+                tally.warnings.append((commit.sha[:10], f"stored as is: {secrets.describe(found)}; set "
+                                                        f"{secrets.REDACT_ENV}=1 to redact"))
     texts = [chunk for _, chunks in prepared for chunk in chunks]
     vectors = engine.try_embed(texts)
     if vectors is not None:
         tally.chunks_embedded += len(texts)
+    elif not any(where == "embedder" for where, _ in tally.warnings):
+        tally.warnings.append(("embedder", "unavailable: commits stored and keyword-searchable, vectors are "
+                                           "filled in later by a backfill"))
     offset = 0
     for clean, chunks in prepared:
         part = None if vectors is None else vectors[offset: offset + len(chunks)]
