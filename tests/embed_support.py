@@ -112,7 +112,7 @@ class GatedEmbedder:
 class FaultServer:
     """A real HTTP server on 127.0.0.1 whose answers the test chooses with ``mode``:
 
-    ok, legacy (no /api/embed), scaled (unnormalised vectors), shuffled (OpenAI data out of order),
+    ok, rate_limited_once (a 429 with Retry-After, then ok), legacy (no /api/embed), scaled (unnormalised vectors), shuffled (OpenAI data out of order),
     http500, garbage (not JSON), wrong_dim, nan, short (too few vectors), stall (never answers in
     time), drop (closes the connection), model_missing, echo_auth (a 401 quoting the auth header),
     echo_auth_500 (the same as a 500).
@@ -215,6 +215,9 @@ class _FaultHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return None
+        if mode == "rate_limited_once":
+            fault.mode = "ok"
+            return self._raw(429, b'{"error": "slow down"}', "application/json", {"Retry-After": "0.3"})
         if mode == "http500":
             return self._reply(500, {"error": "the model crashed"})
         if mode == "echo_auth":
@@ -252,8 +255,10 @@ class _FaultHandler(BaseHTTPRequestHandler):
         # json.dumps writes NaN as a bare NaN token, as some servers really do.
         self._raw(status, json.dumps(payload).encode(), "application/json")
 
-    def _raw(self, status: int, data: bytes, kind: str) -> None:
+    def _raw(self, status: int, data: bytes, kind: str, headers: dict | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

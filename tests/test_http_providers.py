@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -151,6 +153,15 @@ def test_server_errors_are_retried_with_backoff(kind, fault_server):
     assert fault_server.requests == 3
     assert "answered 500" in str(err.value) and "(model 'all-MiniLM-L6-v2-int8')" in str(err.value)
     assert str(err.value).startswith(fault_server.url)
+
+
+def test_a_429_is_retried_after_the_wait_the_server_asks_for(fault_server, local_embedder):
+    fault_server.mode = "rate_limited_once"
+    embedder = OpenAIEmbedder(fault_server.url, MODEL, backoff=0.0)
+    started = time.monotonic()
+    np.testing.assert_allclose(embedder.embed(["x"]), local_embedder.embed(["x"]), atol=1e-6)
+    assert fault_server.requests == 2
+    assert time.monotonic() - started >= 0.3  # Retry-After: 0.3 was honoured, not the zero backoff
 
 
 def test_client_errors_are_not_retried(fault_server):

@@ -36,6 +36,7 @@ RETRIES = 2
 BACKOFF = 0.25  # seconds before the first retry, doubled for each further one
 ENCODINGS = ("float", "base64")
 SNIPPET = 200  # characters of a bad answer quoted in an error
+MAX_RETRY_AFTER = 10.0  # seconds: the longest Retry-After honoured as it is
 
 
 class HttpEmbedder:
@@ -130,6 +131,7 @@ class HttpEmbedder:
         endpoint = self.url + path
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
+            asked_wait = None
             try:
                 response = client.post(endpoint, json=payload)
             except httpx.ConnectTimeout:
@@ -147,9 +149,12 @@ class HttpEmbedder:
                 if response.status_code < 500 and response.status_code != 429:
                     return response
                 problem = f"{path} answered {response.status_code}: {_snippet(response.text)}"
+                asked_wait = _retry_after(response)
             if last:
                 raise self._fail(problem + (f" (after {self.retries + 1} attempts)" if self.retries else ""))
-            delay = self.backoff * (2 ** attempt) * (1 + random.random() / 4)
+            delay = asked_wait
+            if delay is None:
+                delay = self.backoff * (2 ** attempt) * (1 + random.random() / 4)
             log.debug("%s: %s; retrying in %.2f s", self.where, self._scrub(problem), delay)
             time.sleep(delay)
         raise AssertionError("unreachable")
@@ -286,6 +291,15 @@ def _reason(exc: Exception) -> str:
     if text.startswith("[Errno"):
         text = text.split("]", 1)[-1].strip()
     return text[:1].lower() + text[1:]
+
+
+def _retry_after(response) -> float | None:
+    """The wait a 429 or 503 asks for in Retry-After (seconds form only), capped at MAX_RETRY_AFTER."""
+    try:
+        seconds = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 def _snippet(text: str) -> str:
