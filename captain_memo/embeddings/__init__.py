@@ -11,7 +11,7 @@ def make_embedder(cfg: EmbedConfig):
     if cfg.provider == "local":
         from captain_memo.embeddings.local import LocalEmbedder
 
-        return LocalEmbedder(batch_size=cfg.batch_size)
+        return LocalEmbedder()
     if cfg.provider in ("ollama", "openai"):
         try:
             from captain_memo.embeddings.http import make_http_embedder
