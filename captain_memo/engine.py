@@ -22,7 +22,7 @@ from captain_memo.ranking.pipeline import RankRequest, rank_pool, cut
 from captain_memo.ranking.query import analyse, fts_match
 from captain_memo.ranking.result import RecallResult
 from captain_memo.store import Memory, NewMemory, Store
-from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, keyword_scores
+from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, keyword_scores, selective_match
 
 log = logging.getLogger("captain_memo")
 # Tide gains: how much a surfacing strengthens a memory, by how it surfaced.
@@ -45,12 +45,25 @@ class Engine:
             embedder.expect_dim(int(stored_dim))
 
     @classmethod
-    def open(cls, path: Path | str | None = None, embedder=None) -> "Engine":
-        return cls(Store(path or db_path()), embedder or make_embedder(embed_config()))
+    def open(cls, path: Path | str | None = None, embedder=None, memory_index: bool = False) -> "Engine":
+        """``memory_index``: search an in-memory index (store/memindex.py), built in the background;
+        for long-lived processes such as the editor host. One-shot commands keep sqlite-vec."""
+        store = Store(path or db_path())
+        index = None
+        if memory_index:
+            from captain_memo.store.memindex import MemIndex
+
+            index = MemIndex(store)
+        engine = cls(store, embedder or make_embedder(embed_config()), vector_index=index)
+        if index is not None:
+            index.warm_in_background()
+        return engine
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+        if hasattr(self.index, "close"):
+            self.index.close()
         self.store.close()
 
     # -- embedding ----------------------------------------------------------------------
@@ -194,7 +207,7 @@ class Engine:
         if "vector" in legs:
             jobs["vector"] = self._pool.submit(self._vector_leg, query, scope, k)
         if "keyword" in legs:
-            jobs["keyword"] = self._pool.submit(keyword_leg, self.store, match, scope, k)
+            jobs["keyword"] = self._pool.submit(self._keyword_leg, match, scope, k)
         found, failures = {}, {}
         for leg, job in jobs.items():
             try:
@@ -205,10 +218,14 @@ class Engine:
         if not found:
             raise RecallError("both search legs failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()))
         vector_hits, query_vec = found.get("vector", ({}, None))
-        keyword_hits = found.get("keyword")
+        keyword_hits, match = found.get("keyword", (None, match))
         if cfg.fusion_mode == "union":
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
         return self._build(vector_hits, keyword_hits), tuple(found), failures
+
+    def _keyword_leg(self, match: str | None, scope: Scope, k: int):
+        match = selective_match(self.store, match)  # common words left out at scale (store/search.py)
+        return keyword_leg(self.store, match, scope, k), match
 
     def _vector_leg(self, query: str, scope: Scope, k: int):
         # A reindex by another process may have swapped the store to another model since open.

@@ -111,7 +111,24 @@ def _m001_tables(conn) -> None:
     )
 
 
-MIGRATIONS = [(1, _m001_tables)]
+def _m002_vector_changes(conn) -> None:
+    # A log of chunk ids whose vector may have changed, for in-memory indexes (store/memindex.py)
+    # to catch up with writes from any process without rescanning. Every vector write goes with a
+    # write to its chunks row (insert, delete, or has_vector set), so triggers on chunks see them all.
+    # The log keeps the last 100,000 changes; an index further behind than that rebuilds itself.
+    _run_script(
+        conn,
+        """
+        CREATE TABLE vector_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id INTEGER NOT NULL);
+        CREATE TRIGGER chunks_insert_logged AFTER INSERT ON chunks BEGIN INSERT INTO vector_changes (chunk_id) VALUES (new.id); END;
+        CREATE TRIGGER chunks_delete_logged AFTER DELETE ON chunks BEGIN INSERT INTO vector_changes (chunk_id) VALUES (old.id); END;
+        CREATE TRIGGER chunks_vector_logged AFTER UPDATE OF has_vector ON chunks BEGIN INSERT INTO vector_changes (chunk_id) VALUES (new.id); END;
+        CREATE TRIGGER vector_changes_pruned AFTER INSERT ON vector_changes WHEN new.seq % 10000 = 0 BEGIN DELETE FROM vector_changes WHERE seq <= new.seq - 100000; END;
+        """
+    )
+
+
+MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes)]
 
 
 class Database:
