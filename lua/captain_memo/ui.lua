@@ -42,7 +42,8 @@ local function geometry(lines)
   local border = (o.border == "none" or o.border == "") and 0 or 2
   local width = o.width <= 1 and math.floor(cols * o.width) or o.width
   width = math.max(20, math.min(width, cols - border))
-  local height = math.max(1, math.min(lines, o.height, rows - border))
+  -- Without a border the footer is a virtual line under the results: one more row for it.
+  local height = math.max(1, math.min(lines, o.height, rows - border)) + (border == 0 and 1 or 0)
   local ph = view.explain and math.max(o.preview_height, 13) or o.preview_height
   ph = math.max(0, math.min(ph, rows - height - 2 * border))
   local total = height + border + (ph > 0 and ph + border or 0)
@@ -100,7 +101,8 @@ local function win_config(g, kind)
   }
   if kind == "results" then
     config.row, config.height = g.row, g.height
-    local title = view.query and (" Captain Memo: " .. format.truncate(view.query, g.width - 20) .. " ") or " Captain Memo "
+    local query = view.query and (view.query:gsub("%s+", " "))
+    local title = query and (" Captain Memo: " .. format.truncate(query, g.width - 20) .. " ") or " Captain Memo "
     if g.border > 0 then
       config.title, config.title_pos = title, "left"
       config.footer, config.footer_pos = footer_chunks(), "right"
@@ -207,6 +209,10 @@ function M.render(enter)
   end
   local cursor = valid(view.win) and math.min(vim.api.nvim_win_get_cursor(view.win)[1], #lines) or 1
   set_lines(view.buf, lines, spans)
+  if g.border == 0 and view.result then
+    -- No border, no footer: the same words as a virtual line under the results.
+    vim.api.nvim_buf_set_extmark(view.buf, ns, #lines - 1, 0, { virt_lines = { footer_chunks() } })
+  end
   vim.api.nvim_win_set_cursor(view.win, { math.max(1, cursor), 0 })
   render_preview(g)
 end
