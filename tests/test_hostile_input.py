@@ -171,6 +171,7 @@ def configs(draw):
                    vector_weight=draw(unit_float), keyword_weight=draw(unit_float))
 
 
+@pytest.mark.slow  # ~10 s: building 300 pools of up to 30 candidates is most of it
 @settings(max_examples=POOL_EXAMPLES, **FAST)
 @given(pool=pools(), cfg=configs(), query=words, branch=st.sampled_from([None, "main", "feature/x"]),
        limit=st.integers(1, 15))
