@@ -47,7 +47,7 @@ def base_argv(*extra: str) -> list[str]:
             *extra]
 
 
-def isolated_env(tmp: Path, **extra: str) -> dict[str, str]:
+def child_env(tmp: Path, **extra: str) -> dict[str, str]:
     """Environment of a Neovim child: its own XDG folders and the shared manifest."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CAPTAIN_MEMO_", "NVIM"))}
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
@@ -150,7 +150,7 @@ def start_editor(tmp: Path, env: dict[str, str] | None = None, cwd: Path | None 
     import pynvim
 
     rplugin_manifest()
-    env = env or isolated_env(tmp)
+    env = env or child_env(tmp)
     folder = str(cwd or tmp).replace("\\", "\\\\").replace(" ", "\\ ")
     argv = ["env", "-i", *(f"{k}={v}" for k, v in env.items())] + base_argv("--cmd", f"cd {folder}")
     editor = Editor(pynvim.attach("child", argv=argv))

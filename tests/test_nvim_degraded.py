@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from nvim_support import close, isolated_env, make_repo, requires_nvim, start_editor
+from nvim_support import close, child_env, make_repo, requires_nvim, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 
@@ -42,7 +42,7 @@ def test_lookup_with_the_embedding_endpoint_down(tmp_path, monkeypatch):
     ])
     engine.close()
 
-    editor = start_editor(tmp_path, isolated_env(tmp_path, CAPTAIN_MEMO_DB=str(db), **down), cwd=repo)
+    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db), **down), cwd=repo)
     try:
         path = repo / "src" / "billing" / "price.py"
         editor.nvim.command(f"edit {path}")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from nvim_support import close, isolated_env, make_repo, requires_nvim, start_editor
+from nvim_support import close, child_env, make_repo, requires_nvim, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 
@@ -22,7 +22,7 @@ def test_health_reports_ok_on_a_working_setup(tmp_path):
 
     db = tmp_path / "memo.db"
     Store(db).close()
-    editor = start_editor(tmp_path, isolated_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=repo, observe=False)
+    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=repo, observe=False)
     try:
         editor.nvim.command(f"edit {repo / 'src' / 'billing' / 'price.py'}")
         report = checkhealth(editor)
@@ -39,7 +39,7 @@ def test_health_reports_ok_on_a_working_setup(tmp_path):
 def test_health_names_the_failing_item(tmp_path):
     bad = tmp_path / "memo.db"
     bad.write_bytes(b"not a database at all " * 200)
-    env = isolated_env(tmp_path, CAPTAIN_MEMO_DB=str(bad), CAPTAIN_MEMO_EMBED_PROVIDER="ollama",
+    env = child_env(tmp_path, CAPTAIN_MEMO_DB=str(bad), CAPTAIN_MEMO_EMBED_PROVIDER="ollama",
                        CAPTAIN_MEMO_EMBED_URL="http://127.0.0.1:9")
     editor = start_editor(tmp_path, env, cwd=tmp_path, observe=False)
     try:

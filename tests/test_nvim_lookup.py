@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from nvim_support import close, git, isolated_env, make_repo, requires_nvim, start_editor
+from nvim_support import close, git, child_env, make_repo, requires_nvim, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 
@@ -51,7 +51,7 @@ def shop(tmp_path, local_embedder):
 
 @pytest.fixture
 def editor(shop):
-    ed = start_editor(shop["tmp"], isolated_env(shop["tmp"], CAPTAIN_MEMO_DB=str(shop["db"])), cwd=shop["tmp"])
+    ed = start_editor(shop["tmp"], child_env(shop["tmp"], CAPTAIN_MEMO_DB=str(shop["db"])), cwd=shop["tmp"])
     yield ed
     close(ed)
 
@@ -198,7 +198,7 @@ def test_a_failure_is_one_readable_line_not_a_traceback(tmp_path):
     repo = make_repo(tmp_path)
     bad = tmp_path / "memo.db"
     bad.write_bytes(b"this is not a database" * 100)
-    ed = start_editor(tmp_path, isolated_env(tmp_path, CAPTAIN_MEMO_DB=str(bad)), cwd=repo)
+    ed = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(bad)), cwd=repo)
     try:
         ed.nvim.command(f"edit {repo / 'src' / 'billing' / 'price.py'}")
         ed.nvim.command("CaptainMemo recall prices")

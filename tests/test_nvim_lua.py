@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from nvim_support import NVIM, REPO, close, isolated_env, requires_nvim, start_editor
+from nvim_support import NVIM, REPO, close, child_env, requires_nvim, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 SPECS = sorted((REPO / "tests" / "lua").glob("*_spec.lua"))
@@ -15,7 +15,7 @@ SPECS = sorted((REPO / "tests" / "lua").glob("*_spec.lua"))
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.stem for s in SPECS])
 def test_lua_spec(spec, tmp_path):
-    env = isolated_env(tmp_path)
+    env = child_env(tmp_path)
     done = subprocess.run([NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", f"set rtp^={REPO}",
                            "-l", str(REPO / "tests" / "lua" / "run.lua"), str(spec)],
                           capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)

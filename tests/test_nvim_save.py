@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from nvim_support import close, git, isolated_env, make_repo, requires_nvim, start_editor
+from nvim_support import close, git, child_env, make_repo, requires_nvim, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 
@@ -58,7 +58,7 @@ def test_saved_selection_carries_file_lines_repository_and_branch(tmp_path, loca
     # Neovim runs from another folder: the repository must come from the buffer's file.
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    editor = start_editor(tmp_path, isolated_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=elsewhere)
+    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=elsewhere)
     try:
         path = repo / "src" / "billing" / "price.py"
         editor.nvim.command(f"edit {path}")
@@ -99,7 +99,7 @@ def test_note_buffer_is_saved_on_write(tmp_path, local_embedder):
 
     repo = make_repo(tmp_path)
     db = tmp_path / "memo.db"
-    editor = start_editor(tmp_path, isolated_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=tmp_path)
+    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=tmp_path)
     try:
         editor.nvim.command(f"edit {repo / 'src' / 'billing' / 'price.py'}")
         editor.nvim.command("CaptainMemo note skill")
