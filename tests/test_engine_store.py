@@ -222,9 +222,6 @@ def test_stats_counts_the_tide_states(engine, db_file, capsys):
     assert data["observation"] == 3 and data["memory"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: Store takes the initial stability as an argument (default 7) and "
-                                       "Engine.open does not pass CAPTAIN_MEMO_TIDE_INITIAL_STABILITY; only stats "
-                                       "reads the variable")
 def test_initial_stability_comes_from_the_environment(db_file, monkeypatch, hash_embedder):
     monkeypatch.setenv("CAPTAIN_MEMO_TIDE_INITIAL_STABILITY", "3")
     engine = Engine.open(db_file, hash_embedder)

@@ -38,8 +38,12 @@ def vector_blob(vector: np.ndarray) -> bytes:
 class Store(Database):
     """All reads and writes of memories; every write is one transaction."""
 
-    def __init__(self, path: Path | str, initial_stability: float = 7.0):
+    def __init__(self, path: Path | str, initial_stability: float | None = None):
         super().__init__(path)
+        if initial_stability is None:
+            from captain_memo.config import rank_config
+
+            initial_stability = rank_config().tide_initial_stability
         self.initial_stability = initial_stability
 
     # -- writing -------------------------------------------------------------------------
