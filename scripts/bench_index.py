@@ -81,7 +81,7 @@ def main() -> int:
         started = time.perf_counter()
         embedder.embed(["warm up"])
         print(f"{args.notes} notes, embedder {embedder.model_id}, model load {time.perf_counter() - started:.2f} s, "
-              f"{os.cpu_count()} cores")
+              f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
         engine = Engine(Store(db), embedder)
         try:
             cold = timed("cold", lambda: index_paths(engine, [folder]))
@@ -91,6 +91,13 @@ def main() -> int:
             timed("one note edited", lambda: index_paths(engine, [folder]))
             print(f"store: {engine.store.counts()['memories']} memories, {engine.store.counts()['chunks']} chunks "
                   f"({cold.chunks_embedded / max(cold.files, 1):.1f} chunks per note)")
+            # The embedder alone on the same texts, to tell its speed from the indexer's own work.
+            sample = [t for (t,) in engine.store.conn.execute("SELECT text FROM chunks ORDER BY id LIMIT 512")]
+            started = time.perf_counter()
+            embedder.embed(sorted(sample, key=len))
+            seconds = time.perf_counter() - started
+            print(f"{'embedder alone':<26} {seconds:8.2f} s  {'':>15}  {len(sample) / seconds:8.0f} chunks/s  "
+                  f"({len(sample)} of the stored chunks; load average {os.getloadavg()[0]:.1f})")
         finally:
             engine.close()
         command = [sys.executable, "-m", "captain_memo.cli", "--db", str(db), "index", str(folder)]
