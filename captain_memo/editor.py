@@ -88,7 +88,9 @@ def open_engine(settings: EditorSettings):
     from captain_memo.embeddings import make_embedder
     from captain_memo.engine import Engine
 
-    return Engine.open(settings.database_path(), make_embedder(settings.embed_config()))
+    # The host lives as long as the editor: the in-memory vector index pays off (built in the
+    # background; sqlite-vec answers until it is ready).
+    return Engine.open(settings.database_path(), make_embedder(settings.embed_config()), memory_index=True)
 
 
 class ContextCache:

@@ -147,11 +147,13 @@ def bench_lookup(nvim: str, manifest: Path, db: Path, repo: Path, runs: int, war
         editor.command(f"edit {repo / 'lookups.txt'}")
         editor.exec_lua("""
             vim.api.nvim_create_autocmd('User', { pattern = 'CaptainMemoResults', callback = function(ev)
-              vim.g.bench_done = { (vim.uv.hrtime() - vim.g.bench_t0) / 1e6, ev.data.elapsed_ms, ev.data.count }
+              vim.g.bench_done = { (vim.uv.hrtime() - vim.g.bench_t0) / 1e6, ev.data.elapsed_ms, ev.data.count,
+                                   #ev.data.legs, ev.data.query }
             end })""")
-        total, engine, counts = [], [], []
+        total, engine, counts, both, queries = [], [], [], 0, set()
         for i in range(warmup + runs):
-            editor.exec_lua("vim.g.bench_done = nil vim.api.nvim_win_set_cursor(0, { ..., 3 })", i + 1)
+            # Inside the identifier, past `self.`: the lookup asks for the identifier itself.
+            editor.exec_lua("vim.g.bench_done = nil vim.api.nvim_win_set_cursor(0, { ..., 22 })", i + 1)
             editor.exec_lua("vim.g.bench_t0 = vim.uv.hrtime() vim.cmd('CaptainMemo lookup')")
             deadline = time.monotonic() + 60
             while (done := editor.exec_lua("return vim.g.bench_done")) is None:
@@ -163,9 +165,11 @@ def bench_lookup(nvim: str, manifest: Path, db: Path, repo: Path, runs: int, war
                 total.append(done[0])
                 engine.append(done[1])
                 counts.append(done[2])
+                both += done[3] == 2
+                queries.add(done[4])
     finally:
         editor.close()
-    return {"total": total, "engine": engine, "hits": counts}
+    return {"total": total, "engine": engine, "hits": counts, "both_legs": both, "queries": queries}
 
 
 def startup_ms(nvim: str, manifest: Path | None, folder: Path, plugin: bool) -> tuple[float, float]:
@@ -217,7 +221,9 @@ def main() -> int:
         print(f"  median {statistics.median(total):6.1f} ms   p95 {percentile(total, 0.95):6.1f} ms   "
               f"min {min(total):5.1f}   max {max(total):5.1f}")
         print(f"  of which recall in the engine: median {statistics.median(engine):5.1f} ms, "
-              f"p95 {percentile(engine, 0.95):5.1f} ms; hits per lookup {min(found['hits'])}-{max(found['hits'])}")
+              f"p95 {percentile(engine, 0.95):5.1f} ms; hits per lookup {min(found['hits'])}-{max(found['hits'])}, "
+              f"both legs answered in {found['both_legs']}/{args.runs}, {len(found['queries'])} distinct queries "
+              f"(e.g. {sorted(found['queries'])[0]!r})")
 
         # Interleaved pairs: on a shared machine the load drifts, and a paired difference cancels it.
         with_plugin, without = [], []

@@ -187,7 +187,7 @@ function M.show(result, origin, context)
   vim.api.nvim_exec_autocmds("User", {
     pattern = "CaptainMemoResults",
     modeline = false,
-    data = { query = result.query, count = #view.hits, elapsed_ms = result.elapsed_ms },
+    data = { query = result.query, count = #view.hits, elapsed_ms = result.elapsed_ms, legs = result.legs },
   })
 end
 
