@@ -85,7 +85,7 @@ def test_exact_when_every_row_is_rescored(store, vectors):
 
 def test_coarse_scan_keeps_the_true_neighbours(store, vectors):
     # 80 candidates of 360 rows: the sign-bit scan must put nearly all true top 5 among them.
-    index, exact = MemIndex(store, candidate_share=0.0, min_candidates=16), SqliteVecIndex(store)
+    index, exact = MemIndex(store, candidate_root=0.0, min_candidates=16), SqliteVecIndex(store)
     overlap = []
     for query in vectors(30):
         found, truth = index.knn(query, Scope(all_projects=True), 5), exact.knn(query, Scope(all_projects=True), 5)
@@ -265,3 +265,15 @@ def test_sign_bits_pad_to_whole_words():
     bits = sign_bits(vectors, np.zeros(70, np.float32))
     assert bits.shape == (2, 2) and bits.dtype == np.uint64
     assert int(bits[0, 0]) & 0b111 == 0b101 and int(bits[1, 0]) == 0 and int(bits[0, 1]) == 0b111111
+
+
+def test_a_vec0_layout_it_does_not_know_is_read_through_the_virtual_table(store, other, vectors, monkeypatch):
+    monkeypatch.setattr(vec0_rows, "layout_known", lambda conn, table: False)  # as a future sqlite-vec might
+    index, exact = MemIndex(store), SqliteVecIndex(store)
+    query = vectors(1)[0]
+    for scope in SCOPES:
+        assert_same(index.knn(query, scope, 30), exact.knn(query, scope, 30))
+    other.delete(6)
+    other.add(NewMemory(body="later", project="beta"), ["later"], query[None, :])
+    assert_same(index.knn(query, Scope("beta"), 30), exact.knn(query, Scope("beta"), 30))
+    assert index.builds == 1

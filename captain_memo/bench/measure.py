@@ -95,7 +95,7 @@ def measure(db: Path, embed: bool = True) -> dict:
     from captain_memo.store.memindex import MemIndex
     from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, selective_match
 
-    spec = json.loads(sidecar(db)[0].read_text())
+    spec = json.loads(sidecar(db)[0].read_text())["spec"]
     queries = QuerySet.load(sidecar(db)[1])
     known = KnownQueries(queries)
     out: dict = {"chunks": spec["chunks"], "db_mb": round(_db_bytes(db) / 2**20, 1), "queries": len(queries.texts)}

@@ -161,10 +161,11 @@ def build_store(db: Path, spec: Spec, progress=None) -> BuildReport:
     queries = _queries(spec, space, vocab, rng, targets, clusters, projects)
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
+    report = BuildReport(spec.chunks, len(per_memory), time.perf_counter() - started, db.stat().st_size)
     spec_path, query_path = sidecar(db)
-    spec_path.write_text(json.dumps(asdict(spec)))
     queries.save(query_path)
-    return BuildReport(spec.chunks, len(per_memory), time.perf_counter() - started, db.stat().st_size)
+    spec_path.write_text(json.dumps({"spec": asdict(spec), "build_rows_per_s": round(report.rows_per_second)}))
+    return report
 
 
 def _write_batch(store, space, vocab, rng, batch, per_memory, clusters, projects, now, query_targets, targets):
