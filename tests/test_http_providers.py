@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -15,7 +16,8 @@ from captain_memo.embeddings.http import OllamaEmbedder, OpenAIEmbedder, make_ht
 from captain_memo.engine import Engine
 from captain_memo.errors import ConfigError, EmbeddingError
 from captain_memo.store import Store
-from embed_support import MODEL, embed_server, fault_server, free_port  # noqa: F401 - fixtures
+from embed_support import (MODEL, embed_server, fault_server, free_port, start_server,  # noqa: F401 - fixtures
+                           stop_server)
 
 TEXTS = ["parse_config reads the YAML file once", "rounding happens only at the end", "a third, longer note " * 20]
 QUERIES = ["get_effective_contract_price rounding", "why did the invoice total change", "retry webhook delivery",
@@ -184,8 +186,6 @@ def test_a_server_that_recovers_between_retries_is_used(fault_server, local_embe
     """The server is down for the first attempt and up again before the retry."""
     fault_server.down()
     embedder = OllamaEmbedder(fault_server.url, MODEL, retries=3, backoff=0.3)
-    import threading
-
     threading.Timer(0.1, fault_server.up).start()
     np.testing.assert_allclose(embedder.embed(["back again"]), local_embedder.embed(["back again"]), atol=1e-6)
 
@@ -202,8 +202,6 @@ def test_the_api_key_never_appears_in_errors(mode, fault_server):
 
 
 def test_bearer_key_is_sent(local_embedder):
-    from embed_support import start_server, stop_server
-
     server = start_server(local_embedder, api_key="team-key")
     try:
         assert OpenAIEmbedder(server.url, MODEL, api_key="team-key").embed(["x"]).shape == (1, 384)

@@ -9,6 +9,7 @@ serve-embeddings server, so each vector shows which model made it.
 from __future__ import annotations
 
 import io
+import os
 import random
 import shutil
 import subprocess
@@ -32,6 +33,19 @@ from fakes import HashEmbedder
 OLD_MODEL = "test:hash64"
 NEW_MODEL = f"ollama:{MODEL}"
 TOPICS = ["rounding", "webhooks", "pricing", "billing", "caching", "migrations", "tenants", "invoices"]
+
+
+class InterruptAfter:
+    """The user's Ctrl-C arriving while the embedder works on batch ``calls + 1``."""
+
+    def __init__(self, inner, calls: int):
+        self.inner, self.model_id, self.left = inner, inner.model_id, calls
+
+    def embed(self, texts):
+        if self.left == 0:
+            raise KeyboardInterrupt
+        self.left -= 1
+        return self.inner.embed(texts)
 
 
 def old_embedder():
@@ -133,17 +147,6 @@ def test_reindex_replaces_every_vector_with_the_new_model(db_file, embed_server)
 
 def test_an_interrupted_reindex_resumes_and_follows_changes_made_meanwhile(db_file, embed_server):
     """Ctrl-C after three batches; meanwhile the old model's users add, edit and delete memories."""
-
-    class InterruptAfter:
-        def __init__(self, inner, calls):
-            self.inner, self.model_id, self.left = inner, inner.model_id, calls
-
-        def embed(self, texts):
-            if self.left == 0:
-                raise KeyboardInterrupt
-            self.left -= 1
-            return self.inner.embed(texts)
-
     seeded(db_file)
     store = Store(db_file)
     with pytest.raises(KeyboardInterrupt):
@@ -183,19 +186,9 @@ def test_a_reused_chunk_id_with_new_text_is_embedded_again(db_file):
     """SQLite reuses the highest rowid after a delete: a done chunk id can come back with new text."""
     seeded(db_file, 5)
     new = HashEmbedder(dim=32, model_id="test:hash32")
-
-    class InterruptAfter:
-        model_id, left = new.model_id, 2
-
-        def embed(self, texts):
-            if self.left == 0:
-                raise KeyboardInterrupt
-            self.left -= 1
-            return new.embed(texts)
-
     store = Store(db_file)
     with pytest.raises(KeyboardInterrupt):
-        reindex(store, InterruptAfter(), batch_size=2)
+        reindex(store, InterruptAfter(new, 2), batch_size=2)
     store.close()
     old = Engine(Store(db_file), old_embedder())
     old.forget(5)
@@ -212,12 +205,12 @@ def test_a_reused_chunk_id_with_new_text_is_embedded_again(db_file):
 
 def run_reindex(server_url: str, db) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "captain_memo.cli", "--db", str(db), "reindex", "--batch-size", "4"],
-                            env={**__import__("os").environ, **provider_env("ollama", server_url)},
+                            env={**os.environ, **provider_env("ollama", server_url)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
 
 
-def kill_at_gate(gate: GatedEmbedder, proc: subprocess.Popen, batches: int) -> None:
-    """SIGKILL the reindex while the server holds its request after ``batches`` answered ones."""
+def kill_at_gate(gate: GatedEmbedder, proc: subprocess.Popen) -> None:
+    """SIGKILL the reindex while the server holds the request after the armed number of answers."""
     assert gate.reached.wait(120), proc.communicate()
     proc.kill()
     proc.wait(30)
@@ -240,7 +233,7 @@ def test_reindex_killed_with_sigkill_and_rerun(db_file, local_embedder):
         for batches, done in ((2, 8), (3, 20)):  # killed after 2 batches, then after 3 more
             gate.arm(batches)
             proc = run_reindex(server.url, db_file)
-            kill_at_gate(gate, proc, batches)
+            kill_at_gate(gate, proc)
             assert proc.returncode == -9
             assert done_rows(db_file) == done
             assert assert_one_model(db_file, {OLD_MODEL: old_embedder()}) == OLD_MODEL
@@ -335,7 +328,6 @@ def test_a_dimension_change_mid_reindex_asks_for_a_restart(db_file):
     seeded(db_file, 10)
     store = Store(db_file)
     wide = HashEmbedder(dim=48, model_id="test:moving")
-    wide.fail = None
 
     class FailAfterOne:
         model_id = "test:moving"
