@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict
 import subprocess
 import sys
 import tempfile
@@ -12,17 +13,21 @@ from pathlib import Path
 from captain_memo.errors import InputError, StoreError
 
 BYTES_PER_CHUNK = 3_700  # a synthetic store's size on disk, measured at 150,000 chunks
+DEFAULT_SIZES = "10000,150000,1000000"
 
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="measure recall speed, memory and size on synthetic stores")
-    p.add_argument("--sizes", default="10000,150000,1000000", help="chunks per store, comma-separated")
+    p.add_argument("--sizes", help="chunks per store, comma-separated (default: 10000,150000,1000000; none "
+                                   "with --real alone)")
     p.add_argument("--queries", type=int, default=50, help="queries per store (at least 50)")
     p.add_argument("--dir", help="where the stores are built (default: a temporary folder, deleted after)")
     p.add_argument("--keep", action="store_true", help="keep the stores, and reuse them on the next run")
     p.add_argument("--no-embed", action="store_true", help="skip recall with the local model")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--out", help="also write the Markdown table to this file")
+    p.add_argument("--real", nargs="+", metavar="DIR", help="also check the index's recall on real embeddings of "
+                   "these BEIR-style sets (embedded once through the evaluation's cache)")
     p.set_defaults(run=run)
 
 
@@ -31,7 +36,7 @@ def parse_sizes(text: str) -> list[int]:
         sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
     except ValueError:
         raise InputError(f"--sizes takes chunk counts separated by commas, like 10000,150000; got {text!r}") from None
-    if not sizes or any(n < 100 for n in sizes):
+    if any(n < 100 for n in sizes):
         raise InputError(f"--sizes: each store needs at least 100 chunks; got {text!r}")
     return sizes
 
@@ -40,7 +45,7 @@ def run(args) -> int:
     from captain_memo.bench.report import machine, markdown
     from captain_memo.bench.synth import Spec
 
-    sizes = parse_sizes(args.sizes)
+    sizes = parse_sizes(args.sizes or ("" if args.real else DEFAULT_SIZES))
     if args.queries < 50:
         raise InputError("--queries: at least 50, so that p95 means something")
     folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="captain-memo-bench-"))
@@ -61,11 +66,19 @@ def run(args) -> int:
         if not args.dir and not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
     command = "captain-memo bench --sizes " + ",".join(str(n) for n in sizes) + f" --queries {args.queries}"
-    text = markdown(results, command, start_machine)
+    text = markdown(results, command, start_machine) if results else ""
+    real = []
+    if args.real:
+        from captain_memo.bench import real as real_check
+
+        real = real_check.check(args.real)
+        text += (("\n" if text else "") + "`captain-memo bench --real " + " ".join(args.real) + "`\n\n"
+                 + real_check.markdown(real))
     if args.out:
         Path(args.out).write_text(text)
     if args.json:
-        json.dump({"command": command, "machine": start_machine, "results": results}, sys.stdout, indent=2)
+        json.dump({"command": command, "machine": start_machine, "results": results,
+                   "real": [asdict(row) for row in real]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(text)
@@ -74,8 +87,6 @@ def run(args) -> int:
 
 def _store(folder: Path, spec) -> tuple[Path, float | None]:
     """The store for ``spec``: reused when one built from the same spec is there, else built."""
-    from dataclasses import asdict
-
     from captain_memo.bench.synth import build_store, sidecar
     from captain_memo.progress import Progress
 
