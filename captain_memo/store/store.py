@@ -66,11 +66,10 @@ class Store(Database):
             self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
         return memory_id
 
-    def replace_body(self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None,
-                     keep: dict[str, int] | None = None) -> None:
-        """Update a memory's text in place (its id and Tide fields stay); chunks are rebuilt.
+    def replace_body(self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None) -> None:
+        """Update a memory's text in place (its id and Tide fields stay); every chunk is rebuilt.
 
-        ``keep`` maps chunk text hashes to existing chunk ids whose vectors may be reused.
+        Re-indexing that keeps unchanged chunks and their vectors is sources/sync.py's rewrite.
         """
         now = time.time()
         with self.write() as conn:
