@@ -112,7 +112,8 @@ class GatedEmbedder:
 class FaultServer:
     """A real HTTP server on 127.0.0.1 whose answers the test chooses with ``mode``:
 
-    ok, rate_limited_once (a 429 with Retry-After, then ok), legacy (no /api/embed), scaled (unnormalised vectors), shuffled (OpenAI data out of order),
+    ok, rate_limited_once (a 429 with Retry-After, then ok), legacy (no /api/embed), scaled
+    (unnormalised vectors), shuffled (OpenAI data out of order),
     http500, garbage (not JSON), wrong_dim, nan, short (too few vectors), stall (never answers in
     time), drop (closes the connection), model_missing, echo_auth (a 401 quoting the auth header),
     echo_auth_500 (the same as a 500).

@@ -140,6 +140,13 @@ def test_unnormalised_vectors_are_made_unit_length(kind, fault_server, local_emb
     np.testing.assert_allclose(got, local_embedder.embed(TEXTS), atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["ollama", "openai"])
+def test_too_few_vectors_is_an_error(kind, fault_server):
+    fault_server.mode = "short"
+    with pytest.raises(EmbeddingError, match="returned 2 vectors for 3 texts"):
+        provider(kind, fault_server.url).embed(TEXTS)
+
+
 def test_openai_answers_out_of_order_are_put_back_in_order(fault_server, local_embedder):
     fault_server.mode = "shuffled"
     np.testing.assert_allclose(OpenAIEmbedder(fault_server.url, MODEL).embed(TEXTS), local_embedder.embed(TEXTS),
