@@ -62,8 +62,9 @@ class Engine:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
-        if hasattr(self.index, "close"):
-            self.index.close()
+        for part in (self.index, self.embedder):
+            if hasattr(part, "close"):
+                part.close()
         self.store.close()
 
     # -- embedding ----------------------------------------------------------------------
@@ -194,6 +195,9 @@ class Engine:
         hits = cut(ranked, req.limit)
         if record:
             self._surface([c.memory for c in hits], how, cfg)
+        if "vector" in answered and self.store.pending_chunks(1):
+            # The embedder answers again: give chunks saved while it was down their vectors.
+            self._backfill_quietly()
         return RecallResult(query, cfg.profile, tuple(hits), answered, failures,
                             (time.perf_counter() - started) * 1000, len(pool))
 
