@@ -96,6 +96,7 @@ def checks(args) -> list[tuple[str, bool, str]]:
         out.append(("database", True, f"{path} ({size / 1e6:.1f} MB)"))
         out.append(("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured "
                                    f"{embed_config().provider}"))
+        out.append(reindex_state(store))
         counts = store.counts()
         consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
         out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
@@ -104,6 +105,16 @@ def checks(args) -> list[tuple[str, bool, str]]:
     finally:
         store.close()
     return out
+
+
+def reindex_state(store) -> tuple[str, bool, str]:
+    from captain_memo.reindex import pending_target
+
+    target = pending_target(store)
+    if target is None:
+        return ("reindex", True, "none pending")
+    return ("reindex", False, f"an interrupted reindex to {target[1]} is pending; run `captain-memo reindex` "
+                              "to finish it (recall keeps using the current vectors meanwhile)")
 
 
 def doctor(args) -> int:
