@@ -24,12 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from captain_memo import secrets
 from captain_memo.errors import CaptainMemoError, InputError, StoreError
 from captain_memo.gitctx import NO_REPOSITORY, GitContext, git_context
 
 log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
 HINT_LIMIT = 50
+# What a save does with text that looks like it holds credentials: ask the user (the answer comes
+# back as a second save request saying redact or allow), store it redacted, or store it as it is.
+SECRET_POLICIES = ("ask", "redact", "allow")
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class EditorSettings:
     limit: int | None = None
     share_worktrees: bool = True
     log_file: str | None = None
+    secrets: str = "ask"
 
     @classmethod
     def from_dict(cls, raw: dict | None) -> "EditorSettings":
@@ -53,7 +58,8 @@ class EditorSettings:
             raise InputError(f"limit must be a positive whole number, not {limit!r}")
         return cls(db=_text(raw, "db"), provider=_text(raw, "provider"), url=_text(raw, "url"),
                    model=_text(raw, "model"), profile=_text(raw, "profile"), limit=limit,
-                   share_worktrees=bool(raw.get("share_worktrees", True)), log_file=_text(raw, "log_file"))
+                   share_worktrees=bool(raw.get("share_worktrees", True)), log_file=_text(raw, "log_file"),
+                   secrets=_choice(raw, "secrets", SECRET_POLICIES) or "ask")
 
     @property
     def engine_key(self) -> tuple:
@@ -76,6 +82,13 @@ def _text(raw: dict, name: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise InputError(f"setting {name} must be text, not {type(value).__name__}")
+    return value
+
+
+def _choice(raw: dict, name: str, allowed: tuple[str, ...]) -> str | None:
+    value = _text(raw, name)
+    if value is not None and value not in allowed:
+        raise InputError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
     return value
 
 
@@ -162,6 +175,11 @@ def memory_json(memory, ctx: GitContext) -> dict:
 
 def _context_json(ctx: GitContext) -> dict:
     return {"project": ctx.project, "branch": ctx.branch, "commit": ctx.commit, "root": ctx.root}
+
+
+def _finding_json(finding) -> dict:
+    return {"field": finding.field, "line": finding.line, "kind": finding.kind, "preview": finding.preview,
+            "text": finding.describe()}
 
 
 def _int(args: dict, name: str, required: bool = True) -> int | None:
@@ -293,19 +311,33 @@ class EditorService:
         return {"token": token, "count": len(ids), "ids": ids}
 
     def save(self, settings: EditorSettings, args: dict) -> dict:
+        """Store a selection or a note; text that looks like it holds credentials is handled by the
+        ``secrets`` policy: the request's (the user's answer) or the settings'."""
         from captain_memo.store.models import NewMemory, Source
 
+        text, title = args.get("text", ""), args.get("title") or ""
+        policy = _choice(args, "secrets", SECRET_POLICIES) or settings.secrets
+        try:
+            kept = secrets.check(text, title, allow=policy != "ask", how_to_allow='choose "save anyway"')
+        except secrets.SecretsFoundError as exc:
+            # Nothing is stored: the plugin shows the findings and sends the save again with the
+            # user's choice (allow or redact).
+            return {"saved": False, "findings": [_finding_json(f) for f in exc.findings], "message": str(exc)}
+        redacted = []
+        if kept and policy == "redact":
+            text, title, redacted, kept = secrets.redact(text), secrets.redact(title), kept, []
         # A fresh context: the commit matters here and may have moved since the last lookup.
         ctx = self.context(settings, args, fresh=True)
         path = args.get("path") or None
         start, end = _int(args, "line_start", required=False), _int(args, "line_end", required=False)
         source = Source(path=ctx.relative(path) if path else None, line_start=start, line_end=end,
                         commit=ctx.commit, origin="editor", filetype=args.get("filetype") or None)
-        memory = NewMemory(body=args.get("text", ""), kind=args.get("kind") or "memory",
-                           title=args.get("title") or "", project=ctx.project, branch=ctx.branch, source=source)
+        memory = NewMemory(body=text, kind=args.get("kind") or "memory", title=title, project=ctx.project,
+                           branch=ctx.branch, source=source)
         memory_id = self.engine(settings).remember(memory)
-        return {"id": memory_id, "title": memory.title, "kind": memory.kind, "path": source.path,
-                "line_start": start, "line_end": end, **_context_json(ctx)}
+        return {"saved": True, "id": memory_id, "title": memory.title, "kind": memory.kind, "path": source.path,
+                "line_start": start, "line_end": end, "kept": [f.describe() for f in kept],
+                "redacted": [f.describe() for f in redacted], **_context_json(ctx)}
 
     def open(self, settings: EditorSettings, args: dict) -> dict:
         """A memory in full; this counts as the strongest surfacing for Tide."""

@@ -220,3 +220,35 @@ def test_health_report_on_a_damaged_database(tmp_path):
     items = {i["item"]: i for i in health_report({"db": str(bad), "provider": "nonsense"})}
     assert items["database"]["status"] == "error" and "not a usable" in items["database"]["detail"]
     assert items["embedding"]["status"] == "warn" and "nonsense" in items["embedding"]["detail"]
+
+
+TOKEN = "ghp_" + "a1B2c3D4e5" * 4
+CONFIG = f'DATABASE = "postgres://db/shop"\nGITHUB_TOKEN = "{TOKEN}"\nTIMEOUT = 30'
+
+
+def test_save_asks_before_storing_credentials_then_follows_the_choice(service, db_file, repo):
+    path = str(repo / "src" / "billing" / "price.py")
+    asked = ask(service, db_file, "save", text=CONFIG, title="Shop config", context=path)
+    assert asked["saved"] is False and [f["text"] for f in asked["findings"]] == ["line 2: GitHub token (ghp_…)"]
+    assert Store(db_file).counts()["memories"] == 0, "nothing is stored until the user chooses"
+
+    redacted = ask(service, db_file, "save", text=CONFIG, title="Shop config", context=path, secrets="redact")
+    assert redacted["saved"] and redacted["redacted"] == ["line 2: GitHub token (ghp_…)"] and redacted["kept"] == []
+    body = Store(db_file).get(redacted["id"]).body
+    assert TOKEN not in body and 'GITHUB_TOKEN = "[REDACTED GitHub token]"' in body and "TIMEOUT = 30" in body
+
+    kept = ask(service, db_file, "save", text=CONFIG, title=f"token {TOKEN}", context=path, secrets="allow")
+    assert kept["kept"] == ["title: GitHub token (ghp_…)", "line 2: GitHub token (ghp_…)"]
+    assert TOKEN in Store(db_file).get(kept["id"]).body
+
+
+def test_the_secrets_setting_decides_without_asking(service, db_file, repo):
+    path = str(repo / "src" / "billing" / "price.py")
+    saved = service.handle({"id": 1, "op": "save", "settings": {"db": str(db_file), "secrets": "redact"},
+                            "args": {"text": CONFIG, "context": path}})["result"]
+    assert saved["saved"] and TOKEN not in Store(db_file).get(saved["id"]).body
+    private = ask(service, db_file, "save", text=f"token <private>{TOKEN}</private> elided", context=path)
+    assert private["saved"] and private["kept"] == [], "a private span is never stored, so never flagged"
+    reply = service.handle({"id": 2, "op": "save", "settings": {"db": str(db_file), "secrets": "sometimes"},
+                            "args": {"text": CONFIG, "context": path}})
+    assert not reply["ok"] and "secrets must be one of ask, redact, allow, not 'sometimes'" in reply["error"]

@@ -127,13 +127,57 @@ local function ask_kind(callback)
   }, callback)
 end
 
----Send a save request and report the stored memory.
+-- The answers to "this looks like it holds credentials", and the `secrets` policy each asks for.
+M.SECRET_CHOICES = { "save anyway", "save redacted", "cancel" }
+local SECRET_POLICY = { ["save anyway"] = "allow", ["save redacted"] = "redact" }
+local FINDINGS_SHOWN = 3
+
+---Ask what to do with text the library found credentials in; `decide` gets "allow", "redact" or
+---nil (cancel).
+---@param findings {text: string}[]
+---@param decide fun(policy: string|nil)
+local function ask_about_secrets(findings, decide)
+  local shown = {}
+  for i = 1, math.min(#findings, FINDINGS_SHOWN) do
+    shown[i] = findings[i].text
+  end
+  if #findings > FINDINGS_SHOWN then
+    shown[#shown + 1] = ("and %d more"):format(#findings - FINDINGS_SHOWN)
+  end
+  vim.ui.select(M.SECRET_CHOICES, {
+    prompt = "Captain Memo: this looks like it holds credentials (" .. table.concat(shown, "; ") .. "):",
+    kind = "captain_memo_secrets",
+  }, function(choice)
+    decide(SECRET_POLICY[choice])
+  end)
+end
+
+---Send a save request and report the stored memory. When the text looks like it holds
+---credentials and the `secrets` option is "ask", nothing is stored until the user chooses; the
+---choice goes back with the same text.
 local function store(args, on_saved)
   bridge.request("save", args, {
     on_result = function(saved)
+      if not saved.saved then
+        ask_about_secrets(saved.findings, function(policy)
+          if policy then
+            store(vim.tbl_extend("force", args, { secrets = policy }), on_saved)
+          else
+            log.warn("nothing was saved")
+          end
+        end)
+        return
+      end
       require("captain_memo.ambient").forget_cache()
       local where = saved.branch and (" on " .. saved.branch) or ""
-      log.info(("saved #%d %s%s"):format(saved.id, saved.title ~= "" and saved.title or "(untitled)", where))
+      local message = ("saved #%d %s%s"):format(saved.id, saved.title ~= "" and saved.title or "(untitled)", where)
+      if #saved.kept > 0 then
+        log.warn(message .. "; credentials stored as they are: " .. table.concat(saved.kept, "; "))
+      elseif #saved.redacted > 0 then
+        log.info(message .. ("; %d credential(s) redacted"):format(#saved.redacted))
+      else
+        log.info(message)
+      end
       if on_saved then
         on_saved(saved)
       end

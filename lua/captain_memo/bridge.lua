@@ -27,6 +27,7 @@ local function settings()
     limit = o.limit,
     share_worktrees = o.share_worktrees,
     log_file = log.path(),
+    secrets = o.secrets,
   }
 end
 

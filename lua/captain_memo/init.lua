@@ -25,6 +25,11 @@ M.defaults = {
   share_worktrees = true, -- worktrees of one repository share one project; false gives each its own
   ambient = false, -- hint at the end of the line when memories name the code-shaped token the cursor rests on
   searching_delay = 100, -- milliseconds before "searching…" appears for a result still on its way
+  -- A selection or note that looks like it holds credentials (private keys, API tokens,
+  -- password = ...): "ask" shows what was found and offers save anyway / save redacted / cancel;
+  -- "redact" stores it with each credential replaced by [REDACTED <kind>]; "allow" stores it as it
+  -- is, with a warning. $CAPTAIN_MEMO_REDACT_SECRETS=1 redacts whatever this says.
+  secrets = "ask",
   log_file = nil, -- where failures are detailed; nil: stdpath("log") .. "/captain-memo.log"
 }
 
@@ -39,6 +44,7 @@ end
 -- Options whose default is nil are absent from M.defaults but still known.
 local NIL_DEFAULTS = { profile = true, db = true, log_file = true }
 local TABLES = { keymaps = true, window = true, embedding = true }
+local SECRET_POLICIES = { ask = true, redact = true, allow = true }
 
 local function check(opts)
   if type(opts) ~= "table" then
@@ -56,6 +62,9 @@ local function check(opts)
     if M.defaults.keymaps[action] == nil and action ~= "note" then
       error(("captain_memo.setup: unknown keymap %q; use lookup, save, recall or note"):format(tostring(action)), 0)
     end
+  end
+  if opts.secrets ~= nil and not SECRET_POLICIES[opts.secrets] then
+    error('captain_memo.setup: secrets must be "ask", "redact" or "allow", got ' .. vim.inspect(opts.secrets), 0)
   end
   local limit = opts.limit
   if limit ~= nil and (type(limit) ~= "number" or limit < 1 or limit ~= math.floor(limit)) then
