@@ -182,6 +182,20 @@ def _finding_json(finding) -> dict:
             "text": finding.describe()}
 
 
+class _OnFirstUse:
+    """An engine opened when first touched: ``index_file`` touches none for a file it ignores, so
+    writing a README opens (or creates) no database."""
+
+    def __init__(self, open_engine: Callable[[], object]):
+        self._open = open_engine
+        self._engine = None
+
+    def __getattr__(self, name: str):
+        if self._engine is None:
+            self._engine = self._open()
+        return getattr(self._engine, name)
+
+
 def _int(args: dict, name: str, required: bool = True) -> int | None:
     value = args.get(name)
     if value is None and not required:
@@ -205,7 +219,7 @@ class EditorService:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
         self._log_files: set[str] = set()
         self.ops = {"recall": self.recall, "hint": self.hint, "save": self.save, "open": self.open,
-                    "forget": self.forget, "supersede": self.supersede}
+                    "forget": self.forget, "supersede": self.supersede, "index": self.index}
 
     # -- the queue ----------------------------------------------------------------------
 
@@ -338,6 +352,18 @@ class EditorService:
         return {"saved": True, "id": memory_id, "title": memory.title, "kind": memory.kind, "path": source.path,
                 "line_start": start, "line_end": end, "kept": [f.describe() for f in kept],
                 "redacted": [f.describe() for f in redacted], **_context_json(ctx)}
+
+    def index(self, settings: EditorSettings, args: dict) -> dict:
+        """Re-index a file just written; nothing happens (no database opened) outside the note and
+        skill folders."""
+        from captain_memo.sources.indexer import index_file
+
+        path = args.get("path")
+        if not isinstance(path, str) or not path:
+            raise InputError("path must name the file that was written")
+        ctx = self.contexts.get(path, settings.share_worktrees)
+        report = index_file(_OnFirstUse(lambda: self.engine(settings)), path, ctx.project, ctx.branch)
+        return {"path": path, **report.to_json()}
 
     def open(self, settings: EditorSettings, args: dict) -> dict:
         """A memory in full; this counts as the strongest surfacing for Tide."""

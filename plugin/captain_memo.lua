@@ -38,3 +38,20 @@ end, "Captain Memo: recall")
 plug({ "n" }, "CaptainMemoNote", function()
   require("captain_memo").note()
 end, "Captain Memo: write a note")
+
+-- Re-index a note file after it is written (:help captain-memo.index_on_write). The suffixes are
+-- the library's NOTE_SUFFIXES (captain_memo/sources/settings.py); writing any other file runs
+-- nothing of the plugin's. Whether the file lies under a note or skill folder is the library's call.
+local note_patterns = {}
+for _, suffix in ipairs({ "md", "markdown", "mdown", "mkd", "mdx", "txt" }) do
+  table.insert(note_patterns, "*." .. suffix)
+  table.insert(note_patterns, "*." .. suffix:upper())
+end
+vim.api.nvim_create_autocmd("BufWritePost", {
+  group = vim.api.nvim_create_augroup("CaptainMemoIndexOnWrite", {}),
+  pattern = note_patterns,
+  desc = "Captain Memo: re-index a note file after it is written",
+  callback = function(ev)
+    require("captain_memo.reindex").written(ev.buf, ev.match)
+  end,
+})

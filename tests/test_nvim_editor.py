@@ -252,3 +252,27 @@ def test_the_secrets_setting_decides_without_asking(service, db_file, repo):
     reply = service.handle({"id": 2, "op": "save", "settings": {"db": str(db_file), "secrets": "sometimes"},
                             "args": {"text": CONFIG, "context": path}})
     assert not reply["ok"] and "secrets must be one of ask, redact, allow, not 'sometimes'" in reply["error"]
+
+
+def test_index_re_reads_a_note_under_a_configured_folder_and_ignores_other_files(hash_embedder, repo, tmp_path):
+    db = tmp_path / "fresh" / "memo.db"
+    replies = Replies()
+    svc = EditorService(replies, engine_factory=lambda settings: Engine(Store(settings.db), hash_embedder))
+    readme = repo / "README.md"
+    readme.write_text("# Shop\n\nNot a note folder.\n")
+    decision = repo / "docs" / "decisions" / "0001-queue.md"
+    decision.parent.mkdir(parents=True)
+    decision.write_text("# Queue\n\n## Choice\n\nPostgres SKIP LOCKED is the job queue.\n")
+    try:
+        ignored = svc.handle(request(db, "index", path=str(readme)))["result"]
+        assert ignored["files"] == 0 and not db.exists(), "a file outside the folders opens no database"
+        first = svc.handle(request(db, "index", path=str(decision)))["result"]
+        decision.write_text(decision.read_text() + "\n## Why not Redis\n\nOne server fewer to run.\n")
+        second = svc.handle(request(db, "index", path=str(decision)))["result"]
+    finally:
+        svc.close()
+    assert first["indexed"] == 1 and first["path"] == str(decision)
+    assert (second["indexed"], second["unchanged"], second["updated"]) == (1, 1, 0)
+    memories = Store(db).list_memories()
+    assert {m.source.path for m in memories} == {"docs/decisions/0001-queue.md"}
+    assert {m.branch for m in memories} == {"main"} and {m.project for m in memories} == {str(repo.resolve())}

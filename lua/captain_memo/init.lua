@@ -30,6 +30,12 @@ M.defaults = {
   -- "redact" stores it with each credential replaced by [REDACTED <kind>]; "allow" stores it as it
   -- is, with a warning. $CAPTAIN_MEMO_REDACT_SECRETS=1 redacts whatever this says.
   secrets = "ask",
+  -- Writing a Markdown or text file under a note or skill folder (docs/decisions/, docs/adr/,
+  -- .captain-memo/memory/, .captain-memo/skills/, $CAPTAIN_MEMO_NOTE_DIRS, $CAPTAIN_MEMO_SKILL_DIRS)
+  -- re-indexes it in the background, 0.4 s after the last write of that file. Other Markdown and
+  -- text files are left alone, but the first write of one starts the Python host if nothing has
+  -- yet (about a third of a second, once).
+  index_on_write = true,
   log_file = nil, -- where failures are detailed; nil: stdpath("log") .. "/captain-memo.log"
 }
 
@@ -65,6 +71,9 @@ local function check(opts)
   end
   if opts.secrets ~= nil and not SECRET_POLICIES[opts.secrets] then
     error('captain_memo.setup: secrets must be "ask", "redact" or "allow", got ' .. vim.inspect(opts.secrets), 0)
+  end
+  if opts.index_on_write ~= nil and type(opts.index_on_write) ~= "boolean" then
+    error("captain_memo.setup: index_on_write must be true or false, got " .. vim.inspect(opts.index_on_write), 0)
   end
   local limit = opts.limit
   if limit ~= nil and (type(limit) ~= "number" or limit < 1 or limit ~= math.floor(limit)) then

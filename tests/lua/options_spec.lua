@@ -72,6 +72,17 @@ test("bad options are refused with a message naming them", function()
   H.raises(function() memo.setup({ keymaps = { lokup = "x" } }) end, 'unknown keymap "lokup"')
   H.eq(memo.options().keymaps.lokup, nil, "a refused setup changes nothing")
   H.raises(function() memo.setup("yes") end, "expected a table")
+  H.raises(function() memo.setup({ secrets = "never" }) end, 'secrets must be "ask", "redact" or "allow"')
+  H.raises(function() memo.setup({ index_on_write = "yes" }) end, "index_on_write must be true or false")
+end)
+
+test("secrets and index_on_write: defaults and merging", function()
+  H.eq(memo.options().secrets, "ask")
+  H.eq(memo.options().index_on_write, true)
+  local o = memo.setup({ secrets = "redact", index_on_write = false })
+  H.eq(o.secrets, "redact")
+  H.eq(o.index_on_write, false)
+  H.eq(memo.setup({}).secrets, "ask")
 end)
 
 return T

@@ -1,0 +1,104 @@
+"""Writing a note in Neovim re-indexes it in the background: a real git repository with a
+docs/decisions/ folder, the real remote plugin host and the local model. A file outside the
+note folders is left alone."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from nvim_support import close, child_env, git, make_repo, requires_nvim, start_editor
+
+pytestmark = [requires_nvim, pytest.mark.nvim]
+
+RECORD_INDEXED = """
+vim.g.test_indexed = {}
+vim.api.nvim_create_autocmd('User', { pattern = 'CaptainMemoIndexed', callback = function(ev)
+  local seen = vim.g.test_indexed
+  table.insert(seen, ev.data)
+  vim.g.test_indexed = seen
+end })
+"""
+
+
+def indexed(editor, count: int) -> list[dict]:
+    editor.wait_for(f"#vim.g.test_indexed >= {count}", what=f"re-index number {count}")
+    return editor.lua("return vim.g.test_indexed")
+
+
+def stored_paths(db) -> list[str]:
+    from captain_memo.store import Store
+
+    store = Store(db)
+    try:
+        return sorted(m.source.path for m in store.list_memories())
+    finally:
+        store.close()
+
+
+def test_a_written_decision_is_found_by_recall_and_other_files_are_not_indexed(tmp_path, local_embedder):
+    from captain_memo.engine import Engine
+    from captain_memo.sources.indexer import index_configured
+    from captain_memo.store import Store
+
+    repo = make_repo(tmp_path)
+    decision = repo / "docs" / "decisions" / "0001-queue.md"
+    decision.parent.mkdir(parents=True)
+    decision.write_text("# Job queue\n\n## Choice\n\nJobs go through a table in the main database.\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "queue decision")
+    db = tmp_path / "memo.db"
+    engine = Engine(Store(db), local_embedder)
+    assert index_configured(engine, cwd=repo).indexed == 1  # as `captain-memo index` left it
+    engine.close()
+
+    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=repo)
+    try:
+        editor.lua(RECORD_INDEXED)
+        editor.nvim.command(f"edit {decision}")
+        editor.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, ...)",
+                   ["", "## Why not Redis", "", "Postgres SKIP LOCKED runs the job queue without another server."])
+        editor.nvim.command("write | write | write")
+        assert editor.lua("return require('captain_memo.reindex').waiting()") == [str(decision)], \
+            "the write only starts the debounce timer"
+        [report] = indexed(editor, 1)
+        assert report["path"] == str(decision)
+        assert (report["indexed"], report["unchanged"], report["updated"], report["removed"]) == (1, 1, 0, 0)
+        assert report["chunks_embedded"] == 1, "only the new section is embedded"
+        time.sleep(0.6)  # past the debounce delay: the three writes were one re-index
+        assert len(editor.lua("return vim.g.test_indexed")) == 1
+
+        editor.nvim.command("CaptainMemo recall which server runs the job queue, redis or postgres")
+        lines = editor.results()
+        assert "Why not Redis" in lines[0], lines
+
+        scratch = repo / "notes.md"
+        editor.nvim.command(f"edit {scratch}")
+        editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)",
+                   ["# Scratch", "", "## Idea", "", "Maybe Redis streams for the job queue after all."])
+        editor.nvim.command("write")
+        outside = indexed(editor, 2)[1]
+        assert outside["path"] == str(scratch) and outside["files"] == 0 and outside["indexed"] == 0
+        assert not [n for n in editor.notifications() if n["level"] >= 3], editor.notifications()
+    finally:
+        close(editor)
+    assert stored_paths(db) == ["docs/decisions/0001-queue.md"] * 2
+
+
+def test_only_note_suffixes_wake_the_plugin_on_write(tmp_path):
+    """The write autocommand's patterns are the library's note suffixes; writing code loads nothing."""
+    from captain_memo.sources.settings import NOTE_SUFFIXES
+
+    editor = start_editor(tmp_path, observe=False)
+    try:
+        patterns = editor.lua("local out = {} for _, a in ipairs(vim.api.nvim_get_autocmds("
+                              "{ group = 'CaptainMemoIndexOnWrite', event = 'BufWritePost' })) do "
+                              "out[#out + 1] = a.pattern end return out")
+        assert {p.lower() for p in patterns} == {f"*{suffix}" for suffix in NOTE_SUFFIXES}
+        editor.nvim.command(f"edit {tmp_path / 'code.py'}")
+        editor.nvim.command("write")
+        assert editor.lua("return package.loaded['captain_memo.reindex'] == nil and "
+                          "package.loaded['captain_memo'] == nil")
+    finally:
+        close(editor)
