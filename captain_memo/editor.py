@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from captain_memo import secrets
-from captain_memo.errors import CaptainMemoError, InputError, StoreError
+from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
 from captain_memo.gitctx import NO_REPOSITORY, GitContext, git_context
 
 log = logging.getLogger("captain_memo")
@@ -250,6 +250,7 @@ class EditorService:
     def handle(self, request: dict) -> dict:
         """Answer one request now, on the calling thread."""
         base = {"id": request.get("id"), "op": request.get("op")}
+        settings = None
         try:
             settings = EditorSettings.from_dict(request.get("settings"))
             self._attach_log(settings.log_file)
@@ -261,8 +262,27 @@ class EditorService:
             log.info("%s failed: %s", base["op"], exc)
             return {**base, "ok": False, "error": one_line(str(exc))}
         except Exception as exc:
+            error = self._database_failure(exc, settings)
+            if error is not None:
+                log.warning("%s failed: %s", base["op"], error)
+                return {**base, "ok": False, "error": one_line(str(error))}
             log.exception("%s failed unexpectedly", base["op"])
             return {**base, "ok": False, "internal": True, "error": one_line(f"{type(exc).__name__}: {exc}")}
+
+    def _database_failure(self, exc: Exception, settings: EditorSettings | None) -> StoreError | None:
+        """A SQLite error met mid-request (a damaged page, a lock held too long) as a message naming
+        the file and what to do; None for anything else. The engine of a damaged file is dropped, so
+        the next request opens the file afresh (restored from a backup, or moved away)."""
+        if settings is None:
+            return None
+        from captain_memo.store.db import store_error
+
+        error = store_error(exc, settings.database_path())
+        if isinstance(error, DatabaseDamagedError):
+            engine = self._engines.pop(settings.engine_key, None)
+            if engine is not None:
+                engine.close()
+        return error
 
     def close(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)

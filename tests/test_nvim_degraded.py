@@ -62,3 +62,48 @@ def test_lookup_with_the_embedding_endpoint_down(tmp_path, monkeypatch):
         assert "vector leg failed" in log and url in log, "the detail is in the log file"
     finally:
         close(editor)
+
+
+def test_a_damaged_database_is_one_line_naming_the_file_and_what_to_do(tmp_path, local_embedder):
+    """Real damage found mid-request (the memories table's root page overwritten): one error line,
+    no Python exception name or traceback; a file restored from a backup works without a restart."""
+    import os
+    import shutil
+
+    import sqlean
+
+    from captain_memo.engine import Engine
+    from captain_memo.store import NewMemory, Store
+
+    db = tmp_path / "memo.db"
+    engine = Engine(Store(db), local_embedder)
+    engine.remember_many([NewMemory(body=f"Service {i} listens on port {8000 + i}.", title=f"service {i}")
+                          for i in range(30)])
+    engine.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.close()
+    backup = tmp_path / "backup.db"
+    shutil.copy(db, backup)
+    conn = sqlean.connect(str(db))
+    page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'memories'").fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as handle:
+        handle.seek((page - 1) * 4096)
+        handle.write(os.urandom(4096))
+
+    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)))
+    try:
+        editor.nvim.command("CaptainMemo recall which port does service 7 listen on")
+        editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+                        "if n.level == vim.log.levels.ERROR then return true end end end)()", what="the error")
+        [error] = [n["msg"] for n in editor.notifications() if n["level"] >= 4]
+        assert error.startswith(f"Captain Memo: {db} failed: database disk image is malformed;"), error
+        assert "run `captain-memo doctor` to check it, restore a backup" in error
+        assert "DatabaseError" not in error and "internal error" not in error and "\n" not in error
+        assert "Traceback" not in editor.nvim.command_output("messages")
+        assert editor.buffer_named("captain-memo://results") is None, "the searching… window is closed"
+
+        shutil.copy(backup, db)
+        editor.nvim.command("CaptainMemo recall which port does service 7 listen on")
+        assert "service 7" in editor.results()[0]
+    finally:
+        close(editor)

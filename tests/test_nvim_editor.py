@@ -276,3 +276,35 @@ def test_index_re_reads_a_note_under_a_configured_folder_and_ignores_other_files
     memories = Store(db).list_memories()
     assert {m.source.path for m in memories} == {"docs/decisions/0001-queue.md"}
     assert {m.branch for m in memories} == {"main"} and {m.project for m in memories} == {str(repo.resolve())}
+
+
+def test_a_damaged_database_mid_request_is_one_line_and_the_file_is_reopened_next_time(hash_embedder, tmp_path):
+    import os
+    import shutil
+
+    import sqlean
+
+    db = tmp_path / "memo.db"
+    engine = Engine(Store(db), hash_embedder)
+    engine.remember_many([NewMemory(body=f"service {i} listens on port {8000 + i}", title=f"service {i}")
+                          for i in range(30)])
+    engine.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.close()
+    shutil.copy(db, tmp_path / "healthy.db")
+    conn = sqlean.connect(str(db))
+    page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'memories'").fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as handle:  # real damage: the memories table's root page overwritten
+        handle.seek((page - 1) * 4096)
+        handle.write(os.urandom(4096))
+    svc = EditorService(Replies(), engine_factory=lambda settings: Engine(Store(settings.db), hash_embedder))
+    try:
+        for op, args in (("recall", {"query": "service 7 port"}), ("save", {"text": "new"}), ("open", {"id": 7})):
+            reply = svc.handle(request(db, op, **args))
+            assert not reply["ok"] and "internal" not in reply, reply
+            assert reply["error"].startswith(f"{db} failed: database disk image is malformed"), reply
+            assert "captain-memo doctor" in reply["error"] and "\n" not in reply["error"]
+        shutil.copy(tmp_path / "healthy.db", db)  # restored from a backup while the editor runs
+        assert svc.handle(request(db, "open", id=7))["result"]["title"] == "service 6"
+    finally:
+        svc.close()

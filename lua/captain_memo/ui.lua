@@ -219,7 +219,9 @@ end
 
 function M.close()
   bridge.cancel("results")
-  for _, win in ipairs({ view.pwin, view.win }) do
+  -- Not ipairs over { view.pwin, view.win }: while "searching…" shows there is no preview, and
+  -- ipairs stops at that nil, which left the results window open after a failed search.
+  for _, win in ipairs({ view.pwin or -1, view.win or -1 }) do
     if valid(win) then
       pcall(vim.api.nvim_win_close, win, true)
     end
