@@ -356,7 +356,8 @@ class EditorService:
         except secrets.SecretsFoundError as exc:
             # Nothing is stored: the plugin shows the findings and sends the save again with the
             # user's choice (allow or redact).
-            return {"saved": False, "findings": [_finding_json(f) for f in exc.findings], "message": str(exc)}
+            log.info("save held for the user's choice: %s", exc)
+            return {"saved": False, "findings": [_finding_json(f) for f in exc.findings]}
         redacted = []
         if kept and policy == "redact":
             text, title, redacted, kept = secrets.redact(text), secrets.redact(title), kept, []
