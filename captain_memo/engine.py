@@ -22,6 +22,7 @@ from captain_memo.ranking.pipeline import RankRequest, rank_pool, cut
 from captain_memo.ranking.query import analyse, fts_match
 from captain_memo.ranking.result import RecallResult
 from captain_memo.store import Memory, NewMemory, Store
+from captain_memo.store.db import store_error
 from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, keyword_scores, selective_match
 
 log = logging.getLogger("captain_memo")
@@ -217,7 +218,7 @@ class Engine:
             try:
                 found[leg] = job.result()
             except Exception as exc:  # a leg's failure must not take recall down
-                failures[leg] = f"{type(exc).__name__}: {exc}"
+                failures[leg] = self._describe_failure(exc)
                 log.warning("%s leg failed: %s", leg, failures[leg])
         if not found:
             raise RecallError("both search legs failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()))
@@ -230,6 +231,11 @@ class Engine:
     def _keyword_leg(self, match: str | None, scope: Scope, k: int):
         match = selective_match(self.store, match)  # common words left out at scale (store/search.py)
         return keyword_leg(self.store, match, scope, k), match
+
+    def _describe_failure(self, exc: Exception) -> str:
+        """One line for a failed leg; a SQLite error names the file and what to do about it."""
+        readable = store_error(exc, self.store.path)
+        return str(readable) if readable is not None else f"{type(exc).__name__}: {exc}"
 
     def _vector_leg(self, query: str, scope: Scope, k: int):
         # A reindex by another process may have swapped the store to another model since open.

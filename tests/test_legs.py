@@ -81,6 +81,8 @@ def test_both_legs_failing_raises(stored, db_file):
         stored.recall("invoice numbers gapless")
     message = str(caught.value)
     assert "vector" in message and "keyword" in message and "endpoint down" in message
+    # A damaged file is named, with what to do, not left as a bare SQLite error.
+    assert str(db_file) in message and "captain-memo doctor" in message
 
 
 def test_a_leg_can_be_left_out_on_purpose(stored):
