@@ -85,7 +85,7 @@ def test_exact_when_every_row_is_rescored(store, vectors):
 
 def test_coarse_scan_keeps_the_true_neighbours(store, vectors):
     # 80 candidates of 360 rows: the sign-bit scan must put nearly all true top 5 among them.
-    index, exact = MemIndex(store, candidate_root=0.0, min_candidates=16), SqliteVecIndex(store)
+    index, exact = MemIndex(store, candidate_share=0.0, min_candidates=16), SqliteVecIndex(store)
     overlap = []
     for query in vectors(30):
         found, truth = index.knn(query, Scope(all_projects=True), 5), exact.knn(query, Scope(all_projects=True), 5)

@@ -36,21 +36,21 @@ def _recall(store, vectors: np.ndarray, truth: list[dict], candidates: int | Non
     from captain_memo.store.memindex import MemIndex
     from captain_memo.store.search import Scope
 
-    index = MemIndex(store) if candidates is None else MemIndex(store, candidate_root=0.0, min_candidates=candidates)
+    index = MemIndex(store) if candidates is None else MemIndex(store, candidate_share=0.0, min_candidates=candidates)
     return recall_at_10([index.knn(v, Scope(all_projects=True), K) for v in vectors], truth)
 
 
 def _row(label: str, store, vectors: np.ndarray) -> RecallRow:
     import math
 
-    from captain_memo.store.memindex import CANDIDATE_ROOT, MIN_CANDIDATES
+    from captain_memo.store.memindex import CANDIDATE_SHARE, MIN_CANDIDATES
     from captain_memo.store.search import Scope, SqliteVecIndex
 
     exact = SqliteVecIndex(store)
     truth = [exact.knn(v, Scope(all_projects=True), K) for v in vectors]
     chunks = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     curve = {c: _recall(store, vectors, truth, c) for c in CURVE if c < chunks}
-    rule = max(MIN_CANDIDATES, math.ceil(CANDIDATE_ROOT * math.sqrt(chunks)))
+    rule = max(MIN_CANDIDATES, math.ceil(CANDIDATE_SHARE * chunks))
     return RecallRow(label, chunks, len(vectors), curve, _recall(store, vectors, truth, None), rule)
 
 

@@ -4,8 +4,8 @@ Why: sqlite-vec 0.1.9 computes float32 distances without SIMD and picks its top 
 sort, ~70 ms a query at 150,000 chunks. Here every vector is also kept as one sign bit per
 dimension (48 bytes at 384-d), stored word-major so a query's Hamming distance to every row is
 six XOR + popcount passes over contiguous memory (0.6 ms at 150,000 rows, 5 ms at 1,000,000).
-The rows nearest by that count (a few hundred to a few thousand) are rescored exactly from a
-float32 copy of the vectors, and the top k by exact L2 distance are returned with the same
+The rows nearest by that count (4% of the rows in scope, at least 400) are rescored exactly from
+a float32 copy of the vectors, and the top k by exact L2 distance are returned with the same
 similarity as ``SqliteVecIndex``: identical results whenever the true top k are among the
 candidates (recall@10 against exact search is printed by ``captain-memo bench``).
 
@@ -36,14 +36,14 @@ from captain_memo.store.store import Store
 
 log = logging.getLogger("captain_memo")
 
-# Candidates rescored exactly: CANDIDATE_ROOT x the square root of the rows in scope, at least
-# MIN_CANDIDATES and CANDIDATES_PER_RESULT per result asked for. The sign-bit order needs more
-# candidates as rows grow, but far fewer than in proportion: on the synthetic stores recall@10 was
-# 0.995 with 2,400 candidates at 150,000 rows and 0.996 with 8,000 at 1,000,000 (all projects).
-# Real all-MiniLM-L6-v2 embeddings need fewer than the synthetic ones for the same recall (0.992
-# against 0.968 with 200 candidates of 15,000 rows), so these figures err low. Rescoring is a
-# gather and a product: ~1 ms for 3,000 rows.
-CANDIDATE_ROOT = 10.0
+# Candidates rescored exactly: CANDIDATE_SHARE of the rows in scope, at least MIN_CANDIDATES and
+# CANDIDATES_PER_RESULT per result asked for. The sign-bit order is coarse: on the synthetic stores
+# recall@10 (project scope / all projects) was 0.972 / 0.984 with 10 x sqrt(rows) candidates at
+# 1,000,000 chunks, 0.984 / 0.992 with 20 x and 0.994 / 1.000 with 40 x (~4% of the rows), while
+# the search took 2.8 / 12.3, 4.3 / 16.6 and 7.5 / 24.9 ms: rescoring is a gather and a product,
+# cheap enough to be generous. Real all-MiniLM-L6-v2 embeddings need fewer candidates than the
+# synthetic ones for the same recall (0.992 against 0.968 with 200 of 15,000 rows).
+CANDIDATE_SHARE = 0.04
 MIN_CANDIDATES = 400
 CANDIDATES_PER_RESULT = 16
 # A batch of changes this large (or a log pruned past our position) is cheaper as a rebuild.
@@ -179,9 +179,9 @@ class MemIndex:
     Thread-safe; one lock serialises searches and refreshes (a search takes milliseconds).
     """
 
-    def __init__(self, store: Store, candidate_root: float = CANDIDATE_ROOT, min_candidates: int = MIN_CANDIDATES):
+    def __init__(self, store: Store, candidate_share: float = CANDIDATE_SHARE, min_candidates: int = MIN_CANDIDATES):
         self.store = store
-        self.candidate_root = candidate_root
+        self.candidate_share = candidate_share
         self.min_candidates = min_candidates
         self._lock = threading.RLock()
         self._fallback = SqliteVecIndex(store)
@@ -388,7 +388,7 @@ class MemIndex:
             total = sum(b.n for b in blocks)
             if not total or k <= 0:
                 return {}
-            wanted = max(self.min_candidates, CANDIDATES_PER_RESULT * k, math.ceil(self.candidate_root * math.sqrt(total)))
+            wanted = max(self.min_candidates, CANDIDATES_PER_RESULT * k, math.ceil(self.candidate_share * total))
             if wanted >= total:
                 found = [(b, None) for b in blocks]
             else:
