@@ -4,8 +4,8 @@ Why: sqlite-vec 0.1.9 computes float32 distances without SIMD and picks its top 
 sort, ~70 ms a query at 150,000 chunks. Here every vector is also kept as one sign bit per
 dimension (48 bytes at 384-d), stored word-major so a query's Hamming distance to every row is
 six XOR + popcount passes over contiguous memory (0.6 ms at 150,000 rows, 5 ms at 1,000,000).
-The rows nearest by that count (4% of the rows in scope, at least 400) are rescored exactly from
-a float32 copy of the vectors, and the top k by exact L2 distance are returned with the same
+The rows nearest by that count (6% of the rows in scope, at least 1,000) are rescored exactly
+from a float32 copy of the vectors, and the top k by exact L2 distance are returned with the same
 similarity as ``SqliteVecIndex``: identical results whenever the true top k are among the
 candidates (recall@10 against exact search is printed by ``captain-memo bench``).
 
@@ -37,14 +37,14 @@ from captain_memo.store.store import Store
 log = logging.getLogger("captain_memo")
 
 # Candidates rescored exactly: CANDIDATE_SHARE of the rows in scope, at least MIN_CANDIDATES and
-# CANDIDATES_PER_RESULT per result asked for. The sign-bit order is coarse: on the synthetic stores
-# recall@10 (project scope / all projects) was 0.972 / 0.984 with 10 x sqrt(rows) candidates at
-# 1,000,000 chunks, 0.984 / 0.992 with 20 x and 0.994 / 1.000 with 40 x (~4% of the rows), while
-# the search took 2.8 / 12.3, 4.3 / 16.6 and 7.5 / 24.9 ms: rescoring is a gather and a product,
-# cheap enough to be generous. Real all-MiniLM-L6-v2 embeddings need fewer candidates than the
-# synthetic ones for the same recall (0.992 against 0.968 with 200 of 15,000 rows).
-CANDIDATE_SHARE = 0.04
-MIN_CANDIDATES = 400
+# CANDIDATES_PER_RESULT per result asked for. The sign-bit order is coarse, rescoring is cheap (a
+# gather and a product), so be generous. Synthetic stores, recall@10 project scope / all projects:
+# at 150,000 chunks 0.992 / 1.000 rescoring 4% (1.0 / 4.6 ms), 0.996 / 1.000 with 6% (1.3 / 6.1 ms);
+# at 1,000,000 chunks 0.988 / 1.000 with 4% (3.8 / 25.6 ms). Real all-MiniLM-L6-v2 embeddings need
+# fewer candidates than the synthetic ones for the same recall (0.992 against 0.968 with 200 of
+# 15,000 rows), so these figures err low.
+CANDIDATE_SHARE = 0.06
+MIN_CANDIDATES = 1_000
 CANDIDATES_PER_RESULT = 16
 # A batch of changes this large (or a log pruned past our position) is cheaper as a rebuild.
 REBUILD_CHANGES = 50_000
