@@ -56,7 +56,8 @@ def small_limits(monkeypatch):
 def test_common_phrases_are_left_out_when_a_rarer_one_is_there(store, small_limits):
     assert selective_match(store, fts_match("the cache zebra")) == '"zebra"'  # 150, 50 and 5 notes
     assert selective_match(store, fts_match("zebra")) == '"zebra"'
-    assert selective_match(store, fts_match("the deploy")) == '"deploy"'  # all common: stopwords go
+    assert selective_match(store, fts_match("the deploy")) == '"deploy"'  # all common: not a stopword
+    assert selective_match(store, fts_match("the queue deploy cache")) == '"cache"'  # all common: the rarest
     assert selective_match(store, fts_match("the")) == '"the"'
     assert selective_match(store, None) is None
 

@@ -163,14 +163,18 @@ def measure(db: Path, embed: bool = True) -> dict:
     from captain_memo.store import NewMemory
 
     started = time.perf_counter()
-    for i in range(ADDS):
+    added = []
+    for i in range(ADDS):  # one after another across projects, as a day's notes arrive
         text = f"bench write {i}: {queries.texts[i % len(queries.texts)]}"
-        store.add(NewMemory(body=text, project=queries.projects[i % len(queries.texts)]), [text], vectors[i:i + 1])
+        added.append(store.add(NewMemory(body=text, project=queries.projects[i % len(queries.texts)]), [text],
+                               vectors[i:i + 1]))
     out["add_rows_per_s"] = round(ADDS / (time.perf_counter() - started))
     started = time.perf_counter()
     index.knn(queries.vectors[0], everything, k)
     out["memindex_catch_up_ms"] = round((time.perf_counter() - started) * 1000, 1)
     out["memindex_builds"] = index.builds
+    for memory_id in added:  # a kept store stays as it was built
+        store.delete(memory_id)
     store.close()
     return out
 
