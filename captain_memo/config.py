@@ -57,6 +57,8 @@ class RankConfig:
     tide_dormant_days: float = 90.0
     # v3 only: how far a query's shape moves weight between the legs (see ranking/fusion.py).
     shape_weighting: bool = False
+    # v3: an identifier in the keyword query also matches its parts on their own (ranking/query.py).
+    keyword_identifier_parts: bool = False
 
 
 PROFILES: dict[str, RankConfig] = {
@@ -71,7 +73,9 @@ PROFILES: dict[str, RankConfig] = {
         temporal_intent=False,
         tide=False,
     ),
-    "v3": RankConfig(profile="v3", fusion_mode="union", shape_weighting=True),
+    # Both legs scored over the union and min-max scaled there, then weighted equally (ranking/v3.py).
+    "v3": RankConfig(profile="v3", fusion_mode="union", vector_weight=0.5, keyword_weight=0.5,
+                     keyword_identifier_parts=True),
 }
 
 

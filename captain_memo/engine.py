@@ -204,7 +204,7 @@ class Engine:
 
     def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[str, ...] = ("vector", "keyword")):
         """Run the legs concurrently, each catching its own error; build the candidate pool."""
-        match = fts_match(query)
+        match = fts_match(query, cfg.keyword_identifier_parts)
         k = cfg.candidates_per_leg
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="captain-memo-leg")

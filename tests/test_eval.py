@@ -188,3 +188,53 @@ def test_eval_command_writes_tables_json_and_dump(tmp_path, capsys, monkeypatch)
     lines = [json.loads(line) for line in dump.read_text().splitlines()]
     assert {line["query_id"] for line in lines} == {"q1", "q2", "q3"}
     assert lines[0]["methods"]["v2"]["docs"]
+
+
+# -- the keyword query and the v3 fusion the measurements led to ---------------------------------
+
+def test_words_joined_by_punctuation_also_match_alone(engine):
+    from captain_memo.ranking.query import fts_match
+    from captain_memo.store import NewMemory
+    from captain_memo.store.search import keyword_leg
+
+    alone = engine.remember(NewMemory(body="parametrize now accepts a trailing comma in argnames"))
+    found = keyword_leg(engine.store, fts_match("fix(parametrize): trailing"), Scope(), 25)
+    assert alone in {engine.store.chunk_rows([c])[c][1].id for c in found}
+
+
+def test_an_identifier_is_one_phrase_unless_v3_asks_for_its_parts(engine):
+    from captain_memo.ranking.query import fts_match
+    from captain_memo.store import NewMemory
+    from captain_memo.store.search import keyword_leg
+
+    whole = engine.remember(NewMemory(body="use monkeypatch.setattr to replace the clock"))
+    part = engine.remember(NewMemory(body="setattr on a frozen dataclass raises"))
+
+    def memories(match):
+        return {engine.store.chunk_rows([c])[c][1].id for c in keyword_leg(engine.store, match, Scope(), 25)}
+
+    assert fts_match("monkeypatch.setattr") == '"monkeypatch.setattr"'
+    assert memories(fts_match("monkeypatch.setattr")) == {whole}
+    assert memories(fts_match("monkeypatch.setattr", identifier_parts=True)) == {whole, part}
+    ranked = keyword_leg(engine.store, fts_match("monkeypatch.setattr", identifier_parts=True), Scope(), 25)
+    best = max(ranked, key=ranked.get)
+    assert engine.store.chunk_rows([best])[best][1].id == whole  # the whole identifier still ranks first
+
+
+def test_v3_puts_both_legs_on_one_scale_and_weighs_them_equally(engine):
+    from captain_memo.config import PROFILES
+    from captain_memo.ranking.candidates import Candidate
+    from captain_memo.ranking.v3 import union_fuse
+    from captain_memo.store import NewMemory
+
+    memory = engine.store.get(engine.remember(NewMemory(body="x")))
+    pool = [Candidate(1, memory, "a", vector=0.90, bm25=2.0),  # best vector, weak keyword
+            Candidate(2, memory, "b", vector=0.70, bm25=10.0),  # worst vector, best keyword
+            Candidate(3, memory, "c", vector=0.85, bm25=8.0),  # both legs agree it is good
+            Candidate(4, memory, "d", vector=0.80, bm25=None)]  # no query term at all: bm25 0
+    fused = {c.chunk_id: c.fused for c in union_fuse(pool, PROFILES["v3"], None)}
+    assert fused[1] == pytest.approx(0.5 * 1.0 + 0.5 * 0.2)
+    assert fused[2] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
+    assert fused[3] == pytest.approx(0.5 * 0.75 + 0.5 * 0.8)
+    assert fused[4] == pytest.approx(0.5 * 0.5 + 0.0)
+    assert max(fused, key=fused.get) == 3  # agreement beats either leg's lone favourite

@@ -39,9 +39,14 @@ SWITCHES: dict[str, dict] = {
     "recency": {"temporal_intent": False},
     "tide": {"tide": False},
 }
-# v3's own parts (see ranking/v3.py).
+# v3's own parts (see ranking/v3.py), each switched off in turn.
 V3_SWITCHES: dict[str, dict] = {
-    "shape weighting": {"shape_weighting": False},
+    "union scoring": {"fusion_mode": "weighted"},  # v2's fusion, with v3's weights
+    "identifier parts": {"keyword_identifier_parts": False},
+}
+# Settings v3 leaves off, measured switched on.
+V3_VARIANTS: dict[str, dict] = {
+    "shape weighting": {"shape_weighting": True},
 }
 
 
@@ -52,10 +57,16 @@ def ablations(profile: str, switches: dict[str, dict]) -> list[Method]:
             if any(getattr(base, key) != value for key, value in change.items())]
 
 
+def variants(profile: str, switches: dict[str, dict]) -> list[Method]:
+    base = PROFILES[profile]
+    return [Method(f"{profile} + {name}", replace(base, **change), LEGS, profile) for name, change in switches.items()]
+
+
 def default_methods(with_ablations: bool = True) -> list[Method]:
     methods = [single_leg("keyword"), single_leg("vector")]
     methods += [Method(name, PROFILES[name]) for name in ("legacy", "v2", "v3")]
     if with_ablations:
         methods += ablations("v2", SWITCHES)
         methods += ablations("v3", {**SWITCHES, **V3_SWITCHES})
+        methods += variants("v3", V3_VARIANTS)
     return methods

@@ -15,6 +15,8 @@ TEMPORAL = re.compile(r"\b(last|latest|newest|current|most\s+recent|recent|up[\s
 WORD = re.compile(r"[^\W_]+")
 MAX_MATCH_TERMS = 64
 UNSENDABLE = re.compile("[\x00\ud800-\udfff]")
+# ASCII characters other than letters and digits: unicode61 always splits on them.
+ASCII_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
 
 STOPWORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been before being below between
@@ -68,7 +70,7 @@ def analyse(text: str, rare_min_length: int = 4) -> QueryShape:
     return QueryShape(text, tuple(identifiers), tuple(dict.fromkeys(rare)), bool(TEMPORAL.search(text)))
 
 
-def fts_match(text: str) -> str | None:
+def fts_match(text: str, identifier_parts: bool = False) -> str | None:
     """An FTS5 MATCH expression that cannot be a syntax error, or None when nothing is searchable.
 
     Every term is a double-quoted string, so AND/OR/NOT/NEAR, '*', '^', ':' and column filters are
@@ -78,14 +80,26 @@ def fts_match(text: str) -> str | None:
     terms: list[str] = []
     seen: set[str] = set()
     for raw in text.split():
-        if not WORD.search(raw) or raw.casefold() in seen:
+        parts = [part for part in ASCII_SEPARATORS.split(raw) if WORD.search(part)]
+        if not parts:
             continue
-        seen.add(raw.casefold())
-        # FTS5 tokenises the quoted token itself, as it tokenised the chunks. Splitting it here
-        # instead missed "İ0" (Python lower-cases İ to i + a combining dot) and decomposed accents
-        # ("e\u0301te"), found by tests/test_hostile_input.py. Inside the quotes only '"' needs
-        # doubling; a NUL would end the string early, and a lone surrogate cannot be sent.
-        terms.append('"' + UNSENDABLE.sub(" ", raw).replace('"', '""') + '"')
+        # The token itself (a phrase when it has parts); a token that is not code-shaped also gives
+        # each part on its own: a phrase alone made "fix(parametrize):" or "command-line" miss
+        # chunks that say "parametrize" or "command line" apart. An identifier stays one phrase, so
+        # it finds only chunks that contain it, unless ``identifier_parts`` (v3, which scores every
+        # candidate on both legs) asks for its parts too. Parts are cut at ASCII separators only,
+        # so FTS5 still tokenises everything else as it tokenised the chunks.
+        split = len(parts) > 1 and (identifier_parts or not is_code_shaped(strip_token(raw)))
+        candidates = [(raw, " ".join(parts))] + ([(part, part) for part in parts] if split else [])
+        for term, key in candidates:
+            if key.casefold() in seen:
+                continue
+            seen.add(key.casefold())
+            # FTS5 tokenises the quoted token itself, as it tokenised the chunks. Splitting it here
+            # instead missed "İ0" (Python lower-cases İ to i + a combining dot) and decomposed accents
+            # ("e\u0301te"), found by tests/test_hostile_input.py. Inside the quotes only '"' needs
+            # doubling; a NUL would end the string early, and a lone surrogate cannot be sent.
+            terms.append('"' + UNSENDABLE.sub(" ", term).replace('"', '""') + '"')
         if len(terms) >= MAX_MATCH_TERMS:
             break
-    return " OR ".join(terms) if terms else None
+    return " OR ".join(terms[:MAX_MATCH_TERMS]) if terms else None

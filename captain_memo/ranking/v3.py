@@ -1,10 +1,24 @@
-"""The v3 fusion: both legs scored over the union, put on a comparable scale, then blended.
+"""The v3 fusion: both legs scored over the union, put on one scale, then weighted equally.
 
-Why (measured on the public sets, doc/benchmarks.md): in v2 the keyword leg's min-max puts its best
-hit at 1.0 while vector similarities sit in a narrow 0.7-0.9 band, so one-leg hits outrank chunks
-both legs agree on. Here every candidate gets both scores (exact vector similarity for keyword-only
-hits, bm25 for vector-only hits, 0 where a chunk does not contain any query term), and each leg is
-min-max scaled over the same union, so 1.0 means "best in this pool" on both legs.
+Why (measured on the public sets, doc/benchmarks.md). In v2 a chunk found by one leg keeps that
+leg's score at full weight, but the keyword leg's min-max gives its best hit 1.0 while vector
+similarities sit in a narrow 0.7-0.9 band: one-leg hits outrank chunks both legs agree on, and v2
+loses to the better single leg on every set. Here:
+
+1. every candidate gets both scores (the engine's union scoring): the exact vector similarity of
+   keyword-only hits and the bm25 of vector-only hits, 0 where a chunk holds no query term. A
+   chunk is judged by both indexes, never punished for one index's cut-off;
+2. each leg is min-max scaled over that same union, so on both legs 1.0 means "best candidate
+   here" and 0 "worst candidate here": the two scores are on one scale;
+3. the two are weighted equally (w_v = w_k = 0.5, the profile's vector_weight and keyword_weight):
+   with both legs on one scale, no leg is trusted more a priori. Exact identifiers are the
+   identifier boost's job, after fusion.
+
+Equal weights were chosen on that principle, then measured: on scifact and pytest_changelog the
+best weight lies at 0.4-0.5 for plain and identifier queries alike; leaning on the keyword leg for
+code-shaped queries (``shape_weighting``) did not help there and is off in v3. cosqa (plain English
+against source code) wants ~0.85 on the vector leg; no feature of the query tells those queries
+apart, so v3 does not chase it (doc/benchmarks.md has the figures).
 """
 
 from __future__ import annotations
@@ -14,11 +28,12 @@ from captain_memo.ranking.candidates import Candidate
 from captain_memo.ranking.fusion import min_max
 from captain_memo.ranking.query import QueryShape
 
-# Code-shaped queries lean on the keyword leg, plain questions on the vector leg.
+# With shape_weighting on: the keyword leg's weight for a query holding a code-shaped token.
 IDENTIFIER_KEYWORD_WEIGHT = 0.6
 
 
 def leg_weights(cfg: RankConfig, shape: QueryShape | None) -> tuple[float, float]:
+    """(w_v, w_k), summing to 1."""
     if cfg.shape_weighting and shape is not None and shape.has_identifier:
         return 1.0 - IDENTIFIER_KEYWORD_WEIGHT, IDENTIFIER_KEYWORD_WEIGHT
     total = cfg.vector_weight + cfg.keyword_weight
@@ -28,6 +43,7 @@ def leg_weights(cfg: RankConfig, shape: QueryShape | None) -> tuple[float, float
 
 
 def union_fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None) -> list[Candidate]:
+    """``w_v × minmax(vector) + w_k × minmax(bm25)`` over the union; with one leg, that leg's order."""
     vec = min_max({c.chunk_id: c.vector for c in candidates if c.vector is not None})
     kw = min_max({c.chunk_id: (c.bm25 or 0.0) for c in candidates})
     w_vector, w_keyword = leg_weights(cfg, shape)
