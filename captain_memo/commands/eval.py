@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import time
 
 from captain_memo.commands._common import print_json
 
@@ -37,8 +38,13 @@ def run(args) -> int:
     embedder = CachedEmbedder(make_embedder(embed_config()), cache)
     methods = default_methods(with_ablations=not args.no_ablations)
     names = [m.name for m in methods]
+    results = []
     try:
-        results = [evaluate(ds, embedder, methods, progress=True) for ds in datasets]
+        for ds in datasets:
+            started = time.monotonic()
+            results.append(evaluate(ds, embedder, methods, progress=True))
+            print(f"captain-memo eval: {ds.name}: {len(ds.docs):,} documents, {len(ds.queries):,} queries x "
+                  f"{len(methods)} methods in {time.monotonic() - started:.0f} s", file=sys.stderr)
     finally:
         cache.close()
     if args.dump:
