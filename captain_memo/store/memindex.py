@@ -40,9 +40,10 @@ log = logging.getLogger("captain_memo")
 # CANDIDATES_PER_RESULT per result asked for. The sign-bit order is coarse, rescoring is cheap (a
 # gather and a product), so be generous. Synthetic stores, recall@10 project scope / all projects:
 # at 150,000 chunks 0.992 / 1.000 rescoring 4% (1.0 / 4.6 ms), 0.996 / 1.000 with 6% (1.3 / 6.1 ms);
-# at 1,000,000 chunks 0.988 / 1.000 with 4% (3.8 / 25.6 ms). Real all-MiniLM-L6-v2 embeddings need
-# fewer candidates than the synthetic ones for the same recall (0.992 against 0.968 with 200 of
-# 15,000 rows), so these figures err low.
+# at 1,000,000 chunks 0.988 / 1.000 with 4% (3.8 / 25.6 ms), 0.992 / 1.000 with 6% (4.7 / 34.4 ms).
+# Real all-MiniLM-L6-v2 embeddings need fewer candidates than the synthetic ones for the same
+# recall (0.989 against 0.959 with 160 of 17,091 rows: `captain-memo bench --real`), so these
+# figures err low.
 CANDIDATE_SHARE = 0.06
 MIN_CANDIDATES = 1_000
 CANDIDATES_PER_RESULT = 16
