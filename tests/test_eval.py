@@ -238,3 +238,23 @@ def test_v3_puts_both_legs_on_one_scale_and_weighs_them_equally(engine):
     assert fused[3] == pytest.approx(0.5 * 0.75 + 0.5 * 0.8)
     assert fused[4] == pytest.approx(0.5 * 0.5 + 0.0)
     assert max(fused, key=fused.get) == 3  # agreement beats either leg's lone favourite
+
+
+def test_a_failing_leg_stops_the_evaluation_instead_of_skewing_it(tmp_path):
+    """The embedder is made to fail (a fake: an outage cannot be produced on demand here)."""
+    from captain_memo.config import PROFILES
+    from captain_memo.errors import RecallError
+    from captain_memo.evaluation.runner import run_query
+    from fakes import failing
+
+    ds = load(write_set(tmp_path / "toy"))
+    inner = HashEmbedder()
+    engine, doc_of = build_store(ds, CachedEmbedder(inner, EmbeddingCache(tmp_path / "c"), progress=False),
+                                 tmp_path, progress=False)
+    try:
+        inner.fail = failing()
+        v2 = Method("v2", PROFILES["v2"])  # the keyword leg still answers: recall itself would not raise
+        with pytest.raises(RecallError, match="toy, query q1, v2: vector leg failed"):
+            run_query(engine, ds, ds.queries[0], doc_of, [v2])
+    finally:
+        engine.close()

@@ -37,6 +37,7 @@ class Dataset:
     docs: tuple[Doc, ...]
     queries: tuple[Query, ...]  # only queries with at least one relevant document
     qrels: dict[str, dict[str, int]]  # query id -> doc id -> graded relevance (> 0)
+    grouped: bool = False  # some documents carry a group
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -93,4 +94,4 @@ def load(folder: Path | str) -> Dataset:
                     if str(r["id"]) in qrels)
     if not queries:
         raise InputError(f"{folder}: no query has a relevant document in qrels.tsv")
-    return Dataset(folder.name, docs, queries, qrels)
+    return Dataset(folder.name, docs, queries, qrels, any(d.group for d in docs))

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from captain_memo.config import PROFILES
 from captain_memo.evaluation import metrics
 from captain_memo.evaluation.data import Dataset, Query
+from captain_memo.errors import RecallError
 from captain_memo.evaluation.methods import Method
 from captain_memo.progress import Progress
 from captain_memo.ranking.query import analyse
@@ -105,10 +106,9 @@ def build_store(dataset: Dataset, embedder, folder: Path, progress: bool = True)
 
 def scope_args(dataset: Dataset, query: Query) -> dict:
     """A query searches only its group when both it and the documents carry one."""
-    grouped = any(d.group for d in dataset.docs)
-    if grouped and query.group:
+    if dataset.grouped and query.group:
         return {"project": query.group}
-    return {"all_projects": True} if grouped else {"project": None}
+    return {"all_projects": True} if dataset.grouped else {"project": None}
 
 
 def run_query(engine, dataset: Dataset, query: Query, doc_of: dict[int, str], methods: Sequence[Method]) -> QueryOutcome:
@@ -117,6 +117,9 @@ def run_query(engine, dataset: Dataset, query: Query, doc_of: dict[int, str], me
     by_method = {}
     for method in methods:
         result = engine.recall(query.text, limit=CUTOFF, record=False, legs=method.legs, cfg=method.cfg, **where)
+        if result.failures:  # a figure measured with a leg missing would be silently wrong
+            raise RecallError(f"{dataset.name}, query {query.id}, {method.name}: "
+                              + "; ".join(f"{leg} leg failed: {why}" for leg, why in result.failures.items()))
         docs = tuple(doc_of[hit.memory.id] for hit in result.hits)
         by_method[method.name] = Ranked(docs, metrics.ndcg_at(docs, relevant, CUTOFF),
                                         metrics.recall_at(docs, relevant, CUTOFF), metrics.mrr_at(docs, relevant, CUTOFF))
