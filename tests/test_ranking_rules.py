@@ -398,3 +398,20 @@ def test_the_cut_keeps_the_best_chunk_of_each_memory_then_the_limit():
     out = cut(ranked(pool, "plain"), 2)
     assert [(c.memory.id, c.chunk_id) for c in out] == [(1, 10), (2, 20)]
     assert math.isclose(out[0].score, 0.9)
+
+
+def test_v3_explains_the_keyword_score_its_fusion_used(engine):
+    from captain_memo.config import rank_config
+    from captain_memo.store import NewMemory
+
+    for text in ("ledger export nightly", "ledger rotation policy for archives", "unrelated queue notes"):
+        engine.remember(NewMemory(body=text))
+    cfg = rank_config("v3")
+    result = engine.recall("ledger export", cfg=cfg, record=False)
+    for hit in result.hits:
+        assert hit.keyword is not None and 0.0 <= hit.keyword <= 1.0
+        w_v, w_k = 0.5, 0.5
+        pool_vectors = [h.vector for h in result.hits]
+        low, high = min(pool_vectors), max(pool_vectors)
+        scaled_vector = (hit.vector - low) / (high - low)
+        assert abs(hit.fused - (w_v * scaled_vector + w_k * hit.keyword)) < 1e-9

@@ -23,6 +23,8 @@ apart, so v3 does not chase it (doc/benchmarks.md has the figures).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from captain_memo.config import RankConfig
 from captain_memo.ranking.candidates import Candidate
 from captain_memo.ranking.fusion import min_max
@@ -48,11 +50,14 @@ def union_fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape |
     kw = min_max({c.chunk_id: (c.bm25 or 0.0) for c in candidates})
     w_vector, w_keyword = leg_weights(cfg, shape)
     has_vector = bool(vec)
+    keyword_answered = any(c.bm25 is not None for c in candidates)
     out = []
     for c in candidates:
         if has_vector:
             fused = w_vector * vec.get(c.chunk_id, 0.0) + w_keyword * kw.get(c.chunk_id, 0.0)
         else:
             fused = kw.get(c.chunk_id, 0.0)
-        out.append(c.fuse(fused))
+        # The explanation shows the keyword score this fusion used: scaled over the whole union.
+        shown = kw.get(c.chunk_id, 0.0) if keyword_answered else None
+        out.append(replace(c, keyword=shown).fuse(fused))
     return out
