@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from captain_memo.commands._common import add_context_args, context, open_engine, parse_date
 from captain_memo.errors import InputError
+from captain_memo.jsonl import parse_lines
 from captain_memo.progress import Progress
 from captain_memo.store import NewMemory, Source
 
@@ -48,16 +48,7 @@ def read_records(path: str, project: str | None) -> list[NewMemory]:
         lines = (sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")).splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read {path}: {exc}") from None
-    memories = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        memories.append(memory_from_record(record, f"{path}:{number}", project))
-    return memories
+    return [memory_from_record(record, where, project) for where, record in parse_lines(lines, path)]
 
 
 def import_memories(engine, memories: list[NewMemory], label: str = "importing") -> tuple[int, int]:

@@ -7,11 +7,11 @@ qrels.tsv      a header line, then query-id <TAB> corpus-id <TAB> score (> 0 is 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from captain_memo.errors import InputError
+from captain_memo.jsonl import parse_lines
 
 FILES = ("corpus.jsonl", "queries.jsonl", "qrels.tsv")
 
@@ -43,15 +43,9 @@ class Dataset:
 def _jsonl(path: Path) -> list[dict]:
     rows = []
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        for where, row in parse_lines(handle, str(path)):
             if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("text"), str):
-                raise InputError(f"{path}:{number}: expected an object with \"id\" and \"text\"")
+                raise InputError(f"{where}: expected an object with \"id\" and \"text\"")
             rows.append(row)
     return rows
 
