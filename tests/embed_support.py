@@ -20,13 +20,13 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from captain_memo.embeddings.server import EmbeddingServer, serve_in_thread
+from captain_memo.embeddings.server import ClosingHTTPServer, EmbeddingServer, serve_in_thread
 
 MODEL = "all-MiniLM-L6-v2-int8"  # the name serve-embeddings gives the local model
 REPO = Path(__file__).resolve().parent.parent
@@ -158,36 +158,10 @@ class FaultServer:
         return self.embedder.embed(texts)
 
 
-class _ClosingServer(ThreadingHTTPServer):
+class _ClosingServer(ClosingHTTPServer):
     """Closing it also ends kept-alive connections, as a server process that dies does."""
 
-    daemon_threads = True
     block_on_close = False
-
-    def __init__(self, *args):
-        self.open: set = set()
-        self.lock = threading.Lock()
-        super().__init__(*args)
-
-    def process_request(self, request, client_address):
-        with self.lock:
-            self.open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request):
-        with self.lock:
-            self.open.discard(request)
-        super().shutdown_request(request)
-
-    def server_close(self):
-        super().server_close()
-        with self.lock:
-            live = list(self.open)
-        for sock in live:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def handle_error(self, request, client_address):
         pass  # the faults make broken connections on purpose

@@ -48,10 +48,42 @@ class RequestError(Exception):
         self.status = status
 
 
-class EmbeddingServer(ThreadingHTTPServer):
-    """Serves one embedder under one model name. ``url`` is where it listens."""
+class ClosingHTTPServer(ThreadingHTTPServer):
+    """A threading server whose close also ends kept-alive connections, as a stopped process would."""
 
     daemon_threads = True
+
+    def __init__(self, *args, **kwargs):
+        self.connections = 0  # TCP connections accepted: with keep-alive, far fewer than requests
+        self._count = threading.Lock()
+        self._open: set = set()  # sockets of live connections, closed with the server
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        with self._count:
+            self.connections += 1
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self._count:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self):
+        super().server_close()
+        with self._count:
+            live, self._open = list(self._open), set()
+        for sock in live:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class EmbeddingServer(ClosingHTTPServer):
+    """Serves one embedder under one model name. ``url`` is where it listens."""
+
     allow_reuse_address = True
 
     def __init__(self, embedder, model_name: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
@@ -63,10 +95,7 @@ class EmbeddingServer(ThreadingHTTPServer):
         self.api_key = api_key or None
         self.started = time.time()
         self.requests = 0  # embedding requests answered
-        self.connections = 0  # TCP connections accepted: with keep-alive, far fewer than requests
         self._compute = threading.Lock()
-        self._count = threading.Lock()
-        self._open: set = set()  # sockets of live connections, closed with the server
         super().__init__((host, port), Handler)
 
     @property
@@ -92,28 +121,6 @@ class EmbeddingServer(ThreadingHTTPServer):
         with self._count:
             self.requests += 1
         return vectors
-
-    def process_request(self, request, client_address):
-        with self._count:
-            self.connections += 1
-            self._open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request):
-        with self._count:
-            self._open.discard(request)
-        super().shutdown_request(request)
-
-    def server_close(self):
-        """Stop listening and end kept-alive connections too: a stopped server answers no one."""
-        super().server_close()
-        with self._count:
-            live, self._open = list(self._open), set()
-        for sock in live:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def handle_error(self, request, client_address):
         # A client that hangs up mid-answer is routine; never print a traceback for it.
