@@ -35,16 +35,22 @@ def write_records(path, count: int) -> None:
             out.write(json.dumps({"kind": kinds[i % 3], "title": f"record {i}", "text": text, "branch": "main"}) + "\n")
 
 
-def run_import(db, records, kill_after: float | None):
-    """Run the import; kill it ``kill_after`` seconds after it started. Returns (killed, stdout, stderr)."""
-    proc = spawn("cli", "--db", str(db), "import", str(records))
+def run_cli(db, *args: str, kill_after: float | None):
+    """Run a command; kill it ``kill_after`` seconds after it started. Returns (exit code, stdout, stderr)."""
+    proc = spawn("cli", "--db", str(db), *args)
     assert proc.stdout.readline().strip() == "started"
     if kill_after is not None:
         time.sleep(kill_after)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=120)
-    return proc.returncode == -signal.SIGKILL, out, err
+    return proc.returncode, out, err
+
+
+def run_import(db, records, kill_after: float | None):
+    """Returns (killed, stdout, stderr)."""
+    code, out, err = run_cli(db, "import", str(records), kill_after=kill_after)
+    return code == -signal.SIGKILL, out, err
 
 
 def remove_store(db) -> None:
@@ -115,15 +121,9 @@ def stored_notes(db) -> set[tuple]:
 
 
 def run_index(db, folder, kill_after: float | None):
-    proc = spawn("cli", "--db", str(db), "index", str(folder))
-    assert proc.stdout.readline().strip() == "started"
-    if kill_after is not None:
-        time.sleep(kill_after)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode in (0, -signal.SIGKILL) and "Traceback" not in err, err
-    return proc.returncode == -signal.SIGKILL
+    code, _, err = run_cli(db, "index", str(folder), kill_after=kill_after)
+    assert code in (0, -signal.SIGKILL) and "Traceback" not in err, err
+    return code == -signal.SIGKILL
 
 
 def killed_index_run(db, folder, rng, longest: float) -> bool:

@@ -29,6 +29,12 @@ def add_context_args(parser, branch: bool = True) -> None:
         parser.add_argument("--branch", help="branch (default: the current git branch)")
 
 
+def add_secrets_arg(parser) -> None:
+    parser.add_argument("--allow-secrets", action="store_true",
+                        help="store text that looks like a credential as it is (default: refuse; "
+                             "CAPTAIN_MEMO_REDACT_SECRETS=1 stores it redacted)")
+
+
 def context(args) -> GitContext:
     """The caller's git context, with --project and --branch applied."""
     ctx = git_context()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from captain_memo.commands._common import add_context_args, age, context, open_engine, parse_date, print_json
+from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_engine, parse_date, print_json
 from captain_memo.store import KINDS, NewMemory, Source
 
 
@@ -18,9 +18,7 @@ def register(sub) -> None:
     p.add_argument("--lines", help="line range in that file, like 10-24")
     p.add_argument("--date", help="when it was written (ISO date; default now)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--allow-secrets", action="store_true",
-                   help="store text that looks like a credential as it is (default: refuse; "
-                        "CAPTAIN_MEMO_REDACT_SECRETS=1 stores it redacted)")
+    add_secrets_arg(p)
     add_context_args(p)
     p.set_defaults(run=remember)
 

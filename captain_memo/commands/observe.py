@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from captain_memo.commands._common import add_context_args, context, open_engine, print_json
+from captain_memo.commands._common import add_context_args, add_secrets_arg, context, open_engine, print_json
 from captain_memo.store import NewMemory, Source
 
 MAX_TITLE_CHARS = 120
@@ -18,9 +18,7 @@ def register(sub) -> None:
     p.add_argument("text", nargs="*", help="the text (read from stdin when absent); its first line is the title")
     p.add_argument("--file", help="the file the observation is about")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--allow-secrets", action="store_true",
-                   help="store text that looks like a credential as it is (default: refuse; "
-                        "CAPTAIN_MEMO_REDACT_SECRETS=1 stores it redacted)")
+    add_secrets_arg(p)
     add_context_args(p)
     p.set_defaults(run=run)
 
