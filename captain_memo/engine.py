@@ -112,9 +112,14 @@ class Engine:
         """Store a batch with one embedding call; an exact duplicate already stored is skipped (None),
         so an interrupted import can simply be run again."""
         prepared = [self.prepare(m) for m in memories]
-        todo = [(clean, chunks) for clean, chunks in prepared
-                if not (skip_duplicates and self.store.find_by_hash(
-                    content_hash(clean.kind, clean.title, clean.body), clean.project))]
+        todo, seen = [], set()
+        for clean, chunks in prepared:
+            key = (content_hash(clean.kind, clean.title, clean.body), clean.project)
+            # A repeat within the batch counts as stored: it would be once the batch commits.
+            if skip_duplicates and (key in seen or self.store.find_by_hash(*key)):
+                continue
+            seen.add(key)
+            todo.append((clean, chunks))
         flat = [chunk for _, chunks in todo for chunk in chunks]
         vectors = self.try_embed(flat) if flat else None
         ids: dict[int, int] = {}
