@@ -192,6 +192,8 @@ class Engine:
         query = validation.checked_text("query", query, MAX_QUERY_CHARS)
         if not query.strip():
             raise InputError("the query is empty")
+        if limit is not None and limit < 1:  # 0 returned the default number of hits, -1 one hit
+            raise InputError(f"the number of hits must be at least 1, not {limit}")
         cfg = cfg or rank_config(profile)
         scope = Scope(project, all_projects)
         pool, answered, failures = self.candidates(query, scope, cfg, legs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 
@@ -39,10 +40,17 @@ def register(sub) -> None:
 
 
 def _lines(text: str | None) -> tuple[int | None, int | None]:
+    """``--lines 10`` or ``--lines 10-24``: line numbers from 1, the second not before the first."""
+    from captain_memo.errors import InputError
+    from captain_memo.records import MAX_LINE
+
     if not text:
         return None, None
-    start, _, end = text.partition("-")
-    return int(start), int(end or start)
+    found = re.fullmatch(r"\s*(\d{1,10})\s*(?:-\s*(\d{1,10})\s*)?", text)
+    start, end = (int(found[1]), int(found[2] or found[1])) if found else (0, 0)
+    if not 1 <= start <= end <= MAX_LINE:
+        raise InputError(f"--lines {text!r}: give a line or a range of lines from 1, like 10 or 10-24")
+    return start, end
 
 
 def remember(args) -> int:
