@@ -8,6 +8,7 @@ import time
 
 from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_engine, parse_date, print_json
 from captain_memo.store import KINDS, NewMemory, Source
+from captain_memo.terminal import block, one_line
 
 
 def register(sub) -> None:
@@ -96,13 +97,13 @@ def show(args) -> int:
     if args.json:
         print_json(memory_json(m))
         return 0
-    print(f"#{m.id} [{m.kind}] {m.display_title}")
+    print(f"#{m.id} [{m.kind}] {one_line(m.display_title)}")
     meta = [f"{age(time.time() - m.created_at)} old", m.branch and f"branch {m.branch}", m.source.describe()]
     if m.superseded_by:
         meta.append(f"superseded by #{m.superseded_by}")
-    print("   " + " · ".join(x for x in meta if x))
+    print("   " + one_line(" · ".join(x for x in meta if x)))
     print()
-    print(m.body)
+    print(block(m.body))
     return 0
 
 
@@ -124,7 +125,7 @@ def supersede(args) -> int:
         if args.list:
             for m in engine.store.superseded():
                 how = "auto" if m[2] else "manual"
-                print(f"#{m[0]} superseded by #{m[1]} ({how}): {m[3]}")
+                print(f"#{m[0]} superseded by #{m[1]} ({how}): {one_line(m[3])}")
             return 0
         if args.undo is not None:
             engine.unsupersede(args.undo)
