@@ -92,16 +92,22 @@ class Bounds:
         """Why ``value`` is refused, or None when it is accepted."""
         below = value <= self.low if self.low_excluded else value < self.low
         if below or value > self.high:
-            low = f"above {self.low:g}" if self.low_excluded else f"from {self.low:g}"
-            return f"must be {low} to {self.high:g}: {self.why}"
+            return f"must be {self.describe()}: {self.why}"
         return None
+
+    def describe(self) -> str:
+        def number(x: float) -> str:
+            return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+        return f"{'above' if self.low_excluded else 'from'} {number(self.low)} to {number(self.high)}"
 
 
 # The range of every number setting. Ranges keep stored Tide state recoverable (a stability of 0
 # never grows again) and scores finite (weights of 1e308 gave a score of inf): every multiplier is
 # at most 100, so the product of the few a hit can get stays far from overflow. A number setting
 # not listed gets DEFAULT_BOUNDS.
-MULTIPLIER = Bounds(0, 100, "a multiplier beyond 100 only rescales every score")
+MULTIPLIER = Bounds(0, 100, "a weight beyond 100 only rescales scores, and bounded weights keep them finite")
+TIDE_RATE = Bounds(0, 100, "a Tide rate beyond 100 reaches the cap at the first surfacing")
 SHARE = Bounds(0, 1, "it is a fraction")
 STABILITY = Bounds(0.1, 36_500, "stability is in days; below 0.1 an observation sinks at once and cannot recover")
 BOUNDS: dict[str, Bounds] = {
@@ -121,12 +127,12 @@ BOUNDS: dict[str, Bounds] = {
     "temporal_top_n": Bounds(0, 1_000_000, "a number of candidates (0 switches recency off)"),
     "tide_initial_stability": STABILITY,
     "tide_max_stability": STABILITY,
-    "tide_age_weight": MULTIPLIER,
+    "tide_age_weight": TIDE_RATE,
     "tide_floor": SHARE,
-    "tide_growth": MULTIPLIER,
-    "tide_gain_auto": MULTIPLIER,
-    "tide_gain_search": MULTIPLIER,
-    "tide_gain_open": MULTIPLIER,
+    "tide_growth": TIDE_RATE,
+    "tide_gain_auto": TIDE_RATE,
+    "tide_gain_search": TIDE_RATE,
+    "tide_gain_open": TIDE_RATE,
     "tide_dormant_buoyancy": SHARE,
     "tide_dormant_days": Bounds(0, 36_500, "an age in days"),
 }

@@ -226,3 +226,12 @@ def test_huge_weights_never_give_an_infinite_score(engine, monkeypatch):
         monkeypatch.setenv(var(name), "1e308")
     result = engine.recall("deploy billing_service", branch="main", all_projects=True)
     assert result.hits and all(math.isfinite(hit.score) for hit in result.hits)
+
+
+def test_the_configuration_page_lists_every_range():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "doc" / "configuration.md").read_text(encoding="utf-8")
+    for name in NUMBERS:
+        limits = config.bounds(name)
+        assert f"| `{var(name)}` | {limits.describe()} | {limits.why} |" in doc, name
