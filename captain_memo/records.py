@@ -53,8 +53,12 @@ def _optional_text(name: str, value) -> str | None:
 
 
 def json_type(value) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "true or false", type(None): "null"}
-    return names.get(type(value), "a number")
+    """What a refused value is, as the JSON shows it: its type, or a number itself."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return {dict: "an object", list: "a list", str: "a string", bool: "true or false"}.get(type(value), "null")
 
 
 def _line(name: str, value) -> int | None:
