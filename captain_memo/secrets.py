@@ -7,8 +7,10 @@ findings unless the user allowed them or redaction is on, and returns what will 
 so the caller can warn. ``scan`` alone is there for a caller that wants to show findings its own way.
 
 The patterns are the token shapes vendors document as fixed prefixes, so a hit is rarely a false
-alarm; the generic ``password = ...`` rule skips values that are code (``os.environ[...]``,
-``self.password``, ``None``) or placeholders (``$VAR``, ``<token>``, ``***``).
+alarm, and shapes that name where a value sits (a URL's password, an Authorization header,
+``mysql -p``, an Azure connection string, a ``password = ...`` assignment), which skip values that
+are placeholders (``$VAR``, ``<token>``, ``***``) and, unquoted in an assignment, code
+(``os.environ[...]``, ``self.password``, ``None``).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class Finding:
     line: int  # 1-based line of the span's start
     start: int  # character offsets of the secret itself in the scanned text
     end: int
-    preview: str  # at most a quarter of the secret's first line, then a mask
+    preview: str  # at most a quarter of the secret (a private key: its armour line), then a mask
     field: str = "text"  # text | title
 
     def describe(self) -> str:
