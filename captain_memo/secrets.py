@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, replace
 
 from captain_memo.errors import InputError
+from captain_memo.terminal import one_line
 
 REDACT_ENV = "CAPTAIN_MEMO_REDACT_SECRETS"
 
@@ -124,7 +125,7 @@ def preview(secret: str) -> str:
     armour = ARMOUR.match(secret)
     if armour:
         return armour.group(0) + "…"
-    return secret[: min(4, len(secret) // 4)] + "…"
+    return one_line(secret[: min(4, len(secret) // 4)]) + "…"  # it is printed in warnings
 
 
 def _masked(text: str, spans: list[tuple[int, int]]) -> str:
