@@ -347,7 +347,7 @@ class EditorService:
     def save(self, settings: EditorSettings, args: dict) -> dict:
         """Store a selection or a note; text that looks like it holds credentials is handled by the
         ``secrets`` policy: the request's (the user's answer) or the settings'."""
-        from captain_memo.store.models import NewMemory, Source
+        from captain_memo.records import NewMemory, Source
 
         text, title = args.get("text", ""), args.get("title") or ""
         policy = _choice(args, "secrets", SECRET_POLICIES) or settings.secrets

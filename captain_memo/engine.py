@@ -19,9 +19,10 @@ from captain_memo.ranking import lifecycle
 from captain_memo.ranking.candidates import Candidate
 from captain_memo.ranking.fusion import min_max
 from captain_memo.ranking.pipeline import RankRequest, rank_pool, cut
-from captain_memo.ranking.query import analyse, fts_match
+from captain_memo.ranking.query import STOPWORDS, analyse, fts_match
 from captain_memo.ranking.result import RecallResult
-from captain_memo.store import Memory, NewMemory, Store
+from captain_memo.records import Memory, NewMemory
+from captain_memo.store import Store
 from captain_memo.store.db import store_error
 from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, keyword_scores, selective_match
 
@@ -34,6 +35,7 @@ MAX_QUERY_CHARS = 10_000
 class Engine:
     def __init__(self, store: Store, embedder, vector_index=None):
         self.store = store
+        store.initial_stability = rank_config().tide_initial_stability
         self.embedder = embedder
         self.queries = QueryCache(embedder)
         self.index = vector_index or SqliteVecIndex(store)
@@ -236,7 +238,7 @@ class Engine:
         return self._build(vector_hits, keyword_hits), tuple(found), failures
 
     def _keyword_leg(self, match: str | None, scope: Scope, k: int):
-        match = selective_match(self.store, match)  # common words left out at scale (store/search.py)
+        match = selective_match(self.store, match, STOPWORDS)  # common words left out at scale (store/search.py)
         return keyword_leg(self.store, match, scope, k), match
 
     def _describe_failure(self, exc: Exception) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 from captain_memo.errors import InputError
-from captain_memo.store.models import KINDS
+from captain_memo.records import KINDS
 
 MAX_BODY_CHARS = 1_000_000
 MAX_TITLE_CHARS = 1_000
@@ -72,3 +73,16 @@ def checked_kind(kind: str) -> str:
 
 def checked_optional(name: str, value: str | None) -> str | None:
     return None if value is None else checked_text(name, value, MAX_FIELD_CHARS)
+
+
+def parse_date(text: str | None) -> float | None:
+    """ISO date or datetime (naive means UTC) to epoch seconds."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"cannot read the date {text!r}; use ISO form like 2026-03-01 or 2026-03-01T09:30") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from captain_memo.ranking.candidates import Candidate
-from captain_memo.store.models import Memory, Source
+from captain_memo.records import Memory, Source
 
 DAY = 86400.0
 SAMPLE = Path(__file__).resolve().parent.parent / "captain_memo" / "data" / "sample_notes.jsonl"

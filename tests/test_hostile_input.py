@@ -26,7 +26,7 @@ from captain_memo.ranking.candidates import Candidate
 from captain_memo.ranking.fusion import min_max
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
 from captain_memo.ranking.query import analyse, fts_match
-from captain_memo.store.models import KINDS, Memory, NewMemory, Source
+from captain_memo.records import KINDS, Memory, NewMemory, Source
 from captain_memo.validation import MAX_BODY_CHARS, MAX_FIELD_CHARS, MAX_TITLE_CHARS
 
 QUERY_EXAMPLES = 600

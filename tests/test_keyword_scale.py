@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from captain_memo.ranking.query import fts_match
+from captain_memo.ranking.query import STOPWORDS, fts_match
 from captain_memo.store import NewMemory, Store
 from captain_memo.store import search
 from captain_memo.store.search import Scope, keyword_leg, selective_match
@@ -54,18 +54,18 @@ def small_limits(monkeypatch):
 
 
 def test_common_phrases_are_left_out_when_a_rarer_one_is_there(store, small_limits):
-    assert selective_match(store, fts_match("the cache zebra")) == '"zebra"'  # 150, 50 and 5 notes
-    assert selective_match(store, fts_match("zebra")) == '"zebra"'
-    assert selective_match(store, fts_match("the deploy")) == '"deploy"'  # all common: not a stopword
-    assert selective_match(store, fts_match("the queue deploy cache")) == '"cache"'  # all common: the rarest
-    assert selective_match(store, fts_match("the")) == '"the"'
-    assert selective_match(store, None) is None
+    assert selective_match(store, fts_match("the cache zebra"), STOPWORDS) == '"zebra"'  # 150, 50 and 5 notes
+    assert selective_match(store, fts_match("zebra"), STOPWORDS) == '"zebra"'
+    assert selective_match(store, fts_match("the deploy"), STOPWORDS) == '"deploy"'  # all common: not a stopword
+    assert selective_match(store, fts_match("the queue deploy cache"), STOPWORDS) == '"cache"'  # all common: the rarest
+    assert selective_match(store, fts_match("the"), STOPWORDS) == '"the"'
+    assert selective_match(store, None, STOPWORDS) is None
 
 
 def test_nothing_is_left_out_of_a_small_store(store):
     # 150 chunks, far below the 5,000 a phrase must exceed: the query is untouched.
     match = fts_match("the cache zebra")
-    assert selective_match(store, match) == match
+    assert selective_match(store, match, STOPWORDS) == match
 
 
 def test_recall_searches_the_selective_phrases(db_file, hash_embedder, small_limits):

@@ -90,7 +90,7 @@ def recall_at_10(found: list[dict], truth: list[dict]) -> float:
 
 def measure(db: Path, embed: bool = True) -> dict:
     from captain_memo.engine import Engine
-    from captain_memo.ranking.query import fts_match
+    from captain_memo.ranking.query import STOPWORDS, fts_match
     from captain_memo.store import Store
     from captain_memo.store.memindex import MemIndex
     from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, selective_match
@@ -135,7 +135,7 @@ def measure(db: Path, embed: bool = True) -> dict:
     out["rss_memindex_mb"] = round(rss_mb(), 1)
 
     # 4. The keyword leg alone.
-    _, t = timed(lambda i: keyword_leg(store, selective_match(store, fts_match(queries.texts[i])), project_scopes[i], k),
+    _, t = timed(lambda i: keyword_leg(store, selective_match(store, fts_match(queries.texts[i]), STOPWORDS), project_scopes[i], k),
                  items)
     out["keyword"] = asdict(Timing.of(t))
 
@@ -160,7 +160,7 @@ def measure(db: Path, embed: bool = True) -> dict:
     rng = np.random.default_rng(99)
     vectors = rng.standard_normal((ADDS, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    from captain_memo.store import NewMemory
+    from captain_memo.records import NewMemory
 
     started = time.perf_counter()
     added = []

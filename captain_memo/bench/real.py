@@ -60,7 +60,8 @@ def check(folders: list[str], cache_dir: Path | None = None, progress: bool = Tr
     from captain_memo.engine import Engine
     from captain_memo.evaluation.cache import CachedEmbedder, EmbeddingCache, default_cache_dir
     from captain_memo.evaluation.data import load
-    from captain_memo.store import NewMemory, Store
+    from captain_memo.records import NewMemory
+    from captain_memo.store import Store
 
     embedder = CachedEmbedder(LocalEmbedder(), EmbeddingCache(cache_dir or default_cache_dir()), progress=progress)
     names, query_texts = [], []

@@ -64,22 +64,5 @@ def age(seconds: float) -> str:
     return f"{days / 365:.0f}y"
 
 
-def parse_date(text: str | None) -> float | None:
-    """ISO date or datetime (naive means UTC) to epoch seconds."""
-    if not text:
-        return None
-    from datetime import datetime, timezone
-
-    from captain_memo.errors import InputError
-
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"cannot read the date {text!r}; use ISO form like 2026-03-01 or 2026-03-01T09:30") from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.timestamp()
-
-
 def now() -> float:
     return time.time()

@@ -8,8 +8,8 @@ from pathlib import Path
 from captain_memo.commands._common import add_context_args, context, open_engine
 from captain_memo.errors import InputError
 from captain_memo.progress import Progress
-from captain_memo.records import read_import
-from captain_memo.store import NewMemory
+from captain_memo.import_records import read_import
+from captain_memo.records import NewMemory
 
 BATCH = 32
 

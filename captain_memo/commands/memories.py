@@ -6,8 +6,9 @@ import re
 import sys
 import time
 
-from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_engine, parse_date, print_json
-from captain_memo.store import KINDS, NewMemory, Source
+from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_engine, print_json
+from captain_memo.validation import parse_date
+from captain_memo.records import KINDS, NewMemory, Source
 from captain_memo.terminal import block, one_line
 
 
@@ -43,7 +44,7 @@ def register(sub) -> None:
 def _lines(text: str | None) -> tuple[int | None, int | None]:
     """``--lines 10`` or ``--lines 10-24``: line numbers from 1, the second not before the first."""
     from captain_memo.errors import InputError
-    from captain_memo.records import MAX_LINE
+    from captain_memo.import_records import MAX_LINE
 
     if not text:
         return None, None

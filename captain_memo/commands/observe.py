@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from captain_memo.commands._common import add_context_args, add_secrets_arg, context, open_engine, print_json
-from captain_memo.store import NewMemory, Source
+from captain_memo.records import NewMemory, Source
 
 MAX_TITLE_CHARS = 120
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from captain_memo.commands._common import open_store, print_json
 from captain_memo.config import db_path, embed_config, rank_config
 from captain_memo.ranking import lifecycle
-from captain_memo.store.models import KINDS
+from captain_memo.records import KINDS
 
 
 def register(sub) -> None:

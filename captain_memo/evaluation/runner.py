@@ -85,7 +85,8 @@ class SetResult:
 def build_store(dataset: Dataset, embedder, folder: Path, progress: bool = True):
     """An engine over a new store in ``folder`` holding every document; returns (engine, memory id -> doc id)."""
     from captain_memo.engine import Engine
-    from captain_memo.store import NewMemory, Store
+    from captain_memo.records import NewMemory
+    from captain_memo.store import Store
 
     engine = Engine(Store(folder / "eval.db"), embedder)
     doc_of: dict[int, str] = {}

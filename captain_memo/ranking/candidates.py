@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from captain_memo.store.models import Memory
+from captain_memo.records import Memory
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from captain_memo.progress import Progress
 from captain_memo.sources import sync
 from captain_memo.sources.report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
-from captain_memo.store import NewMemory, Source
+from captain_memo.records import NewMemory, Source
 
 KEY_PREFIX = "commit:"
 META_PREFIX = "git_last_commit"

@@ -29,7 +29,7 @@ from captain_memo.sources.folders import (Folder, folder_of, is_note, note_files
                                           repository_folders, repository_root)
 from captain_memo.sources.report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
-from captain_memo.store import NewMemory, Source
+from captain_memo.records import NewMemory, Source
 from captain_memo.validation import without_private
 
 log = logging.getLogger("captain_memo")

@@ -15,7 +15,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from captain_memo.chunking import content_hash
-from captain_memo.store import NewMemory, Store
+from captain_memo.records import NewMemory
+from captain_memo.store import Store
 from captain_memo.store.store import vector_blob
 
 

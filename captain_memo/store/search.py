@@ -71,8 +71,9 @@ COMMON_PHRASE_FLOOR = 5_000
 COMMON_PHRASE_SHARE = 0.01
 
 
-def selective_match(store: Store, match: str | None) -> str | None:
-    """``match`` (an OR of quoted phrases from ``fts_match``) without its too common phrases."""
+def selective_match(store: Store, match: str | None, stopwords: frozenset[str]) -> str | None:
+    """``match`` (an OR of quoted phrases from ``fts_match``) without its too common phrases;
+    ``stopwords`` are never chosen as the one phrase kept when every phrase is common."""
     if match is None:
         return None
     chunks = store.conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0]  # ids ~ count, O(log n)
@@ -85,11 +86,9 @@ def selective_match(store: Store, match: str | None) -> str | None:
         return " OR ".join(kept)
     # Every phrase is common: search the rarest one that is not a stopword. Keeping them all cost
     # 100-400 ms at a million chunks (325,000 matching rows for "fix the gakibu felmoqua ... test").
-    from captain_memo.ranking.query import STOPWORDS
-
     rarest, fewest = None, 8 * limit + 1
     for phrase in phrases:
-        if phrase.strip('"') not in STOPWORDS:
+        if phrase.strip('"') not in stopwords:
             rows = _rows_up_to(store, phrase, fewest)
             if rows < fewest:
                 rarest, fewest = phrase, rows

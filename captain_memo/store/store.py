@@ -9,9 +9,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from captain_memo.chunking import content_hash
+from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError
 from captain_memo.store.db import Database
-from captain_memo.store.models import Chunk, Memory, NewMemory, Source
+from captain_memo.records import Chunk, Memory, NewMemory, Source
 
 # What SQLite can bind: a larger id raised OverflowError; no memory can have it.
 SQLITE_INTEGERS = range(-2**63, 2**63)
@@ -41,12 +42,9 @@ def vector_blob(vector: np.ndarray) -> bytes:
 class Store(Database):
     """All reads and writes of memories; every write is one transaction."""
 
-    def __init__(self, path: Path | str, initial_stability: float | None = None):
+    def __init__(self, path: Path | str, initial_stability: float = RankConfig.tide_initial_stability):
         super().__init__(path)
-        if initial_stability is None:
-            from captain_memo.config import rank_config
-
-            initial_stability = rank_config().tide_initial_stability
+        # Tide's stability for a new memory; the engine sets it from the ranking settings in force.
         self.initial_stability = initial_stability
 
     # -- writing -------------------------------------------------------------------------
