@@ -62,10 +62,10 @@ def _run(args) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a SQLite failure mid-command gets a message; anything else is a bug
+        from captain_memo.app import readable_error
         from captain_memo.config import db_path
-        from captain_memo.store.db import store_error
 
-        error = store_error(exc, getattr(args, "db", None) or db_path())
+        error = readable_error(exc, getattr(args, "db", None) or db_path())
         if error is None:
             raise
         print(f"captain-memo: {one_line(str(error))}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """Settings: where the database lives, which embedder to use, and every ranking constant.
 
-Every ranking constant is an environment variable ``CAPTAIN_MEMO_<NAME>`` that overrides the
-chosen profile's value alone. A value that does not parse is reported once, naming the variable,
+Every field of ``RankConfig`` is an environment variable ``CAPTAIN_MEMO_<NAME>`` that overrides
+the chosen profile's value alone (constants kept in the ranking modules, such as
+``IDENTIFIER_KEYWORD_WEIGHT`` in ranking/union.py, are not). A value that does not parse is reported once, naming the variable,
 and the profile's value is used: a typo never yields NaN or a crash.
 """
 
@@ -18,6 +19,9 @@ from captain_memo.errors import ConfigError
 log = logging.getLogger("captain_memo")
 ENV_PREFIX = "CAPTAIN_MEMO_"
 _reported: set[str] = set()
+# Where `captain-memo serve-embeddings` listens by default: this machine only, next to Ollama's 11434.
+SERVE_HOST = "127.0.0.1"
+SERVE_PORT = 11435
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,7 @@ class RankConfig:
     tide_gain_open: float = 1.5
     tide_dormant_buoyancy: float = 0.30
     tide_dormant_days: float = 90.0
-    # v3 only: how far a query's shape moves weight between the legs (see ranking/fusion.py).
+    # Union fusion: lean on the keyword leg for a query holding an identifier (ranking/union.py).
     shape_weighting: bool = False
     # v3: an identifier in the keyword query also matches its parts on their own (ranking/query.py).
     keyword_identifier_parts: bool = False
@@ -73,7 +77,7 @@ PROFILES: dict[str, RankConfig] = {
         temporal_intent=False,
         tide=False,
     ),
-    # Both legs scored over the union and min-max scaled there, then weighted equally (ranking/v3.py).
+    # Both legs scored over the union and min-max scaled there, then weighted equally (ranking/union.py).
     "v3": RankConfig(profile="v3", fusion_mode="union", vector_weight=0.5, keyword_weight=0.5,
                      keyword_identifier_parts=True),
 }

@@ -6,6 +6,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -17,28 +18,30 @@ from captain_memo.embeddings.cache import QueryCache
 from captain_memo.errors import EmbeddingError, InputError, RecallError
 from captain_memo.ranking import lifecycle
 from captain_memo.ranking.candidates import Candidate
-from captain_memo.ranking.fusion import min_max
-from captain_memo.ranking.pipeline import RankRequest, rank_pool, cut
+from captain_memo.ranking.fusion import fusion_for
+from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
+from captain_memo.ranking.pool import build_pool
 from captain_memo.ranking.query import STOPWORDS, analyse, fts_match
 from captain_memo.ranking.result import RecallResult
-from captain_memo.records import Memory, NewMemory
+from captain_memo.records import BOTH_LEGS, Leg, Memory, NewMemory, RecallRequest, Surfacing
 from captain_memo.store import Store
 from captain_memo.store.db import store_error
-from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, keyword_scores, selective_match
+from captain_memo.store.search import Scope, SqliteVecIndex, VectorIndex, keyword_leg, keyword_scores, selective_match
 
 log = logging.getLogger("captain_memo")
 # Tide gains: how much a surfacing strengthens a memory, by how it surfaced.
-SURFACING = {"auto": "tide_gain_auto", "search": "tide_gain_search", "open": "tide_gain_open"}
+SURFACING = {Surfacing.AUTO: "tide_gain_auto", Surfacing.SEARCH: "tide_gain_search",
+             Surfacing.OPEN: "tide_gain_open"}
 MAX_QUERY_CHARS = 10_000
 
 
 class Engine:
-    def __init__(self, store: Store, embedder, vector_index=None):
+    def __init__(self, store: Store, embedder, vector_index: VectorIndex | None = None):
         self.store = store
         store.initial_stability = rank_config().tide_initial_stability
         self.embedder = embedder
         self.queries = QueryCache(embedder)
-        self.index = vector_index or SqliteVecIndex(store)
+        self.index: VectorIndex = vector_index or SqliteVecIndex(store)
         self._pool: ThreadPoolExecutor | None = None
         store.check_model(embedder.model_id)
         # HTTP providers learn their dimension from the first answer; the store knows it already,
@@ -48,26 +51,25 @@ class Engine:
             embedder.expect_dim(int(stored_dim))
 
     @classmethod
-    def open(cls, path: Path | str | None = None, embedder=None, memory_index: bool = False) -> "Engine":
-        """``memory_index``: search an in-memory index (store/memindex.py), built in the background;
-        for long-lived processes such as the editor host. One-shot commands keep sqlite-vec."""
+    def open(cls, path: Path | str | None = None, embedder=None,
+             index: Callable[[Store], VectorIndex] = SqliteVecIndex) -> "Engine":
+        """``index`` makes the vector index over the opened store: sqlite-vec (the default) for
+        one-shot commands, ``warm_memory_index`` for long-lived processes such as the editor host."""
         store = Store(path or db_path())
-        index = None
-        if memory_index:
-            from captain_memo.store.memindex import MemIndex
-
-            index = MemIndex(store)
-        engine = cls(store, embedder or make_embedder(embed_config()), vector_index=index)
-        if index is not None:
-            index.warm_in_background()
-        return engine
+        vector_index = index(store)
+        try:
+            return cls(store, embedder or make_embedder(embed_config()), vector_index=vector_index)
+        except BaseException:
+            vector_index.close()
+            store.close()
+            raise
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
-        for part in (self.index, self.embedder):
-            if hasattr(part, "close"):
-                part.close()
+        self.index.close()
+        if hasattr(self.embedder, "close"):  # HTTP providers hold a connection pool
+            self.embedder.close()
         self.store.close()
 
     # -- embedding ----------------------------------------------------------------------
@@ -174,54 +176,58 @@ class Engine:
     def show(self, memory_id: int, cfg: RankConfig | None = None) -> Memory:
         """A memory in full; opening counts as the strongest surfacing for Tide."""
         memory = self.store.get(memory_id)
-        self._surface([memory], "open", cfg or rank_config())
+        self._surface([memory], Surfacing.OPEN, cfg or rank_config())
         return self.store.get(memory_id)
 
-    def _surface(self, memories: list[Memory], how: str, cfg: RankConfig) -> None:
+    def _surface(self, memories: list[Memory], how: Surfacing, cfg: RankConfig) -> None:
         if not cfg.tide or not memories:
             return
         gain = getattr(cfg, SURFACING[how])
         updates = [(m.id, lifecycle.strengthened(m.stability, gain, cfg)) for m in memories]
-        self.store.record_surfacing(updates, time.time(), opened=how == "open")
+        self.store.record_surfacing(updates, time.time(), opened=how is Surfacing.OPEN)
 
     # -- recall -------------------------------------------------------------------------
 
-    def recall(self, query: str, project: str | None = None, branch: str | None = None, limit: int | None = None,
-               profile: str | None = None, all_projects: bool = False, how: str = "search",
-               record: bool = True, legs: tuple[str, ...] = ("vector", "keyword"),
-               cfg: RankConfig | None = None) -> RecallResult:
+    def recall(self, request: RecallRequest | str, **options) -> RecallResult:
+        """Search, rank and explain. ``request`` is a RecallRequest, or the query text with the
+        request's other fields as keywords (``engine.recall("retry policy", limit=5)``)."""
+        if isinstance(request, str):
+            request = RecallRequest(request, **options)
+        elif options:
+            raise TypeError("recall takes a RecallRequest or a query with keywords, not both")
         started = time.perf_counter()
-        query = validation.checked_text("query", query, MAX_QUERY_CHARS)
+        query = validation.checked_text("query", request.query, MAX_QUERY_CHARS)
         if not query.strip():
             raise InputError("the query is empty")
+        limit = request.limit
         if limit is not None and limit < 1:  # 0 returned the default number of hits, -1 one hit
             raise InputError(f"the number of hits must be at least 1, not {limit}")
-        cfg = cfg or rank_config(profile)
-        scope = Scope(project, all_projects)
-        pool, answered, failures = self.candidates(query, scope, cfg, legs)
+        cfg = request.cfg or rank_config(request.profile)
+        scope = Scope(request.project, request.all_projects)
+        pool, answered, failures = self.candidates(query, scope, cfg, request.legs)
         now = time.time()
-        req = RankRequest(analyse(query, cfg.rare_token_min_length), branch, now, limit or cfg.result_limit)
+        req = RankRequest(analyse(query, cfg.rare_token_min_length), request.branch, now, limit or cfg.result_limit)
         ranked = rank_pool(pool, req, cfg)
         hits = cut(ranked, req.limit)
-        if record:
-            self._surface([c.memory for c in hits], how, cfg)
-        if "vector" in answered and self.store.pending_chunks(1):
+        if request.record:
+            self._surface([c.memory for c in hits], Surfacing(request.how), cfg)
+        if Leg.VECTOR in answered and self.store.pending_chunks(1):
             # The embedder answers again: give chunks saved while it was down their vectors.
             self._backfill_quietly()
         return RecallResult(query, cfg.profile, tuple(hits), answered, failures,
                             (time.perf_counter() - started) * 1000, len(pool))
 
-    def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[str, ...] = ("vector", "keyword")):
+    def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[Leg, ...] = BOTH_LEGS):
         """Run the legs concurrently, each catching its own error; build the candidate pool."""
         match = fts_match(query, cfg.keyword_identifier_parts)
         k = cfg.candidates_per_leg
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="captain-memo-leg")
         jobs = {}
-        if "vector" in legs:
-            jobs["vector"] = self._pool.submit(self._vector_leg, query, scope, k)
-        if "keyword" in legs:
-            jobs["keyword"] = self._pool.submit(self._keyword_leg, match, scope, k)
+        if Leg.VECTOR in legs:
+            jobs[Leg.VECTOR.value] = self._pool.submit(self._vector_leg, query, scope, k)
+        if Leg.KEYWORD in legs:
+            jobs[Leg.KEYWORD.value] = self._pool.submit(self._keyword_leg, match, scope, k)
         found, failures = {}, {}
         for leg, job in jobs.items():
             try:
@@ -233,9 +239,11 @@ class Engine:
             raise RecallError("both search legs failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()))
         vector_hits, query_vec = found.get("vector", ({}, None))
         keyword_hits, match = found.get("keyword", (None, match))
-        if cfg.fusion_mode == "union":
+        union = fusion_for(cfg).scores_union
+        if union:
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
-        return self._build(vector_hits, keyword_hits), tuple(found), failures
+        rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits or {})))
+        return build_pool(vector_hits, keyword_hits, rows, scale_keyword=not union), tuple(found), failures
 
     def _keyword_leg(self, match: str | None, scope: Scope, k: int):
         match = selective_match(self.store, match, STOPWORDS)  # common words left out at scale (store/search.py)
@@ -253,7 +261,7 @@ class Engine:
         return self.index.knn(query_vec, scope, k), query_vec
 
     def _score_union(self, vector_hits, keyword_hits, query_vec, match):
-        """v3: give every candidate both scores, so neither index's blind spot decides alone."""
+        """Give every candidate both scores, so neither index's blind spot decides alone (union fusion)."""
         union = set(vector_hits) | set(keyword_hits or {})
         if query_vec is not None:
             missing = [i for i in union if i not in vector_hits]
@@ -262,16 +270,3 @@ class Engine:
             missing = [i for i in union if i not in keyword_hits]
             keyword_hits = {**keyword_hits, **keyword_scores(self.store, match, missing)}
         return vector_hits, keyword_hits
-
-    def _build(self, vector_hits: dict[int, float], keyword_hits: dict[int, float] | None) -> list[Candidate]:
-        keyword_hits = keyword_hits or {}
-        normalised = min_max(keyword_hits)
-        vector_rank = {cid: i + 1 for i, cid in enumerate(sorted(vector_hits, key=lambda c: -vector_hits[c]))}
-        keyword_rank = {cid: i + 1 for i, cid in enumerate(sorted(keyword_hits, key=lambda c: -keyword_hits[c]))}
-        rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits)))
-        return [
-            Candidate(chunk_id=cid, memory=memory, text=text, vector=vector_hits.get(cid),
-                      keyword=normalised.get(cid), bm25=keyword_hits.get(cid), vector_rank=vector_rank.get(cid),
-                      keyword_rank=keyword_rank.get(cid))
-            for cid, (text, memory) in rows.items()
-        ]

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from captain_memo.config import RankConfig
 
 KINDS = ("memory", "skill", "observation")
 
@@ -79,3 +84,80 @@ class Chunk:
     seq: int
     text: str
     content_hash: str
+
+
+DAY = 86_400.0  # seconds; ages and Tide's clock are counted in days
+
+
+class Leg(str, Enum):
+    """A search leg. A str enum: ``Leg.VECTOR == "vector"``, as recall traces and JSON name them."""
+
+    VECTOR = "vector"
+    KEYWORD = "keyword"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+BOTH_LEGS = (Leg.VECTOR, Leg.KEYWORD)
+
+
+class Surfacing(str, Enum):
+    """How a memory came to the user's eyes; Tide strengthens it by a gain for each (config.py)."""
+
+    AUTO = "auto"  # shown without being asked (hover, hint)
+    SEARCH = "search"  # in a result list the user asked for
+    OPEN = "open"  # opened in full
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """One recall: the query and where it is asked from, and how to run it.
+
+    ``limit`` None means the profile's result limit; ``record`` False leaves Tide untouched (the
+    evaluation, a hint count); ``cfg`` overrides ``profile`` with a whole ranking configuration.
+    """
+
+    query: str
+    project: str | None = None
+    branch: str | None = None
+    limit: int | None = None
+    profile: str | None = None
+    all_projects: bool = False
+    how: Surfacing = Surfacing.SEARCH
+    record: bool = True
+    legs: tuple[Leg, ...] = BOTH_LEGS
+    cfg: RankConfig | None = None
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """A superseded memory: its id, the memory that replaced it, whether that was automatic, its title."""
+
+    old_id: int
+    new_id: int
+    automatic: bool
+    title: str
+
+
+# -- the JSON form of the records, one place for every front end (doc/json.md) -----------------
+
+
+def source_json(source: Source, label: bool = False) -> dict:
+    """A source as JSON; ``label`` adds the one-line description lists show (a recall hit, the editor)."""
+    data = {"path": source.path, "line_start": source.line_start, "line_end": source.line_end,
+            "commit": source.commit, "origin": source.origin, "filetype": source.filetype}
+    if label:
+        data["label"] = source.describe()
+    return data
+
+
+def memory_json(m: Memory) -> dict:
+    """A memory in full as JSON (`show --json`, the editor's open, a recall hit's memory)."""
+    return {"id": m.id, "kind": m.kind, "title": m.title, "body": m.body, "created_at": m.created_at,
+            "updated_at": m.updated_at, "project": m.project, "branch": m.branch, "source": source_json(m.source),
+            "superseded_by": m.superseded_by, "stability": m.stability, "last_surfaced": m.last_surfaced,
+            "opened_in_full": m.opened_in_full, "tags": list(m.tags)}

@@ -67,14 +67,15 @@ def sample_db(tmp_path_factory, embedder) -> Path:
     session); copy it before writing to it."""
     key = embedder.model_id
     if key not in _sample_cache:
-        from captain_memo.commands.importer import import_memories, read_records
+        from captain_memo.app import Memo
+        from captain_memo.commands.importer import read_records
         from captain_memo.engine import Engine
         from captain_memo.store import Store
 
         path = tmp_path_factory.mktemp("sample") / "sample.db"
         engine = Engine(Store(path), embedder)
         try:
-            import_memories(engine, read_records(str(SAMPLE), None))
+            Memo.over(engine).import_memories(read_records(str(SAMPLE), None))
         finally:
             engine.close()
         _sample_cache[key] = path

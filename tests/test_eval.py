@@ -224,7 +224,7 @@ def test_an_identifier_is_one_phrase_unless_v3_asks_for_its_parts(engine):
 def test_v3_puts_both_legs_on_one_scale_and_weighs_them_equally(engine):
     from captain_memo.config import PROFILES
     from captain_memo.ranking.candidates import Candidate
-    from captain_memo.ranking.v3 import union_fuse
+    from captain_memo.ranking.union import union_fuse
     from captain_memo.store import NewMemory
 
     memory = engine.store.get(engine.remember(NewMemory(body="x")))

@@ -104,12 +104,12 @@ def test_no_stored_value_makes_recall_json_invalid(cli_env, tmp_path, capsys):
 @pytest.mark.parametrize("gap", [0, 1, 40, 41])
 def test_the_same_content_in_the_same_project_is_stored_once_wherever_it_sits(engine, gap):
     """Three identical lines in one batch were stored three times; 41 lines apart, once."""
-    from captain_memo.commands.importer import import_memories
+    from captain_memo.app import Memo
 
     filler = [json.dumps({"text": f"filler note {i}"}) for i in range(gap)]
     same = json.dumps({"text": "the deploy needs the VPN", "title": "deploy"})
     found = read_import(lines_of(same, *filler, same, same, json.dumps({**json.loads(same), "project": "other"})), None)
-    added, skipped = import_memories(engine, list(found.memories))
+    added, skipped = Memo.over(engine).import_memories(list(found.memories))
     assert (added, skipped) == (gap + 2, 2)
     rows = engine.store.conn.execute("SELECT project FROM memories WHERE title = 'deploy' ORDER BY id").fetchall()
     assert rows == [(None,), ("other",)]

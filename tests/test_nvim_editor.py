@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from captain_memo.app import Memo
 from captain_memo.editor import ContextCache, EditorService, health_report
 from captain_memo.engine import Engine
 from captain_memo.store import NewMemory, Store
@@ -34,7 +35,7 @@ class Replies:
 @pytest.fixture
 def service(db_file, hash_embedder):
     replies = Replies()
-    svc = EditorService(replies, engine_factory=lambda settings: Engine(Store(settings.db), hash_embedder))
+    svc = EditorService(replies, memo_factory=lambda settings: Memo(settings.db, hash_embedder))
     svc.replies = replies
     yield svc
     svc.close()
@@ -135,7 +136,7 @@ def test_an_unexpected_failure_is_marked_internal_and_logged(db_file, tmp_path):
     def broken(settings):
         raise RuntimeError("disk on fire\nsecond line")
 
-    svc = EditorService(replies, engine_factory=broken)
+    svc = EditorService(replies, memo_factory=broken)
     log_file = tmp_path / "log" / "captain-memo.log"
     reply = svc.handle({"id": 3, "op": "recall", "settings": {"db": str(db_file), "log_file": str(log_file)},
                         "args": {"query": "x"}})
@@ -160,9 +161,9 @@ def test_a_newer_request_on_a_channel_supersedes_a_queued_one(db_file, hash_embe
 
     def slow_engine(settings):
         gate.wait(20)
-        return Engine(Store(settings.db), hash_embedder)
+        return Memo(settings.db, hash_embedder)
 
-    svc = EditorService(replies, engine_factory=slow_engine)
+    svc = EditorService(replies, memo_factory=slow_engine)
     path = str(repo / "src" / "billing" / "price.py")
     try:
         svc.submit({**request(db_file, "save", rid=1, text="first note", context=path)})
@@ -257,7 +258,7 @@ def test_the_secrets_setting_decides_without_asking(service, db_file, repo):
 def test_index_re_reads_a_note_under_a_configured_folder_and_ignores_other_files(hash_embedder, repo, tmp_path):
     db = tmp_path / "fresh" / "memo.db"
     replies = Replies()
-    svc = EditorService(replies, engine_factory=lambda settings: Engine(Store(settings.db), hash_embedder))
+    svc = EditorService(replies, memo_factory=lambda settings: Memo(settings.db, hash_embedder))
     readme = repo / "README.md"
     readme.write_text("# Shop\n\nNot a note folder.\n")
     decision = repo / "docs" / "decisions" / "0001-queue.md"
@@ -297,7 +298,7 @@ def test_a_damaged_database_mid_request_is_one_line_and_the_file_is_reopened_nex
     with open(db, "r+b") as handle:  # real damage: the memories table's root page overwritten
         handle.seek((page - 1) * 4096)
         handle.write(os.urandom(4096))
-    svc = EditorService(Replies(), engine_factory=lambda settings: Engine(Store(settings.db), hash_embedder))
+    svc = EditorService(Replies(), memo_factory=lambda settings: Memo(settings.db, hash_embedder))
     try:
         for op, args in (("recall", {"query": "service 7 port"}), ("save", {"text": "new"}), ("open", {"id": 7})):
             reply = svc.handle(request(db, op, **args))

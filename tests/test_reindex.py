@@ -24,7 +24,7 @@ from captain_memo.embeddings.http import OllamaEmbedder
 from captain_memo.engine import Engine
 from captain_memo.errors import EmbeddingError, ModelMismatchError
 from captain_memo.progress import Progress
-from captain_memo.reindex import DONE_TABLE, pending_target, reindex
+from captain_memo.store.reindex import DONE_TABLE, pending_target, reindex
 from captain_memo.store import NewMemory, Store
 from embed_support import (MODEL, REPO, GatedEmbedder, embed_server, provider_env, start_server,  # noqa: F401
                            stop_server)
@@ -86,7 +86,7 @@ def assert_one_model(db, embedders: dict) -> str:
             "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%' AND name != 'chunks_fts'")}
         pending = pending_target(store)
         if pending is None:
-            assert virtual == {live} and not store.table_exists(DONE_TABLE)
+            assert virtual == {live} and conn.execute(f"SELECT count(*) FROM {DONE_TABLE}").fetchone()[0] == 0
         else:
             assert virtual <= {live, pending[0]} and live in virtual
         texts = dict(conn.execute("SELECT id, text FROM chunks WHERE has_vector = 1"))

@@ -15,7 +15,7 @@ import pytest
 from captain_memo.cli import main
 from captain_memo.embeddings.http import OllamaEmbedder, OpenAIEmbedder
 from captain_memo.engine import Engine
-from captain_memo.reindex import fill_missing
+from captain_memo.store.reindex import fill_missing
 from captain_memo.store import NewMemory, Store
 from embed_support import MODEL, fault_server, provider_env, start_server, stop_server  # noqa: F401 - fixture
 

@@ -110,7 +110,7 @@ def measure(db: Path, embed: bool = True) -> dict:
     engine = Engine(store, known)
     engine.recall(queries.texts[0], project=queries.projects[0], record=False)
     out["open_first_query_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    out["memories"] = store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    out["memories"] = store.memory_count()
 
     # 2. Exact search with sqlite-vec: the reference for recall, and its own latency.
     exact = SqliteVecIndex(store)

@@ -48,7 +48,7 @@ def _row(label: str, store, vectors: np.ndarray) -> RecallRow:
 
     exact = SqliteVecIndex(store)
     truth = [exact.knn(v, Scope(all_projects=True), K) for v in vectors]
-    chunks = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    chunks = store.chunk_count()
     curve = {c: _recall(store, vectors, truth, c) for c in CURVE if c < chunks}
     rule = max(MIN_CANDIDATES, math.ceil(CANDIDATE_SHARE * chunks))
     return RecallRow(label, chunks, len(vectors), curve, _recall(store, vectors, truth, None), rule)

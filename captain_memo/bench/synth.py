@@ -24,13 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from captain_memo.bench.text import Vocabulary, zipf_weights
-from captain_memo.chunking import content_hash
 from captain_memo.embeddings.local import DIM, MODEL_ID
+from captain_memo.records import DAY, NewMemory, Source
 from captain_memo.store import Store
-from captain_memo.store.store import vector_blob
 
 BATCH = 20_000  # memories per transaction while building
-DAY = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -159,7 +157,7 @@ def build_store(db: Path, spec: Spec, progress=None) -> BuildReport:
         if bar is not None:
             bar.close()
     queries = _queries(spec, space, vocab, rng, targets, clusters, projects)
-    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.checkpoint()
     store.close()
     report = BuildReport(spec.chunks, len(per_memory), time.perf_counter() - started, db.stat().st_size)
     spec_path, query_path = sidecar(db)
@@ -176,36 +174,20 @@ def _write_batch(store, space, vocab, rng, batch, per_memory, clusters, projects
     kinds = rng.choice(["memory", "observation", "skill"], size=len(batch), p=(0.6, 0.3, 0.1))
     created = now - rng.random(len(batch)) * space.spec.years * 365 * DAY
     branches = rng.choice(["main", "develop", "feature/a", "feature/b"], size=len(batch), p=(0.6, 0.2, 0.1, 0.1))
-    table = store.vec_table
-    with store.write() as conn:
-        first_memory = (conn.execute("SELECT ifnull(max(id), 0) FROM memories").fetchone()[0]) + 1
-        first_chunk = (conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0]) + 1
-        memories, chunks, fts, vecs = [], [], [], []
-        at = 0
-        for i, memory in enumerate(batch):
-            mid = first_memory + i
-            project = projects[memory]
-            project_name_ = None if project is None else project_name(int(project))
-            title = vocab.title(rng, int(clusters[memory]))
-            parts = [f"{title}\n{text}" for text in texts[at:at + chunk_counts[i]]]
-            body = "\n\n".join(text for text in texts[at:at + chunk_counts[i]])
-            memories.append((mid, str(kinds[i]), title, body, float(created[i]), float(created[i]), project_name_,
-                             str(branches[i]),
-                             content_hash(str(kinds[i]), title, body), store.initial_stability))
-            for seq, text in enumerate(parts):
-                cid = first_chunk + at + seq
-                chunks.append((cid, mid, seq, text, content_hash(text)))
-                fts.append((cid, text))
-                vecs.append((cid, project_name_ or "", vector_blob(vectors[at + seq])))
-            if int(memory) in query_targets:
-                targets[int(memory)] = (vectors[at], int(clusters[memory]))
-            at += chunk_counts[i]
-        conn.executemany("INSERT INTO memories (id, kind, title, body, created_at, updated_at, project, branch,"
-                         " content_hash, stability, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'import')", memories)
-        conn.executemany("INSERT INTO chunks (id, memory_id, seq, text, content_hash, has_vector)"
-                         " VALUES (?, ?, ?, ?, ?, 1)", chunks)
-        conn.executemany("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", fts)
-        conn.executemany(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)", vecs)
+    loaded, at = [], 0
+    for i, memory in enumerate(batch):
+        project = projects[memory]
+        project_name_ = None if project is None else project_name(int(project))
+        title = vocab.title(rng, int(clusters[memory]))
+        parts = [f"{title}\n{text}" for text in texts[at:at + chunk_counts[i]]]
+        body = "\n\n".join(text for text in texts[at:at + chunk_counts[i]])
+        new = NewMemory(body=body, kind=str(kinds[i]), title=title, project=project_name_, branch=str(branches[i]),
+                        source=Source(origin="import"), created_at=float(created[i]))
+        loaded.append((new, parts, vectors[at:at + chunk_counts[i]]))
+        if int(memory) in query_targets:
+            targets[int(memory)] = (vectors[at], int(clusters[memory]))
+        at += chunk_counts[i]
+    store.bulk_load(loaded)
 
 
 def _queries(spec, space, vocab, rng, targets, clusters, projects) -> QuerySet:

@@ -1,4 +1,4 @@
-"""What the subcommands share: opening the engine, the caller's git context, output."""
+"""What the subcommands share: opening the application interface, the caller's git context, output."""
 
 from __future__ import annotations
 
@@ -7,19 +7,15 @@ import sys
 import time
 
 from captain_memo.config import db_path
+from captain_memo.records import DAY
 from captain_memo.gitctx import GitContext, git_context
 
 
-def open_engine(args, embedder=None):
-    from captain_memo.engine import Engine
+def open_memo(args, embedder=None):
+    """The application interface over ``--db`` (default: the configured database); opens nothing yet."""
+    from captain_memo.app import Memo
 
-    return Engine.open(args.db or db_path(), embedder)
-
-
-def open_store(args):
-    from captain_memo.store import Store
-
-    return Store(args.db or db_path())
+    return Memo.open(args.db or db_path(), embedder)
 
 
 def add_context_args(parser, branch: bool = True) -> None:
@@ -53,7 +49,7 @@ def print_json(data) -> None:
 
 
 def age(seconds: float) -> str:
-    days = seconds / 86400
+    days = seconds / DAY
     if days < 1:
         hours = seconds / 3600
         return f"{hours:.0f}h" if hours >= 1 else "now"

@@ -1,20 +1,10 @@
-"""`captain-memo backup PATH`: a consistent copy of the database, made with SQLite's backup API.
-
-The backup API copies the pages of one read transaction, so the copy is a snapshot even while an
-editor or an index run writes (copying the file with `cp` can catch a half-applied WAL). The copy
-is written next to PATH under a temporary name, checked, and renamed into place: PATH is either a
-complete, checked backup or absent. It is a single file (journal mode DELETE), readable by its
-owner only.
-"""
+"""`captain-memo backup PATH`: a consistent copy of the database (store/backup.py says how)."""
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 from captain_memo.config import db_path
-from captain_memo.errors import InputError, StoreError
 
 
 def register(sub) -> None:
@@ -25,61 +15,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from captain_memo.app import backup
+
     source = Path(args.db or db_path())
     target = backup(source, Path(args.path).expanduser(), replace=args.force)
     print(f"backed up {source} to {target} ({target.stat().st_size / 1e6:.1f} MB, integrity ok)")
     return 0
 
 
-def backup_target(path: Path) -> Path:
-    if path.is_dir():
-        return path / time.strftime("memo-%Y%m%d-%H%M%S.db")
-    return path
-
-
-def backup(source: Path, path: Path, replace: bool = False) -> Path:
-    """Copy ``source`` to ``path`` with the backup API; returns the file written."""
-    from captain_memo.store.db import _load_vec, _sqlite
-
-    sqlite = _sqlite()
-    target = backup_target(path)
-    if not source.is_file():
-        raise InputError(f"there is no database at {source} to back up")
-    if target.exists() and not replace:
-        raise InputError(f"{target} exists; pass --force to replace it")
-    if target.resolve() == source.resolve():
-        raise InputError(f"{target} is the database itself; choose another path")
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    try:
-        os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except OSError as exc:
-        raise StoreError(f"cannot write the backup {target}: {exc.strerror}") from None
-    try:
-        src = sqlite.connect(str(source), timeout=10)
-        dst = sqlite.connect(str(partial))
-        try:
-            src.backup(dst)
-            dst.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
-            _load_vec(dst)  # the check reads the vector table too when sqlite-vec is there
-            verdict = integrity(dst)
-        finally:
-            dst.close()
-            src.close()
-        if verdict != "ok":
-            raise StoreError(f"the copy of {source} fails its integrity check ({verdict}), so the database itself "
-                             "is damaged: run `captain-memo doctor`; to keep the damaged file as it is, copy it "
-                             "with cp while nothing else uses it")
-        os.replace(partial, target)
-    except sqlite.DatabaseError as exc:
-        raise StoreError(f"cannot back up {source}: {exc}; run `captain-memo doctor` to check it") from None
-    finally:
-        partial.unlink(missing_ok=True)
-    return target
-
-
-def integrity(conn, problems: int = 3) -> str:
-    """``PRAGMA integrity_check``: "ok", or its first few problems on one line."""
-    rows = [r[0] for r in conn.execute(f"PRAGMA integrity_check({int(problems)})")]
-    if rows == ["ok"]:
-        return "ok"
-    return "; ".join(line for row in rows for line in row.splitlines() if not line.startswith("***"))[:500]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from captain_memo.commands.importer import import_memories, read_records
+from captain_memo.commands.importer import read_records
 from captain_memo.commands.recall import render
+from captain_memo.records import RecallRequest
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample_notes.jsonl"
 DEMO_QUERY = "get_effective_contract_price rounding"
@@ -20,17 +21,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from captain_memo.engine import Engine
+    from captain_memo.app import Memo
 
     query = " ".join(args.query) or DEMO_QUERY
     with tempfile.TemporaryDirectory(prefix="captain-memo-demo-") as folder:
-        engine = Engine.open(args.db or Path(folder) / "memo.db")
-        try:
-            added, _ = import_memories(engine, read_records(str(SAMPLE), None), "loading sample notes")
-            print(f"loaded {added} sample notes into a temporary store (embedded offline with {engine.embedder.model_id})")
+        with Memo.open(args.db or Path(folder) / "memo.db") as memo:
+            added, _ = memo.import_memories(read_records(str(SAMPLE), None), "loading sample notes")
+            print(f"loaded {added} sample notes into a temporary store (embedded offline with {memo.embedder.model_id})")
             print(f"\n$ captain-memo recall --explain --branch {args.branch} {query!r}\n")
-            result = engine.recall(query, branch=args.branch)
+            result = memo.recall(RecallRequest(query, branch=args.branch))
             print(render(result, explain=True))
-        finally:
-            engine.close()
     return 0

@@ -25,17 +25,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from captain_memo.config import embed_config
-    from captain_memo.embeddings import make_embedder
     from captain_memo.evaluation import report
-    from captain_memo.evaluation.cache import CachedEmbedder, EmbeddingCache, default_cache_dir
+    from captain_memo.evaluation.cache import cached_embedder
     from captain_memo.evaluation.data import load
     from captain_memo.evaluation.methods import default_methods
     from captain_memo.evaluation.runner import evaluate
 
     datasets = [load(folder) for folder in args.data]  # every folder checked before any work starts
-    cache = EmbeddingCache(args.cache or default_cache_dir())
-    embedder = CachedEmbedder(make_embedder(embed_config()), cache)
+    embedder, cache = cached_embedder(args.cache)
     methods = default_methods(with_ablations=not args.no_ablations)
     names = [m.name for m in methods]
     results = []

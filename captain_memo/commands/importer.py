@@ -5,14 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from captain_memo.commands._common import add_context_args, context, open_engine
+from captain_memo.commands._common import add_context_args, context, open_memo
 from captain_memo.errors import InputError
-from captain_memo.progress import Progress
 from captain_memo.import_records import read_import
 from captain_memo.records import NewMemory
-
-BATCH = 32
-
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="import memories from a JSON-lines file",
@@ -44,20 +40,6 @@ def read_records(path: str, project: str | None) -> list[NewMemory]:
     return list(found.memories)
 
 
-def import_memories(engine, memories: list[NewMemory], label: str = "importing") -> tuple[int, int]:
-    """Store in batches; returns (added, skipped as already present)."""
-    added = skipped = 0
-    bar = Progress(len(memories), label)
-    for start in range(0, len(memories), BATCH):
-        batch = memories[start: start + BATCH]
-        ids = engine.remember_many(batch)
-        added += sum(1 for i in ids if i is not None)
-        skipped += sum(1 for i in ids if i is None)
-        bar.advance(len(batch))
-    bar.close()
-    return added, skipped
-
-
 def run(args) -> int:
     project = context(args).project if args.project is not None else None
     name = "stdin" if args.file == "-" else args.file
@@ -67,12 +49,9 @@ def run(args) -> int:
     if found.refused and args.strict:
         raise InputError(f"nothing was imported (--strict): {len(found.refused)} of "
                          f"{len(found.refused) + len(found.memories)} records refused")
-    engine = open_engine(args)
-    try:
-        added, skipped = import_memories(engine, list(found.memories))
-        pending = engine.store.counts()["pending_vectors"]
-    finally:
-        engine.close()
+    with open_memo(args) as memo:
+        added, skipped = memo.import_memories(list(found.memories))
+        pending = memo.pending_vectors()
     print(f"imported {added} memories, {skipped} already present"
           + (f"; {pending} chunks wait for a vector" if pending else "")
           + (f"; {len(found.refused)} lines refused" if found.refused else ""))

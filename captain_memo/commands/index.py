@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from captain_memo.commands._common import open_engine, print_json
+from captain_memo.commands._common import open_memo, print_json
 from captain_memo.terminal import one_line
 
 
@@ -22,30 +20,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from dataclasses import replace
-
-    from captain_memo.sources.git_history import index_history
-    from captain_memo.sources.indexer import configured_folders, index_folders, index_paths
-    from captain_memo.sources.report import IndexReport
-    from captain_memo.sources.settings import source_settings
-
-    settings = source_settings()
-    folders = [] if args.paths else configured_folders(settings=settings)
-    if args.branch:
-        folders = [f if f.personal else replace(f, branch=args.branch) for f in folders]
-    if not args.paths and not folders and not args.git:
-        print("captain-memo: nothing to index: not inside a git repository and CAPTAIN_MEMO_NOTE_DIRS is not set",
-              file=sys.stderr)
-        return 1
-    engine = open_engine(args)
-    try:
-        if args.paths:
-            report = index_paths(engine, args.paths, settings, show_progress=True, branch=args.branch)
-        else:
-            report = index_folders(engine, folders, settings, show_progress=True) if folders else IndexReport()
-        history = index_history(engine, settings=settings, show_progress=True) if args.git else None
-    finally:
-        engine.close()
+    with open_memo(args) as memo:
+        outcome = memo.index(args.paths, git=args.git, branch=args.branch)
+    report, history = outcome.notes, outcome.git
     if args.json:
         print_json({"notes": report.to_json(), "git": history.to_json() if history else None})
         return 0

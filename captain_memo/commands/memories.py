@@ -6,9 +6,9 @@ import re
 import sys
 import time
 
-from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_engine, print_json
+from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_memo, print_json
 from captain_memo.validation import parse_date
-from captain_memo.records import KINDS, NewMemory, Source
+from captain_memo.records import KINDS, NewMemory, Source, memory_json
 from captain_memo.terminal import block, one_line
 
 
@@ -65,13 +65,10 @@ def remember(args) -> int:
     start, end = _lines(args.lines)
     source = Source(path=ctx.relative(args.file) if args.file else None, line_start=start, line_end=end,
                     commit=ctx.commit if args.file else None, origin="cli")
-    engine = open_engine(args)
-    try:
-        memory_id = engine.remember(NewMemory(body=text, kind=args.kind, title=args.title, project=ctx.project,
-                                              branch=ctx.branch, source=source, created_at=parse_date(args.date)))
-        pending = engine.store.counts()["pending_vectors"]
-    finally:
-        engine.close()
+    with open_memo(args) as memo:
+        memory_id = memo.remember(NewMemory(body=text, kind=args.kind, title=args.title, project=ctx.project,
+                                            branch=ctx.branch, source=source, created_at=parse_date(args.date)))
+        pending = memo.pending_vectors()
     if args.json:
         print_json({"id": memory_id, "pending_vectors": pending})
     else:
@@ -80,21 +77,9 @@ def remember(args) -> int:
     return 0
 
 
-def memory_json(m) -> dict:
-    return {"id": m.id, "kind": m.kind, "title": m.title, "body": m.body, "created_at": m.created_at,
-            "updated_at": m.updated_at, "project": m.project, "branch": m.branch,
-            "source": {"path": m.source.path, "line_start": m.source.line_start, "line_end": m.source.line_end,
-                       "commit": m.source.commit, "origin": m.source.origin, "filetype": m.source.filetype},
-            "superseded_by": m.superseded_by, "stability": m.stability, "last_surfaced": m.last_surfaced,
-            "opened_in_full": m.opened_in_full, "tags": list(m.tags)}
-
-
 def show(args) -> int:
-    engine = open_engine(args)
-    try:
-        m = engine.show(args.id)
-    finally:
-        engine.close()
+    with open_memo(args) as memo:
+        m = memo.show(args.id)
     if args.json:
         print_json(memory_json(m))
         return 0
@@ -109,11 +94,8 @@ def show(args) -> int:
 
 
 def forget(args) -> int:
-    engine = open_engine(args)
-    try:
-        engine.forget(args.id)
-    finally:
-        engine.close()
+    with open_memo(args) as memo:
+        memo.forget(args.id)
     print(f"forgot #{args.id}")
     return 0
 
@@ -121,21 +103,18 @@ def forget(args) -> int:
 def supersede(args) -> int:
     from captain_memo.errors import InputError
 
-    engine = open_engine(args)
-    try:
+    with open_memo(args) as memo:
         if args.list:
-            for m in engine.store.superseded():
-                how = "auto" if m[2] else "manual"
-                print(f"#{m[0]} superseded by #{m[1]} ({how}): {one_line(m[3])}")
+            for s in memo.superseded():
+                how = "auto" if s.automatic else "manual"
+                print(f"#{s.old_id} superseded by #{s.new_id} ({how}): {one_line(s.title)}")
             return 0
         if args.undo is not None:
-            engine.unsupersede(args.undo)
+            memo.unsupersede(args.undo)
             print(f"#{args.undo} is current again")
             return 0
         if len(args.ids) != 2:
             raise InputError("supersede takes OLD NEW (or --undo OLD, or --list)")
-        engine.supersede(*args.ids)
+        memo.supersede(*args.ids)
         print(f"#{args.ids[0]} is superseded by #{args.ids[1]}")
-    finally:
-        engine.close()
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from captain_memo.commands._common import add_context_args, add_secrets_arg, context, open_engine, print_json
+from captain_memo.commands._common import add_context_args, add_secrets_arg, context, open_memo, print_json
 from captain_memo.records import NewMemory, Source
 
 MAX_TITLE_CHARS = 120
@@ -34,13 +34,10 @@ def run(args) -> int:
     title = lines[0].strip()[:MAX_TITLE_CHARS] if lines else ""
     source = Source(path=ctx.relative(args.file) if args.file else None, commit=ctx.commit if args.file else None,
                     origin="cli")
-    engine = open_engine(args)
-    try:
-        memory_id = engine.remember(NewMemory(body=text, kind="observation", title=title, project=ctx.project,
-                                              branch=ctx.branch, source=source))
-        superseded = [(old, old_title) for old, new, _, old_title in engine.store.superseded() if new == memory_id]
-    finally:
-        engine.close()
+    with open_memo(args) as memo:
+        memory_id = memo.remember(NewMemory(body=text, kind="observation", title=title, project=ctx.project,
+                                            branch=ctx.branch, source=source))
+        superseded = [(s.old_id, s.title) for s in memo.superseded() if s.new_id == memory_id]
     if args.json:
         print_json({"id": memory_id, "supersedes": [old for old, _ in superseded]})
         return 0

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
-from captain_memo.commands._common import add_context_args, age, context, open_engine, print_json
+from captain_memo.commands._common import add_context_args, age, context, open_memo, print_json
 from captain_memo.ranking.result import RecallResult, result_json
+from captain_memo.records import RecallRequest
 from captain_memo.terminal import one_line
 
 FACTOR_LABELS = {"identifier": "identifier", "rare_token": "rare token", "branch": "branch",
@@ -26,12 +27,9 @@ def register(sub) -> None:
 
 def run(args) -> int:
     ctx = context(args)
-    engine = open_engine(args)
-    try:
-        result = engine.recall(" ".join(args.query), project=ctx.project, branch=ctx.branch, limit=args.limit,
-                               profile=args.profile, all_projects=args.all_projects)
-    finally:
-        engine.close()
+    with open_memo(args) as memo:
+        result = memo.recall(RecallRequest(" ".join(args.query), project=ctx.project, branch=ctx.branch,
+                                           limit=args.limit, profile=args.profile, all_projects=args.all_projects))
     if args.json:
         print_json(result_json(result, time.time()))
     else:

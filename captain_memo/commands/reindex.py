@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from captain_memo.commands._common import open_store
+from captain_memo.commands._common import open_memo
 
 
 def register(sub) -> None:
@@ -20,28 +20,23 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from captain_memo.config import embed_config
-    from captain_memo.embeddings import make_embedder
     from captain_memo.errors import InputError
     from captain_memo.progress import Progress
-    from captain_memo.reindex import fill_missing, pending_target, reindex
 
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
     cfg = embed_config()
     batch_size = args.batch_size or cfg.batch_size
-    embedder = make_embedder(cfg)
-    store = open_store(args)
-    try:
+    with open_memo(args) as memo:
+        model = memo.embedder.model_id
         if args.missing:
-            filled = fill_missing(store, embedder, batch_size, Progress)
-            print(f"embedded {filled} chunk{'s' * (filled != 1)} that had no vector, with {embedder.model_id}")
+            filled = memo.fill_missing(batch_size, Progress)
+            print(f"embedded {filled} chunk{'s' * (filled != 1)} that had no vector, with {model}")
             return 0
-        pending = pending_target(store)
-        if pending and pending[1] == embedder.model_id and not args.restart:
-            print(f"continuing the unfinished reindex to {embedder.model_id}")
-        report = reindex(store, embedder, batch_size, Progress, restart=args.restart)
-    finally:
-        store.close()
+        pending = memo.pending_reindex()
+        if pending and pending[1] == model and not args.restart:
+            print(f"continuing the unfinished reindex to {model}")
+        report = memo.reindex(batch_size, Progress, restart=args.restart)
     shape = f" ({report.dim}-d)" if report.dim else ""
     print(f"re-embedded {report.embedded} of {report.chunks} chunks with {report.model}{shape} "
           f"in {report.seconds:.1f} s")

@@ -12,7 +12,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def register(sub) -> None:
-    from captain_memo.embeddings.server import DEFAULT_HOST, DEFAULT_PORT
+    from captain_memo.config import SERVE_HOST as DEFAULT_HOST, SERVE_PORT as DEFAULT_PORT
 
     p = sub.add_parser(
         "serve-embeddings", help="serve the local embedding model over HTTP",
@@ -28,13 +28,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from captain_memo.embeddings.local import LocalEmbedder
-    from captain_memo.embeddings.server import make_server
+    from captain_memo.app import embedding_server
     from captain_memo.errors import ConfigError
 
     try:
-        server = make_server(LocalEmbedder(threads=args.threads), args.host, args.port, args.model_name,
-                             os.environ.get(API_KEY_VAR) or None)
+        server = embedding_server(args.host, args.port, args.threads, args.model_name,
+                                  os.environ.get(API_KEY_VAR) or None)
     except OSError as exc:
         raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if args.host not in LOOPBACK and not server.api_key:

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
-from captain_memo.commands._common import open_store, print_json
-from captain_memo.config import db_path, embed_config, rank_config
-from captain_memo.ranking import lifecycle
-from captain_memo.records import KINDS
+from captain_memo.commands._common import open_memo, print_json
 
 
 def register(sub) -> None:
@@ -20,33 +14,9 @@ def register(sub) -> None:
     p.set_defaults(run=doctor)
 
 
-def tide_counts(store, now: float | None = None) -> dict[str, int]:
-    """Observations strengthening (S above its initial value), active, and dormant
-    (buoyancy below the dormant line and unseen for longer than the dormant age)."""
-    cfg = rank_config()
-    now = time.time() if now is None else now
-    counts = {"strengthening": 0, "active": 0, "dormant": 0}
-    for stability, created, surfaced in store.conn.execute(
-            "SELECT stability, created_at, last_surfaced FROM memories WHERE kind = 'observation'"):
-        age = max(0.0, (now - (surfaced or created)) / lifecycle.DAY)
-        if stability > cfg.tide_initial_stability:
-            counts["strengthening"] += 1
-        if lifecycle.buoyancy(age, stability, cfg) < cfg.tide_dormant_buoyancy and age > cfg.tide_dormant_days:
-            counts["dormant"] += 1
-        else:
-            counts["active"] += 1
-    return counts
-
-
 def stats(args) -> int:
-    store = open_store(args)
-    try:
-        counts = store.counts()
-        # Every kind is named, with 0 when there is none, so the JSON keys do not depend on the data.
-        data = {"database": str(store.path), **counts, **{kind: counts.get(kind, 0) for kind in KINDS},
-                "tide": tide_counts(store)}
-    finally:
-        store.close()
+    with open_memo(args) as memo:
+        data = memo.stats()
     if args.json:
         print_json(data)
         return 0
@@ -59,66 +29,9 @@ def stats(args) -> int:
     return 0
 
 
-DAMAGED = ("the file is damaged: restore a backup (`captain-memo backup PATH` makes one), or move the file "
-           "away to start a new store")
-
-
-def permissions(path: Path) -> tuple[str, bool, str]:
-    """The database must be readable by its owner only (it is created 0600 in a 0700 folder)."""
-    mode = path.stat().st_mode & 0o777
-    if mode & 0o077:
-        return "permissions", False, f"{path} is {mode:04o}, readable by others; run chmod 600 {path}"
-    return "permissions", True, f"{mode:04o}"
-
-
-def checks(args) -> list[tuple[str, bool, str]]:
-    """(item, ok, detail) for each thing Captain Memo depends on."""
-    import sqlean
-
-    from captain_memo.commands.backup import integrity as integrity_check
-
-    path = Path(args.db or db_path())
-    out = [("sqlite", True, sqlean.sqlite_version)]
-    try:
-        store = open_store(args)
-    except Exception as exc:
-        return out + [("database", False, f"{path}: {exc}")]
-    try:
-        conn = store.conn
-        out.append(("sqlite-vec", store.vec_available,
-                    conn.execute("SELECT vec_version()").fetchone()[0] if store.vec_available else store.vec_error))
-        fts = conn.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()[0]
-        out.append(("fts5", bool(fts), "compiled in" if fts else "missing"))
-        integrity = integrity_check(conn)
-        out.append(("integrity", integrity == "ok", integrity if integrity == "ok" else f"{integrity}; {DAMAGED}"))
-        out.append(permissions(path))
-        size = path.stat().st_size if path.exists() else 0
-        out.append(("database", True, f"{path} ({size / 1e6:.1f} MB)"))
-        out.append(("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured "
-                                   f"{embed_config().provider}"))
-        out.append(reindex_state(store))
-        counts = store.counts()
-        consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
-        out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
-    except Exception as exc:  # a damaged file fails mid-check: report it, never a traceback
-        out.append(("database", False, f"{path}: {exc}; {DAMAGED}"))
-    finally:
-        store.close()
-    return out
-
-
-def reindex_state(store) -> tuple[str, bool, str]:
-    from captain_memo.reindex import pending_target
-
-    target = pending_target(store)
-    if target is None:
-        return ("reindex", True, "none pending")
-    return ("reindex", False, f"an interrupted reindex to {target[1]} is pending; run `captain-memo reindex` "
-                              "to finish it (recall keeps using the current vectors meanwhile)")
-
-
 def doctor(args) -> int:
-    results = checks(args)
+    with open_memo(args) as memo:
+        results = memo.doctor()
     if args.json:
         print_json([{"item": item, "ok": ok, "detail": detail} for item, ok, detail in results])
     else:

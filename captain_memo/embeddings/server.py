@@ -29,12 +29,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 from captain_memo import __version__
+from captain_memo.config import SERVE_HOST, SERVE_PORT
 from captain_memo.errors import CaptainMemoError
 
 log = logging.getLogger("captain_memo")
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 11435  # next to Ollama's 11434, so both can run on one machine
+DEFAULT_HOST, DEFAULT_PORT = SERVE_HOST, SERVE_PORT
 MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_INPUTS = 2048
 OPEN_ROUTES = ("/", "/health")  # answered without an API key

@@ -6,67 +6,17 @@ Vectors of two models never mix: the model id is part of the key.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import sqlite3
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from captain_memo.progress import Progress
+from captain_memo.store.embedding_cache import EmbeddingCache, default_cache_dir, text_hash
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL," \
-         " vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+__all__ = ["CachedEmbedder", "EmbeddingCache", "default_cache_dir", "text_hash"]
+
 # Texts embedded per model call while filling the cache; also how often progress is committed.
 FILL_BATCH = 64
-
-
-def default_cache_dir(env: dict | None = None) -> Path:
-    env = os.environ if env is None else env
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "captain-memo" / "embeddings"
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class EmbeddingCache:
-    """model id + sha256(text) -> float32 vector, in ``<folder>/vectors.sqlite``."""
-
-    def __init__(self, folder: Path | str):
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.folder / "vectors.sqlite"), check_same_thread=False)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA busy_timeout=10000")
-        self.conn.execute(SCHEMA)
-        self.conn.commit()
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(hashes))
-        for start in range(0, len(unique), 500):
-            part = unique[start:start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
-                                     (model, *part))
-            for digest, blob in rows:
-                found[digest] = np.frombuffer(blob, dtype=np.float32)
-        return found
-
-    def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        with self.conn:
-            self.conn.executemany(
-                "INSERT OR REPLACE INTO vectors (model, hash, dim, vector) VALUES (?, ?, ?, ?)",
-                [(model, digest, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for digest, v in items])
-
-    def count(self, model: str) -> int:
-        return self.conn.execute("SELECT count(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
 
 
 class CachedEmbedder:
@@ -115,3 +65,13 @@ class CachedEmbedder:
         if bar:
             bar.close()
         return out
+
+
+def cached_embedder(folder=None) -> tuple[CachedEmbedder, EmbeddingCache]:
+    """The configured embedder behind the cache in ``folder`` (default: ``default_cache_dir()``);
+    the caller closes the cache."""
+    from captain_memo.config import embed_config
+    from captain_memo.embeddings import make_embedder
+
+    cache = EmbeddingCache(folder or default_cache_dir())
+    return CachedEmbedder(make_embedder(embed_config()), cache), cache

@@ -39,7 +39,7 @@ SWITCHES: dict[str, dict] = {
     "recency": {"temporal_intent": False},
     "tide": {"tide": False},
 }
-# v3's own parts (see ranking/v3.py), each switched off in turn.
+# v3's own parts (see ranking/union.py), each switched off in turn.
 V3_SWITCHES: dict[str, dict] = {
     "union scoring": {"fusion_mode": "weighted"},  # v2's fusion, with v3's weights
     "identifier parts": {"keyword_identifier_parts": False},

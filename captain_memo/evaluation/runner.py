@@ -139,7 +139,7 @@ def evaluate(dataset: Dataset, embedder, methods: Sequence[Method], progress: bo
         try:
             # The queries' vectors in one call, so an uncached set embeds them in batches too.
             engine.embedder.embed([q.text for q in dataset.queries])
-            chunks = engine.store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            chunks = engine.store.chunk_count()
             result = SetResult(dataset.name, len(doc_of), chunks)
             bar = Progress(len(dataset.queries), f"querying {dataset.name}") if progress else None
             for query in dataset.queries:

@@ -22,7 +22,7 @@ class Candidate:
     memory: Memory
     text: str
     vector: float | None = None  # similarity 1 - d²/4, absent when the vector leg did not score it
-    keyword: float | None = None  # keyword score on [0, 1], absent when the keyword leg did not
+    keyword: float | None = None  # the keyword score the fusion used, on [0, 1] (ranking/pool.py, union.py)
     bm25: float | None = None  # raw bm25 relevance (negated bm25(): higher is better)
     vector_rank: int | None = None  # 1-based rank in the vector leg's own list
     keyword_rank: int | None = None

@@ -1,23 +1,24 @@
-"""Fusion: one score per candidate from the two legs' scores."""
+"""Fusion: one score per candidate from the two legs' scores, by the profile's fusion mode.
+
+Which fusion runs, and whether it wants both legs scored over the union of their candidates
+first, is decided here alone (``fusion_for``); the engine asks, and the pipeline calls it.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from captain_memo.config import RankConfig
 from captain_memo.ranking.candidates import Candidate
+from captain_memo.ranking.pool import min_max
 from captain_memo.ranking.query import QueryShape
+from captain_memo.ranking.union import union_fuse
+
+__all__ = ["Fusion", "fuse", "fusion_for", "min_max", "rrf", "union_fuse", "weighted"]
 
 
-def min_max(values: dict[int, float]) -> dict[int, float]:
-    """Scale onto [0, 1], best 1.0; when all are tied, all are 1.0."""
-    if not values:
-        return {}
-    low, high = min(values.values()), max(values.values())
-    if high - low <= 1e-12:
-        return {key: 1.0 for key in values}
-    return {key: (value - low) / (high - low) for key, value in values.items()}
-
-
-def weighted(candidates: list[Candidate], cfg: RankConfig) -> list[Candidate]:
+def weighted(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None = None) -> list[Candidate]:
     """v2: ``w_v × vector + w_k × keyword`` where both legs found the chunk; a chunk found by one
     leg keeps that leg's score at full weight, so it is not punished for the other's blind spot."""
     out = []
@@ -30,7 +31,7 @@ def weighted(candidates: list[Candidate], cfg: RankConfig) -> list[Candidate]:
     return out
 
 
-def rrf(candidates: list[Candidate], cfg: RankConfig) -> list[Candidate]:
+def rrf(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None = None) -> list[Candidate]:
     """Reciprocal rank fusion (Cormack et al. 2009): sum of 1 / (k + rank) over the legs."""
     out = []
     for c in candidates:
@@ -39,19 +40,22 @@ def rrf(candidates: list[Candidate], cfg: RankConfig) -> list[Candidate]:
     return out
 
 
-def union(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None = None) -> list[Candidate]:
-    """v3: both legs scored over the union of candidates, put on one scale, then blended.
+@dataclass(frozen=True)
+class Fusion:
+    """A fusion, and whether it needs every candidate scored by both legs (the union) first; such
+    a fusion also scales the keyword score itself, so the pool leaves it unscaled."""
 
-    See ranking/v3.py for the scale and the weights.
-    """
-    from captain_memo.ranking.v3 import union_fuse
+    fuse: Callable[[list[Candidate], RankConfig, QueryShape | None], list[Candidate]]
+    scores_union: bool = False
 
-    return union_fuse(candidates, cfg, shape)
+
+FUSIONS = {"weighted": Fusion(weighted), "rrf": Fusion(rrf), "union": Fusion(union_fuse, scores_union=True)}
+
+
+def fusion_for(cfg: RankConfig) -> Fusion:
+    """The profile's fusion (config.py refuses other modes; weighted is the fallback)."""
+    return FUSIONS.get(cfg.fusion_mode, FUSIONS["weighted"])
 
 
 def fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None = None) -> list[Candidate]:
-    if cfg.fusion_mode == "rrf":
-        return rrf(candidates, cfg)
-    if cfg.fusion_mode == "union":
-        return union(candidates, cfg, shape)
-    return weighted(candidates, cfg)
+    return fusion_for(cfg).fuse(candidates, cfg, shape)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from captain_memo.config import STABILITY, RankConfig
 from captain_memo.ranking.candidates import Candidate, by_score
+from captain_memo.records import DAY
 
-DAY = 86400.0
 MIN_STABILITY = STABILITY.low  # days: the lowest CAPTAIN_MEMO_TIDE_*_STABILITY accepts
 
 

@@ -1,6 +1,6 @@
 """The whole ranking, in order. Nothing is discarded before the last stage.
 
-1. candidates from both legs (the engine runs them concurrently)
+1. candidates from both legs (the engine runs them concurrently; ranking/pool.py builds the pool)
 2. fusion: weighted (v2), rrf (legacy) or union (v3)
 3. query-aware boosts: identifier, rare token, branch, superseded
 4. recency, only on temporal intent, over the top N
@@ -49,6 +49,3 @@ def cut(pool: list[Candidate], limit: int) -> list[Candidate]:
             break
     return out
 
-
-def rank(candidates: list[Candidate], req: RankRequest, cfg: RankConfig) -> list[Candidate]:
-    return cut(rank_pool(candidates, req, cfg), req.limit)

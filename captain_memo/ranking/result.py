@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from captain_memo.ranking.candidates import Candidate
+from captain_memo.records import DAY, source_json
 
 LEGS = ("vector", "keyword")
 
@@ -40,12 +41,10 @@ def hit_json(c: Candidate, rank: int, now: float) -> dict:
         "text": c.text,
         "score": _num(c.score),
         "created_at": m.created_at,
-        "age_days": _num(max(0.0, (now - m.created_at) / 86400.0)),
+        "age_days": _num(max(0.0, (now - m.created_at) / DAY)),
         "project": m.project,
         "branch": m.branch,
-        "source": {"path": m.source.path, "line_start": m.source.line_start, "line_end": m.source.line_end,
-                   "commit": m.source.commit, "origin": m.source.origin, "filetype": m.source.filetype,
-                   "label": m.source.describe()},
+        "source": source_json(m.source, label=True),
         "superseded_by": m.superseded_by,
         "explain": {
             "vector": _num(c.vector),

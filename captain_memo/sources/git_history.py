@@ -22,7 +22,6 @@ from pathlib import Path
 from captain_memo import secrets
 from captain_memo.errors import InputError
 from captain_memo.progress import Progress
-from captain_memo.sources import sync
 from captain_memo.sources.report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
 from captain_memo.records import NewMemory, Source
@@ -114,7 +113,7 @@ def index_history(engine, path: str | Path | None = None, settings: SourceSettin
     last = engine.store.meta(key)
     since = last if last and _is_ancestor(root, last) else None
     commits = read_commits(root, since, settings.git_max_commits)
-    known = set(sync.stored_by_key(engine.store, ctx.project, KEY_PREFIX)) if commits else set()
+    known = set(engine.store.stored_by_key(ctx.project, KEY_PREFIX)) if commits else set()
     todo = []
     for commit in commits:
         if commit.parents > 1:

@@ -24,11 +24,12 @@ from captain_memo import secrets
 from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
 from captain_memo.errors import EmbeddingError, InputError
 from captain_memo.progress import Progress
-from captain_memo.sources import markdown, sync
+from captain_memo.sources import markdown
 from captain_memo.sources.folders import (Folder, folder_of, is_note, note_files, personal_folders, read_note,
                                           repository_folders, repository_root)
 from captain_memo.sources.report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
+from captain_memo.store.sync import Stored
 from captain_memo.records import NewMemory, Source
 from captain_memo.validation import without_private
 
@@ -47,7 +48,7 @@ class Planned:
 
     memory: NewMemory
     chunks: list[str]
-    stored: sync.Stored | None = None
+    stored: Stored | None = None
     dated_by_file: bool = False  # created_at is the file's time, not a date the note states
 
 
@@ -202,7 +203,7 @@ class _Run:
         self.batch_files = 0
         self.embed_failed = False
         self.redacting = secrets.redaction_on()
-        self.stored: dict[str, sync.Stored] = {}
+        self.stored: dict[str, Stored] = {}
         self.keys_of_path: dict[str | None, list[str]] = {}
         self.seen: set[str] = set()  # source keys found in the files read
         self.kept_paths: set[str] = set()  # files skipped: their memories stay as they were
@@ -211,10 +212,10 @@ class _Run:
         self.new_states: dict[str, tuple[str, int]] = {}
 
     def index(self, project: str | None, folders: list[Folder], files: list[tuple[Folder, Path]]) -> None:
-        self.stored = sync.stored_by_key(self.store, project, KEY_PREFIX)
+        self.stored = self.store.stored_by_key(project, KEY_PREFIX)
         for key, row in self.stored.items():
             self.keys_of_path.setdefault(row.source_path, []).append(key)
-        self.states = sync.file_states(self.store, project)
+        self.states = self.store.file_states(project)
         plans = [self._plan_file(folder, file) for folder, file in files]
         prefixes = [f.prefix for f in folders]
         orphans = {key: row for key, row in self.stored.items()
@@ -232,7 +233,7 @@ class _Run:
             self.store.delete(row.id)
             self.tally.removed += 1
         gone = [path for path in self.states if path not in self.present and _under(path, prefixes)]
-        sync.save_file_states(self.store, project, self.new_states, gone)
+        self.store.save_file_states(project, self.new_states, gone)
 
     # -- planning --
 
@@ -296,14 +297,14 @@ class _Run:
             planned.append(Planned(clean, chunks, row, dated_by_file))
         return planned, len(note.sections)
 
-    def _unchanged(self, row: sync.Stored | None, memory: NewMemory) -> bool:
+    def _unchanged(self, row: Stored | None, memory: NewMemory) -> bool:
         """Whether the stored memory has this text; if so, refresh where it sits (lines, tags, date)."""
         if row is None or row.kind != memory.kind or row.content_hash != content_hash(memory.kind, memory.title,
                                                                                       memory.body):
             return False
         self.tally.unchanged += 1
         if not row.same_place(memory) or (memory.created_at and memory.created_at != row.created_at):
-            sync.update_place(self.store, row.id, memory)
+            self.store.update_place(row.id, memory)
         return True
 
     def _warn_secrets(self, where: str, first_line: int, body: str) -> None:
@@ -316,11 +317,11 @@ class _Run:
             self.tally.warnings.append((where, f"stored as is: {spots}; wrap it in <private>...</private> or set "
                                                f"{secrets.REDACT_ENV}=1 to redact"))
 
-    def _match_moves(self, new: list[Planned], orphans: dict[str, sync.Stored]) -> None:
+    def _match_moves(self, new: list[Planned], orphans: dict[str, Stored]) -> None:
         """A new section with the same text as an orphan is that memory, moved: re-key it in place."""
         if not new or not orphans:
             return
-        texts = sync.bodies(self.store, [row.id for row in orphans.values()])
+        texts = self.store.bodies([row.id for row in orphans.values()])
         by_text: dict[str, list[str]] = {}
         for key, row in orphans.items():
             by_text.setdefault(content_hash(texts.get(row.id, "")), []).append(key)
@@ -334,7 +335,7 @@ class _Run:
     # -- writing --
 
     def _queue(self, planned: Planned) -> None:
-        have = sync.chunk_hashes(self.store, planned.stored.id) if planned.stored else set()
+        have = self.store.chunk_hashes(planned.stored.id) if planned.stored else set()
         self.batch.append(planned)
         self.batch_texts += sum(1 for chunk in planned.chunks if content_hash(chunk) not in have)
         if self.batch_texts >= BATCH_CHUNKS:
@@ -352,7 +353,7 @@ class _Run:
         """Vectors of the chunk texts not stored yet, by text hash; None when the embedder is down."""
         todo: dict[str, str] = {}
         for planned in batch:
-            have = sync.chunk_hashes(self.store, planned.stored.id) if planned.stored else set()
+            have = self.store.chunk_hashes(planned.stored.id) if planned.stored else set()
             for chunk in planned.chunks:
                 digest = content_hash(chunk)
                 if digest not in have:
@@ -386,10 +387,10 @@ class _Run:
                 found = self.store.find_by_source_key(planned.memory.source_key, planned.memory.project)
                 if found is None:
                     raise
-                sync.rewrite(self.store, found.id, planned.memory, planned.chunks, vectors)
+                self.store.rewrite(found.id, planned.memory, planned.chunks, vectors)
                 self.tally.updated += 1
         else:
-            sync.rewrite(self.store, planned.stored.id, planned.memory, planned.chunks, vectors)
+            self.store.rewrite(planned.stored.id, planned.memory, planned.chunks, vectors)
             self.tally.updated += 1
 
     def _advance(self) -> None:

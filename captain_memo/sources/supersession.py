@@ -61,23 +61,11 @@ def masked(text: str) -> str:
     return VERSION.sub(MASK, text)
 
 
-def first_chunks(store, memory_ids: list[int]) -> dict[int, str]:
-    marks = ",".join("?" * len(memory_ids))
-    return dict(store.conn.execute(f"SELECT memory_id, text FROM chunks WHERE seq = 0 AND memory_id IN ({marks})",
-                                   memory_ids))
-
-
 def candidates(store, memory, template: str, versions: tuple) -> list[int]:
     """Current observations of the same project and branch stating a lower version of the same fact."""
     pattern = _like_pattern(template)
-    rows = store.conn.execute(
-        "SELECT id, title, body FROM memories WHERE kind = 'observation' AND id != ? AND superseded_by IS NULL"
-        " AND project IS ? AND branch IS ?"
-        " AND (title LIKE ? ESCAPE '\\' OR (title = '' AND substr(ltrim(body), 1, 400) LIKE ? ESCAPE '\\'))"
-        " ORDER BY created_at DESC",
-        (memory.id, memory.project, memory.branch, pattern, pattern))
     found = []
-    for memory_id, title, body in rows:
+    for memory_id, title, body in store.current_observations_like(memory, pattern):
         shown = title or (body.strip().splitlines() or [""])[0][:80]
         fact = version_fact(shown)
         if fact and fact[0] == template and len(fact[1]) == len(versions) and fact[1] < versions:
@@ -111,7 +99,7 @@ def _supersede(engine, memory_id: int, threshold: float) -> list[int]:
     older = candidates(store, memory, *fact)[:MAX_CANDIDATES]
     if not older:
         return []
-    texts = {mid: masked(text) for mid, text in first_chunks(store, [memory_id, *older]).items()}
+    texts = {mid: masked(text) for mid, text in store.first_chunks([memory_id, *older]).items()}
     mine = texts.get(memory_id)
     differing = [mid for mid in older if mid in texts and texts[mid] != mine]
     vectors = engine.try_embed([mine] + [texts[mid] for mid in differing]) if differing else None

@@ -14,6 +14,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from captain_memo.chunking import content_hash
 from captain_memo.errors import DatabaseDamagedError, ModelMismatchError, StoreError
 
 log = logging.getLogger("captain_memo")
@@ -21,13 +22,13 @@ BUSY_TIMEOUT_MS = 10_000
 WRITE_RETRIES = 8
 
 
-def _sqlite():
+def sqlite_module():
     import sqlean
 
     return sqlean
 
 
-def _load_vec(conn) -> str | None:
+def load_vec(conn) -> str | None:
     """Load sqlite-vec; return None when it worked, else the reason it did not."""
     try:
         import sqlite_vec
@@ -43,7 +44,7 @@ def _load_vec(conn) -> str | None:
 def store_error(exc: Exception, path) -> StoreError | None:
     """A SQLite error met in the middle of a command (a page found damaged, a lock held too long), as
     a message naming the file and what to do; None for any other exception, which is a bug."""
-    sqlite = _sqlite()
+    sqlite = sqlite_module()
     if type(exc) not in (sqlite.DatabaseError, sqlite.OperationalError, sqlite.InternalError):
         return None
     text = str(exc)
@@ -128,7 +129,18 @@ def _m002_vector_changes(conn) -> None:
     )
 
 
-MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes)]
+def _m003_source_files_and_reindex(conn) -> None:
+    # Tables that were created on first use before: a note file's state as last indexed (so an
+    # unchanged file is not parsed again) and a running reindex's record of what it embedded.
+    _run_script(conn, """
+        CREATE TABLE IF NOT EXISTS source_files (project TEXT NOT NULL, path TEXT NOT NULL,
+            digest TEXT NOT NULL, sections INTEGER NOT NULL, PRIMARY KEY (project, path));
+        CREATE TABLE IF NOT EXISTS reindex_chunks (chunk_id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL,
+            scope TEXT NOT NULL);
+    """)
+
+
+MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes), (3, _m003_source_files_and_reindex)]
 
 
 def _not_a_folder(path: Path) -> str | None:
@@ -172,7 +184,7 @@ class Database:
         return conn
 
     def _connect(self):
-        sqlite = _sqlite()
+        sqlite = sqlite_module()
         try:
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                   timeout=BUSY_TIMEOUT_MS / 1000)
@@ -187,7 +199,7 @@ class Database:
             ) from None
         if mode.lower() != "wal":
             log.warning("could not switch %s to WAL (journal mode %s)", self.path, mode)
-        self.vec_error = _load_vec(conn)
+        self.vec_error = load_vec(conn)
         with self._conns_lock:
             self._conns.append(conn)
         return conn
@@ -215,7 +227,7 @@ class Database:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 break
-            except _sqlite().OperationalError as exc:
+            except sqlite_module().OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc) or attempt == WRITE_RETRIES - 1:
                     raise StoreError(f"cannot write to {self.path}: {exc}") from None
                 time.sleep(0.05 * (attempt + 1))
@@ -228,7 +240,7 @@ class Database:
             conn.execute("COMMIT")
 
     def _migrate(self) -> None:
-        sqlite = _sqlite()
+        sqlite = sqlite_module()
         try:
             with self.write() as conn:
                 conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
@@ -242,6 +254,11 @@ class Database:
                 f"{self.path} is not a usable Captain Memo database ({exc}); run `captain-memo doctor`, "
                 "restore a backup, or move the file away to start a new store"
             ) from None
+
+    def check_writable(self) -> None:
+        """Take the write lock and let it go (BEGIN IMMEDIATE): raises when the file cannot be written."""
+        with self.write() as conn:
+            conn.execute("SELECT 1")
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -287,8 +304,34 @@ class Database:
             with self.write() as conn:
                 create_vec_table(conn, self.vec_table, dim)
 
+    def insert_chunk(self, conn, memory_id: int, seq: int, text: str, project: str | None, vector) -> int:
+        """One chunk's three rows: the chunk, its keyword row and (when given and sqlite-vec is
+        loaded) its vector; inside the caller's transaction. Returns the chunk id."""
+        table = self.vec_table if vector is not None and self.vec_available else None
+        chunk_id = conn.execute(
+            "INSERT INTO chunks (memory_id, seq, text, content_hash, has_vector) VALUES (?, ?, ?, ?, ?)",
+            (memory_id, seq, text, content_hash(text), int(table is not None))).lastrowid
+        conn.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (chunk_id, text))
+        if table is not None:
+            conn.execute(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
+                         (chunk_id, project or "", vector_blob(vector)))
+        return chunk_id
+
+    def delete_chunk(self, conn, chunk_id: int) -> None:
+        """One chunk's three rows, inside the caller's transaction."""
+        conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
+        if self.vec_available and self.table_exists(self.vec_table):
+            conn.execute(f"DELETE FROM {self.vec_table} WHERE rowid = ?", (chunk_id,))
+        conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
+
     def table_exists(self, name: str) -> bool:
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def vector_blob(vector) -> bytes:
+    import numpy as np
+
+    return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 def create_vec_table(conn, name: str, dim: int) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from captain_memo.errors import StoreError
 from captain_memo.store import vec0_rows
-from captain_memo.store.search import Scope, SqliteVecIndex
+from captain_memo.store.search import Scope, SqliteVecIndex, similarity
 from captain_memo.store.store import Store
 
 log = logging.getLogger("captain_memo")
@@ -401,7 +401,7 @@ class MemIndex:
             ids, squared = np.concatenate(ids), np.concatenate(squared)
             top = np.argsort(squared)[:k] if len(squared) <= k else np.argpartition(squared, k)[:k]
             top = top[np.argsort(squared[top], kind="stable")]
-            return {int(ids[i]): _similarity(squared[i]) for i in top}
+            return {int(ids[i]): similarity(squared[i]) for i in top}
 
     def _coarse(self, blocks: list[_Block], query: np.ndarray, wanted: int) -> list[tuple[_Block, np.ndarray]]:
         code = sign_bits(query[None, :], self._centre)[0]
@@ -426,10 +426,12 @@ class MemIndex:
             for block in np.unique(blocks):
                 mine = blocks == block
                 squared = self._blocks[block].squared_distances(query, rows[mine])
-                out.update({int(i): _similarity(d) for i, d in zip(ids[found[mine]], squared)})
+                out.update({int(i): similarity(d) for i, d in zip(ids[found[mine]], squared)})
             return out
 
 
-def _similarity(squared_distance: float) -> float:
-    """As ``search.similarity``, from the squared L2 distance: 1 - d²/4, clamped to [0, 1]."""
-    return max(0.0, min(1.0, 1.0 - float(squared_distance) / 4.0))
+def warm_memory_index(store: Store) -> MemIndex:
+    """A MemIndex over ``store`` already building in the background (``Engine.open(index=...)``)."""
+    index = MemIndex(store)
+    index.warm_in_background()
+    return index

@@ -7,7 +7,7 @@ filtering a global top 25 afterwards would starve small projects.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
@@ -115,9 +115,24 @@ def keyword_scores(store: Store, match: str | None, chunk_ids: Sequence[int]) ->
     return {chunk_id: -rank for chunk_id, rank in rows}
 
 
-def similarity(distance: float) -> float:
-    """Similarity of unit vectors from their L2 distance: 1 identical, 0.5 orthogonal, 0 opposite."""
-    return max(0.0, min(1.0, 1.0 - distance * distance / 4.0))
+def similarity(squared_distance: float) -> float:
+    """Similarity of unit vectors from their squared L2 distance d²: 1 - d²/4, so 1 identical,
+    0.5 orthogonal, 0 opposite (clamped to [0, 1] against rounding)."""
+    return max(0.0, min(1.0, 1.0 - float(squared_distance) / 4.0))
+
+
+class VectorIndex(Protocol):
+    """Nearest chunks to a query vector, within a scope; what the vector leg searches."""
+
+    def knn(self, query: np.ndarray, scope: Scope, k: int) -> dict[int, float]:
+        """chunk id -> similarity for the k nearest chunks in scope."""
+        ...
+
+    def similarities(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """Exact similarity of given chunks (chunks without a vector are left out)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class SqliteVecIndex:
@@ -125,6 +140,9 @@ class SqliteVecIndex:
 
     def __init__(self, store: Store):
         self.store = store
+
+    def close(self) -> None:
+        """Nothing of its own to release: it reads the store's connection."""
 
     def _check(self) -> str | None:
         """The vector table, None before the first vector was stored; raises without sqlite-vec."""
@@ -151,7 +169,7 @@ class SqliteVecIndex:
                     f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? AND scope = ?",
                     (blob, k, partition)).fetchall()
         for chunk_id, distance in sorted(rows, key=lambda r: r[1])[:k]:
-            found[chunk_id] = similarity(distance)
+            found[chunk_id] = similarity(distance * distance)
         return found
 
     def similarities(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
@@ -163,4 +181,4 @@ class SqliteVecIndex:
         rows = self.store.conn.execute(
             f"SELECT rowid, vec_distance_l2(embedding, ?) FROM {table} WHERE rowid IN ({marks})",
             (vector_blob(query), *chunk_ids))
-        return {chunk_id: similarity(distance) for chunk_id, distance in rows}
+        return {chunk_id: similarity(distance * distance) for chunk_id, distance in rows}

@@ -11,8 +11,9 @@ import numpy as np
 from captain_memo.chunking import content_hash
 from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError
-from captain_memo.store.db import Database
-from captain_memo.records import Chunk, Memory, NewMemory, Source
+from captain_memo.store.db import Database, vector_blob
+from captain_memo.store.sync import SourceRows
+from captain_memo.records import Chunk, Memory, NewMemory, Source, Superseded
 
 # What SQLite can bind: a larger id raised OverflowError; no memory can have it.
 SQLITE_INTEGERS = range(-2**63, 2**63)
@@ -35,11 +36,7 @@ def memory_from_row(row) -> Memory:
     )
 
 
-def vector_blob(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-class Store(Database):
+class Store(SourceRows):
     """All reads and writes of memories; every write is one transaction."""
 
     def __init__(self, path: Path | str, initial_stability: float = RankConfig.tide_initial_stability):
@@ -70,7 +67,7 @@ class Store(Database):
     def replace_body(self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None) -> None:
         """Update a memory's text in place (its id and Tide fields stay); every chunk is rebuilt.
 
-        Re-indexing that keeps unchanged chunks and their vectors is sources/sync.py's rewrite.
+        Re-indexing that keeps unchanged chunks and their vectors is ``rewrite`` (store/sync.py).
         """
         now = time.time()
         with self.write() as conn:
@@ -87,26 +84,12 @@ class Store(Database):
 
     def _insert_chunks(self, conn, memory_id: int, project: str | None, chunks: Sequence[str],
                        vectors: np.ndarray | None) -> None:
-        table = self.vec_table if self.vec_available else None
         for seq, text in enumerate(chunks):
-            vector = None if vectors is None else vectors[seq]
-            cur = conn.execute(
-                "INSERT INTO chunks (memory_id, seq, text, content_hash, has_vector) VALUES (?, ?, ?, ?, ?)",
-                (memory_id, seq, text, content_hash(text), int(vector is not None and table is not None)),
-            )
-            chunk_id = cur.lastrowid
-            conn.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (chunk_id, text))
-            if vector is not None and table is not None:
-                conn.execute(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
-                             (chunk_id, project or "", vector_blob(vector)))
+            self.insert_chunk(conn, memory_id, seq, text, project, None if vectors is None else vectors[seq])
 
     def _delete_chunks(self, conn, memory_id: int) -> None:
-        ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE memory_id = ?", (memory_id,))]
-        for chunk_id in ids:
-            conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
-            if self.vec_available and self.table_exists(self.vec_table):
-                conn.execute(f"DELETE FROM {self.vec_table} WHERE rowid = ?", (chunk_id,))
-        conn.execute("DELETE FROM chunks WHERE memory_id = ?", (memory_id,))
+        for (chunk_id,) in conn.execute("SELECT id FROM chunks WHERE memory_id = ?", (memory_id,)).fetchall():
+            self.delete_chunk(conn, chunk_id)
 
     def delete(self, memory_id: int) -> None:
         with self.write() as conn:
@@ -129,6 +112,35 @@ class Store(Database):
                              (chunk_id, row[0] or "", vector_blob(vector)))
                 if table == self.vec_table:
                     conn.execute("UPDATE chunks SET has_vector = 1 WHERE id = ?", (chunk_id,))
+
+    def bulk_load(self, memories: Sequence[tuple[NewMemory, Sequence[str], np.ndarray]]) -> None:
+        """Many memories with their chunks and vectors in one transaction of batched inserts, for
+        generated benchmark stores; every chunk gets a vector, no duplicate check."""
+        table = self.vec_table
+        with self.write() as conn:
+            first_memory = conn.execute("SELECT ifnull(max(id), 0) FROM memories").fetchone()[0] + 1
+            first_chunk = conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0] + 1
+            rows, chunk_rows, fts, vecs = [], [], [], []
+            for i, (memory, texts, vectors) in enumerate(memories):
+                mid = first_memory + i
+                rows.append((mid, memory.kind, memory.title, memory.body, memory.created_at, memory.created_at,
+                             memory.project, memory.branch, content_hash(memory.kind, memory.title, memory.body),
+                             self.initial_stability, memory.source.origin))
+                for seq, text in enumerate(texts):
+                    cid = first_chunk + len(chunk_rows)
+                    chunk_rows.append((cid, mid, seq, text, content_hash(text)))
+                    fts.append((cid, text))
+                    vecs.append((cid, memory.project or "", vector_blob(vectors[seq])))
+            conn.executemany("INSERT INTO memories (id, kind, title, body, created_at, updated_at, project, branch,"
+                             " content_hash, stability, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            conn.executemany("INSERT INTO chunks (id, memory_id, seq, text, content_hash, has_vector)"
+                             " VALUES (?, ?, ?, ?, ?, 1)", chunk_rows)
+            conn.executemany("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", fts)
+            conn.executemany(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)", vecs)
+
+    def checkpoint(self) -> None:
+        """Fold the write-ahead log into the file (smaller and faster to open afterwards)."""
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def pending_chunks(self, limit: int = 256) -> list[tuple[int, str]]:
         """Chunks stored without a vector, oldest first."""
@@ -203,11 +215,38 @@ class Store(Database):
                                  " ORDER BY created_at DESC LIMIT ?", (*args, limit))
         return [memory_from_row(r) for r in rows]
 
-    def superseded(self) -> list[tuple[int, int, bool, str]]:
-        """(old id, new id, automatic, old title) of every superseded memory."""
-        return [(a, b, bool(auto), title) for a, b, auto, title in self.conn.execute(
+    def superseded(self) -> list[Superseded]:
+        """Every superseded memory, by id."""
+        return [Superseded(a, b, bool(auto), title) for a, b, auto, title in self.conn.execute(
             "SELECT id, superseded_by, supersede_auto, title FROM memories WHERE superseded_by IS NOT NULL"
             " ORDER BY id")]
+
+    def observation_tide(self) -> list[tuple[float, float, float | None]]:
+        """(stability, created at, last surfaced) of every observation."""
+        return self.conn.execute(
+            "SELECT stability, created_at, last_surfaced FROM memories WHERE kind = 'observation'").fetchall()
+
+    def first_chunks(self, memory_ids: Sequence[int]) -> dict[int, str]:
+        """Each memory's first chunk text."""
+        marks = ",".join("?" * len(memory_ids))
+        return dict(self.conn.execute(
+            f"SELECT memory_id, text FROM chunks WHERE seq = 0 AND memory_id IN ({marks})", list(memory_ids)))
+
+    def current_observations_like(self, memory: Memory, pattern: str) -> list[tuple[int, str, str]]:
+        """(id, title, body) of current observations of ``memory``'s project and branch, other than
+        it, whose title (or, untitled, the start of the body) matches the LIKE ``pattern``; newest first."""
+        return self.conn.execute(
+            "SELECT id, title, body FROM memories WHERE kind = 'observation' AND id != ? AND superseded_by IS NULL"
+            " AND project IS ? AND branch IS ?"
+            " AND (title LIKE ? ESCAPE '\\' OR (title = '' AND substr(ltrim(body), 1, 400) LIKE ? ESCAPE '\\'))"
+            " ORDER BY created_at DESC",
+            (memory.id, memory.project, memory.branch, pattern, pattern)).fetchall()
+
+    def chunk_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+    def memory_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
 
     def counts(self) -> dict[str, int]:
         conn = self.conn

@@ -1,4 +1,4 @@
-"""The v3 fusion: both legs scored over the union, put on one scale, then weighted equally.
+"""Union fusion (the v3 profile): both legs scored over the union, put on one scale, then weighted equally.
 
 Why (measured on the public sets, doc/benchmarks.md). In v2 a chunk found by one leg keeps that
 leg's score at full weight, but the keyword leg's min-max gives its best hit 1.0 while vector
@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from captain_memo.config import RankConfig
 from captain_memo.ranking.candidates import Candidate
-from captain_memo.ranking.fusion import min_max
+from captain_memo.ranking.pool import min_max
 from captain_memo.ranking.query import QueryShape
 
 # With shape_weighting on: the keyword leg's weight for a query holding a code-shaped token.

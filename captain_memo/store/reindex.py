@@ -2,13 +2,13 @@
 
 How it stays consistent when killed at any point (kill -9 included):
 1. The target is recorded first, in one transaction: a new vec0 table name and the new model in
-   meta (``reindex_table``, ``reindex_model``), and an empty bookkeeping table ``reindex_chunks``.
+   meta (``reindex_table``, ``reindex_model``), and the bookkeeping table ``reindex_chunks`` emptied.
 2. Each batch is embedded outside any transaction, then written in one: its vectors go into the
    target table, and ``reindex_chunks`` records which text (hash and scope) each chunk had. Recall
    keeps using the live table and the old model all along; the target is invisible to it.
 3. When every chunk is in the target with its current text, one transaction swaps meta
    (``vec_table``, ``embed_model``, ``embed_dim``), marks every chunk as having a vector, drops the
-   old table and the bookkeeping. Chunks added, edited or deleted meanwhile by another process are
+   old table and empties the bookkeeping. Chunks added, edited or deleted meanwhile by another process are
    caught by that check, which runs under the write lock.
 A rerun finds the recorded target and embeds only what ``reindex_chunks`` lacks. Before the swap
 the store is wholly the old model, after it wholly the new one.
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from captain_memo.errors import EmbeddingError, StoreError
-from captain_memo.store.db import create_vec_table
-from captain_memo.store.store import Store, vector_blob
+from captain_memo.store.db import create_vec_table, vector_blob
+from captain_memo.store.store import Store
 
 log = logging.getLogger("captain_memo")
 
@@ -145,7 +145,7 @@ def _begin(store: Store, model: str, restart: bool) -> tuple[str, bool]:
         pending = pending_target(store)
         if pending is not None:
             table, pending_model = pending
-            if pending_model == model and not restart and store.table_exists(DONE_TABLE):
+            if pending_model == model and not restart:
                 return table, True
             log.warning("discarding an unfinished reindex to %s; starting over with %s", pending_model, model)
             _discard(store, conn, table)
@@ -153,15 +153,14 @@ def _begin(store: Store, model: str, restart: bool) -> tuple[str, bool]:
         table = next(name for name in TABLE_NAMES if name != live and not store.table_exists(name))
         store.set_meta(conn, "reindex_table", table)
         store.set_meta(conn, "reindex_model", model)
-        conn.execute(f"CREATE TABLE {DONE_TABLE} (chunk_id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL,"
-                     " scope TEXT NOT NULL)")
+        conn.execute(f"DELETE FROM {DONE_TABLE}")  # the table itself is made by a migration (store/db.py)
         return table, False
 
 
 def _discard(store: Store, conn, table: str) -> None:
     if store.table_exists(table) and table != store.vec_table:
         conn.execute(f"DROP TABLE {table}")
-    conn.execute(f"DROP TABLE IF EXISTS {DONE_TABLE}")
+    conn.execute(f"DELETE FROM {DONE_TABLE}")
     conn.execute(f"DELETE FROM meta WHERE key IN ({','.join('?' * len(TARGET_KEYS))})", TARGET_KEYS)
 
 
@@ -206,6 +205,6 @@ def _swap(store: Store, target: str, model: str) -> bool:
             conn.execute("DELETE FROM meta WHERE key IN ('embed_model', 'embed_dim')")
         if old != target and store.table_exists(old):
             conn.execute(f"DROP TABLE {old}")
-        conn.execute(f"DROP TABLE {DONE_TABLE}")
+        conn.execute(f"DELETE FROM {DONE_TABLE}")
         conn.execute(f"DELETE FROM meta WHERE key IN ({','.join('?' * len(TARGET_KEYS))})", TARGET_KEYS)
     return True

@@ -1,0 +1,294 @@
+"""The application interface: every operation a front end needs, behind one door.
+
+The command line, the editor service and any other front end call ``Memo`` for recall, remember,
+show, supersede, forget, index, import, reindex, stats, doctor and backup, and import nothing below
+it (store, embeddings, sources): what they see are the records (records.py), the results
+(ranking/result.py) and this class. A SQLite failure met inside any operation leaves it as one
+readable error naming the file and what to do (``store_error``), translated here and nowhere else.
+The engine (model and vector index) is opened on first use, so store-only operations (stats, a
+reindex to another model) never load or check an embedder.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+from captain_memo.records import Memory, NewMemory, RecallRequest, Superseded
+
+
+def _translated(method):
+    """Re-raise a SQLite failure as the store's readable error (anything else passes unchanged)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            readable = readable_error(exc, self.path)
+            if readable is None:
+                raise
+            raise readable from None
+
+    return wrapper
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    """What ``Memo.index`` did: the notes report and, when asked, the git history report."""
+
+    notes: object  # sources.report.IndexReport
+    git: object | None  # sources.git_history's report, or None without --git
+
+
+class Memo:
+    """One store (and, once needed, one engine) seen by a front end."""
+
+    def __init__(self, path: Path | str, embedder=None, warm: bool = False, engine=None, embed_config=None):
+        """Nothing is opened here: the store on first use (so a command with nothing to do creates
+        no database), the engine on the first operation that needs the model or the index.
+        ``warm``: search an in-memory vector index built in the background, for long-lived
+        processes (the editor host, a service); one-shot commands keep sqlite-vec."""
+        self.path = Path(path)
+        self._embedder = embedder
+        self._warm = warm
+        self._engine = engine
+        self._store = engine.store if engine is not None else None
+        self._embed_config = embed_config  # config.EmbedConfig; None: the environment's
+
+    @classmethod
+    def open(cls, path: Path | str | None = None, embedder=None, warm: bool = False, embed_config=None) -> "Memo":
+        from captain_memo.config import db_path
+
+        return cls(path or db_path(), embedder, warm, embed_config=embed_config)
+
+    @classmethod
+    def over(cls, engine) -> "Memo":
+        """A Memo around an engine already open (tests, benchmarks)."""
+        return cls(engine.store.path, engine.embedder, engine=engine)
+
+    @property
+    def store(self):
+        if self._store is None:
+            from captain_memo.store import Store
+
+            self._store = Store(self.path)
+        return self._store
+
+    @property
+    def engine(self):
+        if self._engine is None:
+            from captain_memo.engine import Engine
+            from captain_memo.store.memindex import warm_memory_index
+            from captain_memo.store.search import SqliteVecIndex
+
+            index = (warm_memory_index if self._warm else SqliteVecIndex)(self.store)
+            try:
+                self._engine = Engine(self.store, self.embedder, vector_index=index)
+            except BaseException:
+                index.close()
+                raise
+        return self._engine
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from captain_memo import engine
+            from captain_memo.config import embed_config
+
+            # Made where Engine.open makes it (engine.make_embedder), the one place to swap it.
+            self._embedder = engine.make_embedder(self._embed_config or embed_config())
+        return self._embedder
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()  # closes the store too
+        elif self._store is not None:
+            self._store.close()
+        self._engine = self._store = None
+
+    def __enter__(self) -> "Memo":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- memories -----------------------------------------------------------------------
+
+    @_translated
+    def recall(self, request: RecallRequest):
+        return self.engine.recall(request)
+
+    @_translated
+    def remember(self, memory: NewMemory) -> int:
+        return self.engine.remember(memory)
+
+    @_translated
+    def import_memories(self, memories: Sequence[NewMemory], label: str = "importing",
+                        batch: int = 32) -> tuple[int, int]:
+        """Store in batches, skipping exact duplicates; returns (added, skipped as already present)."""
+        from captain_memo.progress import Progress
+
+        added = skipped = 0
+        bar = Progress(len(memories), label)
+        for start in range(0, len(memories), batch):
+            part = list(memories[start: start + batch])
+            ids = self.engine.remember_many(part)
+            added += sum(1 for i in ids if i is not None)
+            skipped += sum(1 for i in ids if i is None)
+            bar.advance(len(part))
+        bar.close()
+        return added, skipped
+
+    @_translated
+    def show(self, memory_id: int) -> Memory:
+        """A memory in full; opening counts as the strongest surfacing for Tide."""
+        return self.engine.show(memory_id)
+
+    @_translated
+    def forget(self, memory_id: int) -> None:
+        self.store.delete(memory_id)
+
+    @_translated
+    def supersede(self, old_id: int, new_id: int) -> None:
+        self.engine.supersede(old_id, new_id)
+
+    @_translated
+    def unsupersede(self, old_id: int) -> None:
+        self.engine.unsupersede(old_id)
+
+    @_translated
+    def superseded(self) -> list[Superseded]:
+        return self.store.superseded()
+
+    @_translated
+    def pending_vectors(self) -> int:
+        """Chunks stored without a vector (the embedder was down); keyword search finds them meanwhile."""
+        return self.store.counts()["pending_vectors"]
+
+    # -- sources ------------------------------------------------------------------------
+
+    @_translated
+    def index(self, paths: Sequence[str] = (), git: bool = False, branch: str | None = None,
+              show_progress: bool = True) -> IndexOutcome:
+        """Named files or folders, else the configured note and skill folders; with ``git``, the
+        repository's new commits too. InputError when there is nothing to index."""
+        from captain_memo.errors import InputError
+        from captain_memo.sources.git_history import index_history
+        from captain_memo.sources.indexer import configured_folders, index_folders, index_paths
+        from captain_memo.sources.report import IndexReport
+        from captain_memo.sources.settings import source_settings
+
+        settings = source_settings()
+        folders = [] if paths else configured_folders(settings=settings)
+        if branch:
+            folders = [f if f.personal else replace(f, branch=branch) for f in folders]
+        if not paths and not folders and not git:
+            raise InputError("nothing to index: not inside a git repository and CAPTAIN_MEMO_NOTE_DIRS is not set")
+        if paths:
+            notes = index_paths(self.engine, list(paths), settings, show_progress=show_progress, branch=branch)
+        else:
+            notes = index_folders(self.engine, folders, settings, show_progress=show_progress) if folders \
+                else IndexReport()
+        history = index_history(self.engine, settings=settings, show_progress=show_progress) if git else None
+        return IndexOutcome(notes, history)
+
+
+    @_translated
+    def health(self) -> str:
+        """Proof the store can be written (the write lock taken and let go) and holds vectors of the
+        configured model (checked without loading it); a one-line description."""
+        self.store.check_writable()
+        self.store.check_model(self.embedder.model_id)
+        return (f"{self.path} is writable: {self.store.counts()['memories']} memories, model "
+                f"{self.store.meta('embed_model') or 'none yet'}")
+
+    # -- maintenance --------------------------------------------------------------------
+
+    @_translated
+    def reindex(self, batch_size: int, progress: Callable | None = None, restart: bool = False):
+        """Re-embed every chunk with the configured model (resumable); a ReindexReport."""
+        from captain_memo.store.reindex import reindex
+
+        return reindex(self.store, self.embedder, batch_size, progress, restart=restart)
+
+    @_translated
+    def fill_missing(self, batch_size: int, progress: Callable | None = None) -> int:
+        from captain_memo.store.reindex import fill_missing
+
+        return fill_missing(self.store, self.embedder, batch_size, progress)
+
+    @_translated
+    def pending_reindex(self) -> tuple[str, str] | None:
+        """(table, model) of an interrupted reindex, or None."""
+        from captain_memo.store.reindex import pending_target
+
+        return pending_target(self.store)
+
+    def doctor(self) -> list[tuple[str, bool, str]]:
+        """Every check of ``doctor`` on this database (never raises: a failure is a failed check)."""
+        return doctor(self.path)
+
+    @_translated
+    def stats(self) -> dict:
+        """Counts by kind (every kind named) and the Tide lifecycle of observations."""
+        from captain_memo.records import KINDS
+        from captain_memo.stats import tide_counts
+
+        counts = self.store.counts()
+        return {"database": str(self.path), **counts, **{kind: counts.get(kind, 0) for kind in KINDS},
+                "tide": tide_counts(self.store.observation_tide())}
+
+
+def index_written_file(open_engine: Callable[[], object], path: str, project: str | None, branch: str | None):
+    """Re-index one file just written (an IndexReport); ``open_engine`` is called only when the file
+    lies in a note or skill folder, so writing any other file opens (or creates) no database."""
+    from captain_memo.sources.indexer import index_file
+
+    return index_file(_OnFirstUse(open_engine), path, project, branch)
+
+
+def readable_error(exc: Exception, path: Path | str):
+    """A SQLite failure as the store's readable error naming ``path`` and what to do; None for
+    anything else. For front ends that hold a Memo across requests (its methods translate already)."""
+    from captain_memo.store.db import store_error
+
+    return store_error(exc, path)
+
+
+def doctor(path: Path | str) -> list[tuple[str, bool, str]]:
+    """(item, ok, detail) for SQLite, sqlite-vec, FTS5, the file's integrity and permissions, the
+    model and the counts; a check that fails says what to do."""
+    from captain_memo.doctor import checks
+
+    return checks(Path(path))
+
+
+def embedding_server(host: str, port: int, threads: int | None, model_name: str | None, api_key: str | None):
+    """The built-in model behind an HTTP server (embeddings/server.py), not yet serving."""
+    from captain_memo.embeddings.local import LocalEmbedder
+    from captain_memo.embeddings.server import make_server
+
+    return make_server(LocalEmbedder(threads=threads), host, port, model_name, api_key)
+
+
+def backup(source: Path, target: Path, replace: bool = False) -> Path:
+    """A consistent, checked copy of the database ``source`` (store/backup.py); returns the file written."""
+    from captain_memo.store.backup import backup as copy
+
+    return copy(source, target, replace=replace)
+
+
+class _OnFirstUse:
+    """An engine opened when first touched: indexing a file it ignores opens (or creates) no database."""
+
+    def __init__(self, open_engine: Callable[[], object]):
+        self._open = open_engine
+        self._engine: object | None = None
+
+    def __getattr__(self, name: str):
+        if self._engine is None:
+            self._engine = self._open()
+        return getattr(self._engine, name)

@@ -1,0 +1,61 @@
+"""`captain-memo doctor`: whether everything Captain Memo needs works, item by item."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from captain_memo.config import embed_config
+
+DAMAGED = ("the file is damaged: restore a backup (`captain-memo backup PATH` makes one), or move the file "
+           "away to start a new store")
+
+
+def permissions(path: Path) -> tuple[str, bool, str]:
+    """The database must be readable by its owner only (it is created 0600 in a 0700 folder)."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        return "permissions", False, f"{path} is {mode:04o}, readable by others; run chmod 600 {path}"
+    return "permissions", True, f"{mode:04o}"
+
+
+def checks(path: Path) -> list[tuple[str, bool, str]]:
+    """(item, ok, detail) for each thing Captain Memo depends on."""
+    from captain_memo.store import Store, health
+
+    out = [("sqlite", True, health.sqlite_version())]
+    try:
+        store = Store(path)
+    except Exception as exc:
+        return out + [("database", False, f"{path}: {exc}")]
+    try:
+        conn = store.conn
+        out.append(("sqlite-vec", store.vec_available,
+                    health.sqlite_vec_version(conn) if store.vec_available else store.vec_error))
+        fts = health.fts5_compiled(conn)
+        out.append(("fts5", fts, "compiled in" if fts else "missing"))
+        integrity = health.integrity(conn)
+        out.append(("integrity", integrity == "ok", integrity if integrity == "ok" else f"{integrity}; {DAMAGED}"))
+        out.append(permissions(path))
+        size = path.stat().st_size if path.exists() else 0
+        out.append(("database", True, f"{path} ({size / 1e6:.1f} MB)"))
+        out.append(("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured "
+                                   f"{embed_config().provider}"))
+        out.append(reindex_state(store))
+        counts = store.counts()
+        consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
+        out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
+    except Exception as exc:  # a damaged file fails mid-check: report it, never a traceback
+        out.append(("database", False, f"{path}: {exc}; {DAMAGED}"))
+    finally:
+        store.close()
+    return out
+
+
+def reindex_state(store) -> tuple[str, bool, str]:
+    from captain_memo.store.reindex import pending_target
+
+    target = pending_target(store)
+    if target is None:
+        return ("reindex", True, "none pending")
+    return ("reindex", False, f"an interrupted reindex to {target[1]} is pending; run `captain-memo reindex` "
+                              "to finish it (recall keeps using the current vectors meanwhile)")

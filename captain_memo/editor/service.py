@@ -1,0 +1,285 @@
+"""What the Neovim plugin asks of Captain Memo, answered off the editor's main loop.
+
+Requests arrive from the remote plugin (``rplugin/python3/captain_memo_nvim.py``) as plain dicts::
+
+    {"id": 7, "op": "recall", "channel": "results", "settings": {...}, "args": {...}}
+
+and every answer goes back through the ``deliver`` callable as a plain dict: ``{"id", "op", "ok",
+"result"}`` or ``{"id", "op", "ok": False, "error"}`` (one readable line; an unexpected failure's
+traceback goes to the log). All work runs on one worker thread, so the editor never waits for an
+embedding, a search or a write, and an engine is only ever used by one thread at a time. A request
+that a newer one on the same channel replaced before it started is skipped: the editor would throw
+its answer away anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from captain_memo import secrets
+from captain_memo.app import Memo
+from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
+from captain_memo.editor.context import ContextCache, locate
+from captain_memo.editor.settings import SECRET_POLICIES, EditorSettings, _choice
+from captain_memo.gitctx import GitContext
+from captain_memo.records import Leg, NewMemory, RecallRequest, Source, Surfacing, memory_json, source_json
+
+log = logging.getLogger("captain_memo")
+# Hints ask for more than a page of results: they count every memory naming the token.
+HINT_LIMIT = 50
+
+
+def one_line(message: str) -> str:
+    """A message fit for a single notification line."""
+    return " ".join(str(message).split()) or "unknown error"
+
+
+def open_memo(settings: EditorSettings) -> Memo:
+    # The host lives as long as the editor: the in-memory vector index pays off (built in the
+    # background; sqlite-vec answers until it is ready).
+    return Memo.open(settings.database_path(), warm=True, embed_config=settings.embed_config())
+
+
+def opened_json(memory, ctx: GitContext) -> dict:
+    """A memory as the editor's float shows it: its title as displayed, its file found in this tree."""
+    data = memory_json(memory)
+    data["title"] = memory.display_title
+    data["source"] = {**source_json(memory.source, label=True), "file": locate(memory.source.path, ctx, memory.project)}
+    return data
+
+
+def _context_json(ctx: GitContext) -> dict:
+    return {"project": ctx.project, "branch": ctx.branch, "commit": ctx.commit, "root": ctx.root}
+
+
+def _finding_json(finding) -> dict:
+    return {"field": finding.field, "line": finding.line, "kind": finding.kind, "preview": finding.preview,
+            "text": finding.describe()}
+
+
+def _surfacing(value) -> Surfacing:
+    """The request's ``how`` (default: a search the user asked for)."""
+    try:
+        return Surfacing(value or Surfacing.SEARCH)
+    except ValueError:
+        raise InputError(f"how must be one of {', '.join(s.value for s in Surfacing)}, not {value!r}") from None
+
+
+def _int(args: dict, name: str, required: bool = True) -> int | None:
+    value = args.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InputError(f"{name} must be a whole number, not {value!r}")
+    return value
+
+
+class EditorService:
+    """Runs the plugin's requests on a worker thread and hands each answer to ``deliver``."""
+
+    def __init__(self, deliver: Callable[[dict], None],
+                 memo_factory: Callable[[EditorSettings], Memo] = open_memo):
+        self.deliver = deliver
+        self.memo_factory = memo_factory
+        self.contexts = ContextCache()
+        self._memos: dict[tuple, Memo] = {}
+        self._latest: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
+        self._log_files: set[str] = set()
+        self.ops = {"recall": self.recall, "hint": self.hint, "save": self.save, "open": self.open,
+                    "forget": self.forget, "supersede": self.supersede, "index": self.index}
+
+    # -- the queue ----------------------------------------------------------------------
+
+    def submit(self, request: dict) -> None:
+        """Queue a request; returns at once. Its answer arrives through ``deliver``."""
+        channel = request.get("channel")
+        if channel:
+            with self._lock:
+                self._latest[channel] = request.get("id", 0)
+        self._worker.submit(self._run, request)
+
+    def _superseded(self, request: dict) -> bool:
+        channel = request.get("channel")
+        with self._lock:
+            return bool(channel) and self._latest.get(channel) != request.get("id", 0)
+
+    def _run(self, request: dict) -> None:
+        if self._superseded(request):
+            return
+        reply = self.handle(request)
+        if self._superseded(request):
+            return
+        try:
+            self.deliver(reply)
+        except Exception:  # the editor went away; nobody is left to tell
+            log.exception("could not deliver the answer to request %s", request.get("id"))
+
+    def handle(self, request: dict) -> dict:
+        """Answer one request now, on the calling thread."""
+        base = {"id": request.get("id"), "op": request.get("op")}
+        settings = None
+        try:
+            settings = EditorSettings.from_dict(request.get("settings"))
+            self._attach_log(settings.log_file)
+            op = self.ops.get(request.get("op"))
+            if op is None:
+                raise InputError(f"unknown request {request.get('op')!r}")
+            return {**base, "ok": True, "result": op(settings, request.get("args") or {})}
+        except CaptainMemoError as exc:
+            log.info("%s failed: %s", base["op"], exc)
+            if isinstance(exc, DatabaseDamagedError) and settings is not None:
+                self._drop(settings)
+            return {**base, "ok": False, "error": one_line(str(exc))}
+        except Exception as exc:
+            error = self._database_failure(exc, settings)
+            if error is not None:
+                log.warning("%s failed: %s", base["op"], error)
+                return {**base, "ok": False, "error": one_line(str(error))}
+            log.exception("%s failed unexpectedly", base["op"])
+            return {**base, "ok": False, "internal": True, "error": one_line(f"{type(exc).__name__}: {exc}")}
+
+    def _database_failure(self, exc: Exception, settings: EditorSettings | None) -> StoreError | None:
+        """A SQLite error met mid-request (a damaged page, a lock held too long) as a message naming
+        the file and what to do; None for anything else. The engine of a damaged file is dropped, so
+        the next request opens the file afresh (restored from a backup, or moved away)."""
+        if settings is None:
+            return None
+        from captain_memo.app import readable_error
+
+        error = readable_error(exc, settings.database_path())
+        if isinstance(error, DatabaseDamagedError):
+            self._drop(settings)
+        return error
+
+    def _drop(self, settings: EditorSettings) -> None:
+        memo = self._memos.pop(settings.engine_key, None)
+        if memo is not None:
+            memo.close()
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
+        for memo in self._memos.values():
+            memo.close()
+        self._memos.clear()
+
+    # -- shared parts -------------------------------------------------------------------
+
+    def memo(self, settings: EditorSettings):
+        key = settings.engine_key
+        if key not in self._memos:
+            self.deliver({"event": "status", "text": "opening the database (the model loads on first search)…"})
+            self._memos[key] = self.memo_factory(settings)
+        return self._memos[key]
+
+    def context(self, settings: EditorSettings, args: dict, fresh: bool = False) -> GitContext:
+        """Git context of the buffer's file (``args['context']``), not of the editor's folder."""
+        return self.contexts.get(args.get("context") or None, settings.share_worktrees, fresh)
+
+    def _attach_log(self, path: str | None) -> None:
+        """Send library log lines to the plugin's log file rather than to the host's stderr."""
+        if not path or path in self._log_files:
+            return
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+        self._log_files.add(path)
+
+    # -- the requests -------------------------------------------------------------------
+
+    def recall(self, settings: EditorSettings, args: dict) -> dict:
+        from captain_memo.ranking.result import result_json
+
+        ctx = self.context(settings, args)
+        result = self.memo(settings).recall(RecallRequest(
+            args.get("query", ""), project=ctx.project, branch=ctx.branch,
+            limit=_int(args, "limit", required=False) or settings.limit,
+            profile=args.get("profile") or settings.profile, how=_surfacing(args.get("how"))))
+        data = result_json(result, time.time())
+        for hit in data["hits"]:
+            hit["source"]["file"] = locate(hit["source"]["path"], ctx, hit["project"])
+        data["context"] = _context_json(ctx)
+        return data
+
+    def hint(self, settings: EditorSettings, args: dict) -> dict:
+        """How many memories name ``token`` exactly: keyword leg only, recorded nowhere (cheap)."""
+        from captain_memo.ranking.query import is_code_shaped
+
+        token = args.get("token") or ""
+        if not is_code_shaped(token):
+            return {"token": token, "count": 0, "ids": []}
+        ctx = self.context(settings, args)
+        result = self.memo(settings).recall(RecallRequest(
+            token, project=ctx.project, branch=ctx.branch, limit=HINT_LIMIT, legs=(Leg.KEYWORD,),
+            how=Surfacing.AUTO, record=False))
+        ids = sorted({hit.memory.id for hit in result.hits if token in hit.text})
+        return {"token": token, "count": len(ids), "ids": ids}
+
+    def save(self, settings: EditorSettings, args: dict) -> dict:
+        """Store a selection or a note; text that looks like it holds credentials is handled by the
+        ``secrets`` policy: the request's (the user's answer) or the settings'."""
+        text, title = args.get("text", ""), args.get("title") or ""
+        policy = _choice(args, "secrets", SECRET_POLICIES) or settings.secrets
+        try:
+            kept = secrets.check(text, title, allow=policy != "ask", how_to_allow='choose "save anyway"')
+        except secrets.SecretsFoundError as exc:
+            # Nothing is stored: the plugin shows the findings and sends the save again with the
+            # user's choice (allow or redact).
+            log.info("save held for the user's choice: %s", exc)
+            return {"saved": False, "findings": [_finding_json(f) for f in exc.findings]}
+        redacted = []
+        if kept and policy == "redact":
+            text, title, redacted, kept = secrets.redact(text), secrets.redact(title), kept, []
+        # A fresh context: the commit matters here and may have moved since the last lookup.
+        ctx = self.context(settings, args, fresh=True)
+        path = args.get("path") or None
+        start, end = _int(args, "line_start", required=False), _int(args, "line_end", required=False)
+        source = Source(path=ctx.relative(path) if path else None, line_start=start, line_end=end,
+                        commit=ctx.commit, origin="editor", filetype=args.get("filetype") or None)
+        memory = NewMemory(body=text, kind=args.get("kind") or "memory", title=title, project=ctx.project,
+                           branch=ctx.branch, source=source)
+        memory_id = self.memo(settings).remember(memory)
+        return {"saved": True, "id": memory_id, "title": memory.title, "kind": memory.kind, "path": source.path,
+                "line_start": start, "line_end": end, "kept": [f.describe() for f in kept],
+                "redacted": [f.describe() for f in redacted], **_context_json(ctx)}
+
+    def index(self, settings: EditorSettings, args: dict) -> dict:
+        """Re-index a file just written; nothing happens (no database opened) outside the note and
+        skill folders."""
+        from captain_memo.app import index_written_file
+
+        path = args.get("path")
+        if not isinstance(path, str) or not path:
+            raise InputError("path must name the file that was written")
+        ctx = self.contexts.get(path, settings.share_worktrees)
+        report = index_written_file(lambda: self.memo(settings).engine, path, ctx.project, ctx.branch)
+        return {"path": path, **report.to_json()}
+
+    def open(self, settings: EditorSettings, args: dict) -> dict:
+        """A memory in full; this counts as the strongest surfacing for Tide."""
+        memory = self.memo(settings).show(_int(args, "id"))
+        return opened_json(memory, self.context(settings, args))
+
+    def forget(self, settings: EditorSettings, args: dict) -> dict:
+        memory_id = _int(args, "id")
+        self.memo(settings).forget(memory_id)
+        return {"id": memory_id}
+
+    def supersede(self, settings: EditorSettings, args: dict) -> dict:
+        old, new = _int(args, "old"), _int(args, "new")
+        self.memo(settings).supersede(old, new)
+        return {"old": old, "new": new}
+
+
