@@ -13,6 +13,7 @@ import math
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Mapping
 
 from captain_memo.errors import ConfigError
 
@@ -172,7 +173,7 @@ def _warn_once(name: str, raw: str, why: str, default) -> None:
         log.warning("ignoring %s=%r (%s); using %r", name, raw, why, default)
 
 
-def rank_config(profile: str | None = None, env: dict | None = None) -> RankConfig:
+def rank_config(profile: str | None = None, env: Mapping[str, str] | None = None) -> RankConfig:
     """The profile named (else ``CAPTAIN_MEMO_RANK_PROFILE``, else v2) with env overrides applied."""
     env = os.environ if env is None else env
     name = (profile or env.get(ENV_PREFIX + "RANK_PROFILE") or "v2").strip().lower()
@@ -203,7 +204,7 @@ def rank_config(profile: str | None = None, env: dict | None = None) -> RankConf
     return replace(base, **changes)
 
 
-def data_home(env: dict | None = None) -> Path:
+def data_home(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get(ENV_PREFIX + "HOME"):
         return Path(env[ENV_PREFIX + "HOME"]).expanduser()
@@ -211,7 +212,7 @@ def data_home(env: dict | None = None) -> Path:
     return Path(xdg).expanduser() / "captain-memo"
 
 
-def db_path(env: dict | None = None) -> Path:
+def db_path(env: Mapping[str, str] | None = None) -> Path:
     """``CAPTAIN_MEMO_DB`` (a file), else ``CAPTAIN_MEMO_HOME/memo.db``, else the XDG data folder."""
     env = os.environ if env is None else env
     if env.get(ENV_PREFIX + "DB"):
@@ -230,7 +231,7 @@ class EmbedConfig:
     encoding: str = "float"  # openai provider: float | base64 (CAPTAIN_MEMO_EMBED_ENCODING)
 
 
-def embed_config(env: dict | None = None, **overrides) -> EmbedConfig:
+def embed_config(env: Mapping[str, str] | None = None, **overrides) -> EmbedConfig:
     env = os.environ if env is None else env
     cfg = EmbedConfig(
         provider=(env.get(ENV_PREFIX + "EMBED_PROVIDER") or "local").strip().lower(),

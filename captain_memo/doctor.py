@@ -30,7 +30,7 @@ def checks(path: Path) -> list[tuple[str, bool, str]]:
     try:
         conn = store.conn
         out.append(("sqlite-vec", store.vec_available,
-                    health.sqlite_vec_version(conn) if store.vec_available else store.vec_error))
+                    health.sqlite_vec_version(conn) if store.vec_available else str(store.vec_error)))
         fts = health.fts5_compiled(conn)
         out.append(("fts5", fts, "compiled in" if fts else "missing"))
         integrity = health.integrity(conn)

@@ -15,6 +15,8 @@ are placeholders (``$VAR``, ``<token>``, ``***``) and, unquoted in an assignment
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import os
 import re
 from dataclasses import dataclass, replace
@@ -168,7 +170,7 @@ def redact(text: str) -> str:
     return "".join(out)
 
 
-def redaction_on(env: dict | None = None) -> bool:
+def redaction_on(env: Mapping[str, str] | None = None) -> bool:
     """Whether ``CAPTAIN_MEMO_REDACT_SECRETS`` asks for redaction before saving."""
     env = os.environ if env is None else env
     return (env.get(REDACT_ENV) or "").strip().lower() in ("1", "true", "yes", "on")
@@ -187,7 +189,7 @@ def describe(findings: list[Finding]) -> str:
 
 
 def check(text: str, title: str = "", allow: bool = False, how_to_allow: str = "allow it",
-          env: dict | None = None) -> list[Finding]:
+          env: Mapping[str, str] | None = None) -> list[Finding]:
     """The saving policy for a user's text: the findings that will be stored as they are.
 
     Returns [] when nothing was found or redaction is on (the engine then redacts). Raises

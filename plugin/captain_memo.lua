@@ -22,7 +22,7 @@ end, {
 
 local function plug(modes, name, fn, desc)
   for _, mode in ipairs(modes) do
-    vim.api.nvim_set_keymap(mode, "<Plug>(" .. name .. ")", "", { callback = fn, desc = desc, noremap = true })
+    vim.keymap.set(mode, "<Plug>(" .. name .. ")", fn, { desc = desc })
   end
 end
 
@@ -52,6 +52,6 @@ vim.api.nvim_create_autocmd("BufWritePost", {
   pattern = note_patterns,
   desc = "Captain Memo: re-index a note file after it is written",
   callback = function(ev)
-    require("captain_memo.reindex").written(ev.buf, ev.match)
+    require("captain_memo.index_on_write").written(ev.buf, ev.match)
   end,
 })

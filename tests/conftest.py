@@ -53,3 +53,36 @@ def local_engine(db_file, local_embedder):
     eng = Engine(Store(db_file), local_embedder)
     yield eng
     eng.close()
+
+
+# -- fixtures of the support modules, shared here so tests need not import them ----------------
+
+
+@pytest.fixture
+def cli_env(tmp_path, monkeypatch, local_embedder):
+    """The CLI run in an empty folder (no git repository, so no project), sharing the session's
+    loaded model rather than loading it again for every command; returns a database path."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg: local_embedder)
+    return tmp_path / "memo.db"
+
+
+@pytest.fixture(scope="session")
+def embed_server(local_embedder):
+    """The real serve-embeddings server with the real local model, shared by the session."""
+    from embed_support import start_server, stop_server
+
+    server = start_server(local_embedder)
+    yield server
+    stop_server(server)
+
+
+@pytest.fixture
+def fault_server(local_embedder):
+    """A real HTTP server on 127.0.0.1 that answers with the local model or with a chosen fault."""
+    from embed_support import FaultServer
+
+    local_embedder.embed(["load the model before any timeout starts"])
+    server = FaultServer(local_embedder)
+    yield server
+    server.stop()

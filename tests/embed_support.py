@@ -50,22 +50,6 @@ def stop_server(server) -> None:
     server.server_close()
 
 
-@pytest.fixture(scope="session")
-def embed_server(local_embedder):
-    """The real serve-embeddings server with the real local model, shared by the session."""
-    server = start_server(local_embedder)
-    yield server
-    stop_server(server)
-
-
-@pytest.fixture
-def fault_server(local_embedder):
-    local_embedder.embed(["load the model before any timeout starts"])
-    server = FaultServer(local_embedder)
-    yield server
-    server.stop()
-
-
 def cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``captain-memo`` in a child process with the test's environment plus ``env``."""
     return subprocess.run([sys.executable, "-m", "captain_memo.cli", *args], capture_output=True, text=True,

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from sources_support import git
+
 REPO = Path(__file__).resolve().parent.parent
 _manifest: Path | None = None
 
@@ -157,12 +159,6 @@ def start_editor(tmp: Path, env: dict[str, str] | None = None, cwd: Path | None 
     if observe:
         editor.lua(OBSERVE)
     return editor
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com",
-                               "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com"}).stdout.strip()
 
 
 BILLING = '''class Billing:

@@ -92,15 +92,6 @@ def days_ago(days: float) -> float:
     return time.time() - days * DAY
 
 
-@pytest.fixture
-def cli_env(tmp_path, monkeypatch, local_embedder):
-    """The CLI run in an empty folder (no git repository, so no project), sharing the session's
-    loaded model rather than loading it again for every command; returns a database path."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg: local_embedder)
-    return tmp_path / "memo.db"
-
-
 def run_cli(capsys, *argv, code: int = 0) -> str:
     """Run ``captain-memo argv`` in-process; check the exit code; return what it printed."""
     from captain_memo import cli

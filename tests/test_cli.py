@@ -12,7 +12,7 @@ import pytest
 from captain_memo.config import PROFILES
 from captain_memo.ranking import lifecycle
 
-from recall_support import cli_env, cli_error, run_cli  # noqa: F401
+from recall_support import cli_error, run_cli
 
 NOTES = [
     {"kind": "memory", "title": "Money is Decimal", "text": "All amounts are billing.money.Money; floats are refused.",

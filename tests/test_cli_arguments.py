@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from recall_support import cli_env, cli_error, run_cli  # noqa: F401
+from recall_support import cli_error, run_cli
 
 
 @pytest.mark.parametrize("lines", ["abc", "-5", "0", "5-3", "3-", "1-2-3", "99999999999999999999"])

@@ -14,7 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
-from embed_support import MODEL, REPO, embed_server, start_server, stop_server  # noqa: F401 - fixtures
+from embed_support import MODEL, REPO, start_server, stop_server
 
 TEXTS = ["the webhook retries three times", "prices are rounded once, on the invoice total"]
 

@@ -16,7 +16,7 @@ from captain_memo.embeddings.http import OllamaEmbedder, OpenAIEmbedder, make_ht
 from captain_memo.engine import Engine
 from captain_memo.errors import ConfigError, EmbeddingError
 from captain_memo.store import Store
-from embed_support import (MODEL, embed_server, fault_server, free_port, start_server,  # noqa: F401 - fixtures
+from embed_support import (MODEL, free_port, start_server,
                            stop_server)
 
 TEXTS = ["parse_config reads the YAML file once", "rounding happens only at the end", "a third, longer note " * 20]

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from captain_memo.import_records import read_import
-from recall_support import cli_env, cli_error, run_cli  # noqa: F401
+from recall_support import cli_error, run_cli
 
 GOOD = {"text": "the tax service answers 429 during the month-end run", "kind": "observation"}
 # (record as written in the file, what the refusal names)

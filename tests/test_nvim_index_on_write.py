@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from nvim_support import close, child_env, git, make_repo, requires_nvim, start_editor
+from nvim_support import child_env, close, make_repo, requires_nvim, start_editor
+from sources_support import git
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 
@@ -60,7 +61,7 @@ def test_a_written_decision_is_found_by_recall_and_other_files_are_not_indexed(t
         editor.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, ...)",
                    ["", "## Why not Redis", "", "Postgres SKIP LOCKED runs the job queue without another server."])
         editor.nvim.command("write | write | write")
-        assert editor.lua("return require('captain_memo.reindex').waiting()") == [str(decision)], \
+        assert editor.lua("return require('captain_memo.index_on_write').waiting()") == [str(decision)], \
             "the write only starts the debounce timer"
         [report] = indexed(editor, 1)
         assert report["path"] == str(decision)
@@ -98,7 +99,7 @@ def test_only_note_suffixes_wake_the_plugin_on_write(tmp_path):
         assert {p.lower() for p in patterns} == {f"*{suffix}" for suffix in NOTE_SUFFIXES}
         editor.nvim.command(f"edit {tmp_path / 'code.py'}")
         editor.nvim.command("write")
-        assert editor.lua("return package.loaded['captain_memo.reindex'] == nil and "
+        assert editor.lua("return package.loaded['captain_memo.index_on_write'] == nil and "
                           "package.loaded['captain_memo'] == nil")
     finally:
         close(editor)

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from nvim_support import close, git, child_env, make_repo, requires_nvim, start_editor
+from nvim_support import child_env, close, make_repo, requires_nvim, start_editor
+from sources_support import git
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 

@@ -26,7 +26,7 @@ from captain_memo.errors import EmbeddingError, ModelMismatchError
 from captain_memo.progress import Progress
 from captain_memo.store.reindex import DONE_TABLE, pending_target, reindex
 from captain_memo.store import NewMemory, Store
-from embed_support import (MODEL, REPO, GatedEmbedder, embed_server, provider_env, start_server,  # noqa: F401
+from embed_support import (MODEL, REPO, GatedEmbedder, provider_env, start_server,
                            stop_server)
 from fakes import HashEmbedder
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from captain_memo.terminal import block, one_line
-from recall_support import cli_env, run_cli  # noqa: F401
+from recall_support import run_cli
 
 OSC52 = "\x1b]52;c;aGVsbG8=\x07"  # writes "hello" to the clipboard of many terminals
 CLEAR = "\x1b[2J\x1b[H"

@@ -17,7 +17,7 @@ from captain_memo.embeddings.http import OllamaEmbedder, OpenAIEmbedder
 from captain_memo.engine import Engine
 from captain_memo.store.reindex import fill_missing
 from captain_memo.store import NewMemory, Store
-from embed_support import MODEL, fault_server, provider_env, start_server, stop_server  # noqa: F401 - fixture
+from embed_support import MODEL, provider_env, start_server, stop_server
 
 SEED = [
     NewMemory(body="The invoice builder rounds once, on the total, never per line.", title="Rounding"),

@@ -21,7 +21,7 @@ from captain_memo.ranking.query import analyse
 from captain_memo.store import NewMemory, Store
 
 from fakes import TableEmbedder
-from recall_support import SAMPLE, assert_trace, at_similarity, candidate, cli_env, memory, run_cli  # noqa: F401
+from recall_support import SAMPLE, assert_trace, at_similarity, candidate, memory, run_cli
 
 QUERY = "get_effective_contract_price rounding"
 A_TEXT = ("get_effective_contract_price walks the contract override, then the volume tiers, then the list price; "

@@ -111,7 +111,7 @@ class EditorService:
     def _superseded(self, request: dict) -> bool:
         channel = request.get("channel")
         with self._lock:
-            return bool(channel) and self._latest.get(channel) != request.get("id", 0)
+            return bool(channel) and self._latest.get(str(channel)) != request.get("id", 0)
 
     def _run(self, request: dict) -> None:
         if self._superseded(request):
@@ -131,7 +131,7 @@ class EditorService:
         try:
             settings = EditorSettings.from_dict(request.get("settings"))
             self._attach_log(settings.log_file)
-            op = self.ops.get(request.get("op"))
+            op = self.ops.get(str(request.get("op")))
             if op is None:
                 raise InputError(f"unknown request {request.get('op')!r}")
             return {**base, "ok": True, "result": op(settings, request.get("args") or {})}

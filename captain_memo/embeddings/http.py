@@ -72,8 +72,8 @@ class HttpEmbedder:
     def dim(self) -> int:
         """The model's dimension; asks the server once when no vector was seen yet."""
         if self._dim is None:
-            self.embed(["dimension"])
-        return self._dim
+            self.embed(["dimension"])  # sets _dim, or raises EmbeddingError
+        return int(self._dim or 0)
 
     def expect_dim(self, dim: int) -> None:
         """The dimension the caller's store holds: an answer of another size is then an error."""

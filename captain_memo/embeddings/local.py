@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -33,8 +33,8 @@ class LocalEmbedder:
     def __init__(self, batch_size: int = 8, threads: int | None = None):
         self.batch_size = batch_size
         self.threads = threads
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None  # onnxruntime.InferenceSession, loaded on first use
+        self._tokenizer: Any = None  # tokenizers.Tokenizer
         self._lock = threading.Lock()
 
     @property

@@ -101,6 +101,7 @@ class EmbeddingServer(ClosingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     @property

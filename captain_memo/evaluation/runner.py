@@ -97,7 +97,7 @@ def build_store(dataset: Dataset, embedder, folder: Path, progress: bool = True)
         memories = [NewMemory(body=d.text if d.text.strip() else d.title, title=d.title, kind="memory",
                               project=d.group) for d in part]
         ids = engine.remember_many(memories, skip_duplicates=False)
-        doc_of.update({memory_id: d.id for memory_id, d in zip(ids, part)})
+        doc_of.update({memory_id: d.id for memory_id, d in zip(ids, part) if memory_id is not None})
         if bar:
             bar.advance(len(part))
     if bar:

@@ -79,7 +79,7 @@ def note_files(folder: Folder) -> list[Path]:
     """Note files under the folder, sorted; hidden and dependency folders are not entered."""
     if folder.path.is_file():
         return [folder.path] if is_note(folder.path) else []
-    found = []
+    found: list[Path] = []
     for current, dirs, files in os.walk(folder.path):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in IGNORED_DIRS)
         found.extend(Path(current) / name for name in sorted(files) if is_note(Path(name)))

@@ -9,6 +9,8 @@ so a hit shows where in the file it came from, and both legs can find a chunk by
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -84,8 +86,9 @@ def _read_yaml_subset(lines: list[str]) -> dict[str, object]:
     key = None
     for line in lines:
         item = re.match(r"^\s+-\s+(.*)$", line) or re.match(r"^-\s+(.*)$", line)
-        if item and key is not None and isinstance(data.get(key), list):
-            data[key].append(_scalar(item.group(1)))
+        listed = data.get(key) if key is not None else None
+        if item and isinstance(listed, list):
+            listed.append(_scalar(item.group(1)))
             continue
         pair = re.match(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$", line)
         if not pair:
@@ -127,7 +130,7 @@ def front_matter(data: dict[str, object]) -> FrontMatter:
         value = data.get(key)
         return value.strip() or None if isinstance(value, str) else None
 
-    raw_tags = data.get("tags", data.get("keywords", []))
+    raw_tags: Any = data.get("tags", data.get("keywords", []))
     if isinstance(raw_tags, str):
         raw_tags = re.split(r"[,\s]+", raw_tags)
     tags = tuple(dict.fromkeys(t.strip().replace(",", " ") for t in raw_tags if str(t).strip()))
@@ -214,7 +217,8 @@ def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> N
             groups.append(((title, level[1]) if level[0] == 2 else (level[1],), [block]))
         else:
             groups[-1][1].append(block)
-    sections, seen = [], {}
+    sections: list = []
+    seen: dict = {}
     for index, (head, members) in enumerate(groups):
         # SKILL.md-style front matter describes the whole file: its description leads the preamble.
         extra = [(0, 0, front.description, False)] if index == 0 and front.description else []
@@ -259,7 +263,7 @@ def _chunks(head: tuple[str, ...], members: list, max_chars: int) -> list[str]:
             chunks.append(_chunk(current, max_chars))
             current = []
         elif current and size + len(item[1]) > budget:
-            carried = []
+            carried: list = []
             while current and current[-1][2]:
                 carried.insert(0, current.pop())
             if current:

@@ -18,6 +18,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 log = logging.getLogger("captain_memo")
 
@@ -94,7 +95,7 @@ def _split_dirs(raw: str | None) -> tuple[tuple[Path, ...], tuple[str, ...]]:
     return tuple(dict.fromkeys(personal)), tuple(dict.fromkeys(relative))
 
 
-def source_settings(env: dict | None = None) -> SourceSettings:
+def source_settings(env: Mapping[str, str] | None = None) -> SourceSettings:
     env = os.environ if env is None else env
     notes, repo_notes = _split_dirs(env.get("CAPTAIN_MEMO_NOTE_DIRS"))
     skills, repo_skills = _split_dirs(env.get("CAPTAIN_MEMO_SKILL_DIRS"))

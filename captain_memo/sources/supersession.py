@@ -105,7 +105,7 @@ def _supersede(engine, memory_id: int, threshold: float) -> list[int]:
     vectors = engine.try_embed([mine] + [texts[mid] for mid in differing]) if differing else None
     if differing and vectors is None:
         return []  # the embedder is down: too little evidence to supersede anything
-    cosine = {mid: float(vectors[0] @ vectors[i + 1]) for i, mid in enumerate(differing)}
+    cosine = {} if vectors is None else {mid: float(vectors[0] @ vectors[i + 1]) for i, mid in enumerate(differing)}
     done = []
     for old_id in older:
         if old_id in texts and (texts[old_id] == mine or cosine.get(old_id, -1.0) >= threshold):

@@ -272,7 +272,7 @@ class Database:
 
     @property
     def vec_table(self) -> str:
-        return self.meta("vec_table", "vec_chunks")
+        return self.meta("vec_table") or "vec_chunks"
 
     def check_model(self, model_id: str) -> None:
         """Refuse an embedder other than the one this store's vectors came from."""

@@ -9,13 +9,13 @@ import hashlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL," \
          " vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
-def default_cache_dir(env: dict | None = None) -> Path:
+def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "captain-memo" / "embeddings"

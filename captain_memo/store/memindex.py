@@ -285,6 +285,7 @@ class MemIndex:
 
     def _load(self, conn, table: str) -> None:
         dim = self._dim
+        assert dim is not None, "the dimension is known before rows are loaded (_reset)"
         if vec0_rows.layout_known(conn, table):
             chunks = vec0_rows.chunk_map(conn, table)
             per_scope: dict[str, int] = {}
@@ -313,6 +314,7 @@ class MemIndex:
     def _block(self, scope: str, capacity: int = 1024) -> int:
         if scope not in self._block_of:
             self._block_of[scope] = len(self._blocks)
+            assert self._dim is not None, "blocks are made after the dimension is known (_reset)"
             self._blocks.append(_Block(self._dim, self._words, capacity))
         return self._block_of[scope]
 
@@ -338,7 +340,7 @@ class MemIndex:
                 dim = self.store.meta("embed_dim")
                 if self._dim is None and dim:
                     self._reset(self._table, self._schema, int(dim))
-                if self._dim:
+                if self._dim and self._table is not None:
                     fresh = vec0_rows.read_rows(conn, self._table, self._dim, changed,
                                                 vec0_rows.layout_known(conn, self._table)) \
                         if self.store.table_exists(self._table) else None
@@ -391,19 +393,19 @@ class MemIndex:
                 return {}
             wanted = max(self.min_candidates, CANDIDATES_PER_RESULT * k, math.ceil(self.candidate_share * total))
             if wanted >= total:
-                found = [(b, None) for b in blocks]
+                found: list[tuple[_Block, np.ndarray | None]] = [(b, None) for b in blocks]
             else:
-                found = self._coarse(blocks, query, wanted)
-            ids, squared = [], []
+                found = list(self._coarse(blocks, query, wanted))
+            id_parts, squared_parts = [], []
             for block, rows in found:
-                ids.append(block.ids[: block.n] if rows is None else block.ids[rows])
-                squared.append(block.squared_distances(query, rows))
-            ids, squared = np.concatenate(ids), np.concatenate(squared)
+                id_parts.append(block.ids[: block.n] if rows is None else block.ids[rows])
+                squared_parts.append(block.squared_distances(query, rows))
+            ids, squared = np.concatenate(id_parts), np.concatenate(squared_parts)
             top = np.argsort(squared)[:k] if len(squared) <= k else np.argpartition(squared, k)[:k]
             top = top[np.argsort(squared[top], kind="stable")]
             return {int(ids[i]): similarity(squared[i]) for i in top}
 
-    def _coarse(self, blocks: list[_Block], query: np.ndarray, wanted: int) -> list[tuple[_Block, np.ndarray]]:
+    def _coarse(self, blocks: list[_Block], query: np.ndarray, wanted: int) -> list[tuple[_Block, np.ndarray | None]]:
         code = sign_bits(query[None, :], self._centre)[0]
         distances = [b.hamming(code) for b in blocks]
         chosen = nearest_counts(np.concatenate(distances), wanted, self._words * 64)

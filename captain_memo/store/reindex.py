@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from captain_memo.errors import EmbeddingError, StoreError
 from captain_memo.store.db import create_vec_table, vector_blob
@@ -54,7 +54,13 @@ class ReindexReport:
     seconds: float
 
 
-ProgressFactory = Callable[[int, str], object]  # (total, label) -> object with advance(n) and close()
+class ProgressBar(Protocol):
+    def advance(self, n: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+ProgressFactory = Callable[[int, str], ProgressBar]  # (total, label) -> a bar (progress.Progress)
 
 
 def pending_target(store: Store) -> tuple[str, str] | None:

@@ -120,7 +120,10 @@ class Store(SourceRows):
         with self.write() as conn:
             first_memory = conn.execute("SELECT ifnull(max(id), 0) FROM memories").fetchone()[0] + 1
             first_chunk = conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0] + 1
-            rows, chunk_rows, fts, vecs = [], [], [], []
+            rows: list[tuple] = []
+            chunk_rows: list[tuple] = []
+            fts: list[tuple] = []
+            vecs: list[tuple] = []
             for i, (memory, texts, vectors) in enumerate(memories):
                 mid = first_memory + i
                 rows.append((mid, memory.kind, memory.title, memory.body, memory.created_at, memory.created_at,

@@ -48,7 +48,8 @@ class SourceRows(Database):
             "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at"
             " FROM memories WHERE ifnull(project, '') = ifnull(?, '') AND source_key IS NOT NULL"
             " AND substr(source_key, 1, ?) = ?", (project, len(prefix), prefix))
-        return {row[1]: Stored(*row[:7], tuple(t for t in row[7].split(",") if t), row[8]) for row in rows}
+        return {key: Stored(mid, key, kind, digest, path, start, end, tuple(t for t in tags.split(",") if t), created)
+                for mid, key, kind, digest, path, start, end, tags, created in rows}
 
     def bodies(self, ids: Sequence[int]) -> dict[int, str]:
         if not ids:

@@ -16,7 +16,9 @@ local starting = false
 ---Whether the Python host has answered once in this Neovim.
 M.host_ready = false
 
-local function settings()
+---The options the library reads, as every request (and the health check) sends them.
+---@return table
+function M.settings()
   local o = require("captain_memo").options()
   return {
     db = o.db,
@@ -63,7 +65,7 @@ function M.request(op, args, handlers)
     vim.cmd.redraw()
   end
   pending[id] = { op = op, channel = channel, handlers = handlers }
-  local ok, err = pcall(vim.fn.CaptainMemoRequest, { id = id, op = op, channel = channel, settings = settings(), args = args })
+  local ok, err = pcall(vim.fn.CaptainMemoRequest, { id = id, op = op, channel = channel, settings = M.settings(), args = args })
   if not ok then
     pending[id] = nil
     starting = false

@@ -43,15 +43,7 @@ local function python_host()
 end
 
 local function settings_json()
-  local o = require("captain_memo").options()
-  return vim.json.encode({
-    db = o.db,
-    provider = o.embedding.provider,
-    url = o.embedding.url,
-    model = o.embedding.model,
-    profile = o.profile,
-    share_worktrees = o.share_worktrees,
-  })
+  return vim.json.encode(require("captain_memo.bridge").settings())
 end
 
 ---The file whose repository is reported: the buffer :checkhealth was run from.

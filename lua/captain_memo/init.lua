@@ -50,7 +50,8 @@ end
 -- Options whose default is nil are absent from M.defaults but still known.
 local NIL_DEFAULTS = { profile = true, db = true, log_file = true }
 local TABLES = { keymaps = true, window = true, embedding = true }
-local SECRET_POLICIES = { ask = true, redact = true, allow = true }
+---What a save does with text that looks like a credential (the library checks the same names).
+M.SECRET_POLICIES = { "ask", "redact", "allow" }
 
 local function check(opts)
   if type(opts) ~= "table" then
@@ -69,8 +70,10 @@ local function check(opts)
       error(("captain_memo.setup: unknown keymap %q; use lookup, save, recall or note"):format(tostring(action)), 0)
     end
   end
-  if opts.secrets ~= nil and not SECRET_POLICIES[opts.secrets] then
-    error('captain_memo.setup: secrets must be "ask", "redact" or "allow", got ' .. vim.inspect(opts.secrets), 0)
+  if opts.secrets ~= nil and not vim.tbl_contains(M.SECRET_POLICIES, opts.secrets) then
+    local names = '"' .. table.concat(M.SECRET_POLICIES, '", "') .. '"'
+    names = names:gsub(', ("[^"]+")$', " or %1")
+    error(("captain_memo.setup: secrets must be %s, got %s"):format(names, vim.inspect(opts.secrets)), 0)
   end
   if opts.index_on_write ~= nil and type(opts.index_on_write) ~= "boolean" then
     error("captain_memo.setup: index_on_write must be true or false, got " .. vim.inspect(opts.index_on_write), 0)

@@ -13,7 +13,8 @@ from captain_memo.app import Memo
 from captain_memo.editor import ContextCache, EditorService, health_report
 from captain_memo.engine import Engine
 from captain_memo.store import NewMemory, Store
-from nvim_support import git, make_repo
+from nvim_support import make_repo
+from sources_support import git
 
 
 class Replies:
