@@ -33,7 +33,7 @@ def test_four_writers_and_two_readers_lose_nothing(tmp_path):
         stop.touch()
         read = [p.communicate(timeout=120) for p in readers]
 
-    for proc, (out, err) in zip(writers + readers, written + read):
+    for proc, (_, err) in zip(writers + readers, written + read):
         assert proc.returncode == 0, err
         assert "locked" not in err.lower() and "busy" not in err.lower(), err
         assert "Traceback" not in err, err

@@ -345,7 +345,7 @@ def test_nothing_between_a_first_opening_tag_and_its_last_matching_close_is_kept
     kept = without_private(text)
     assert "private>" not in kept.lower()
     depth = 0
-    for i, piece in enumerate(marked):
+    for piece in marked:
         lowered = piece.lower()
         depth += (lowered == "<private>") - (lowered == "</private>" and depth > 0)
         if piece.startswith("k") and depth > 0:

@@ -46,7 +46,7 @@ def within(name: str, prefixes) -> bool:
 
 def test_sql_is_written_and_executed_only_inside_the_store():
     found = []
-    for module, path, tree in modules():
+    for module, _, tree in modules():
         if within(module, ("captain_memo.store",)):
             continue
         for node in ast.walk(tree):

@@ -142,7 +142,7 @@ def measure(db: Path, embed: bool = True) -> dict:
     # 5. Full recall (both legs, fusion, boosts, Tide, recorded), query embedding cached.
     for name, vector_index in (("recall_cached_memindex", index), ("recall_cached_sqlite", None)):
         eng = Engine(store, known, vector_index=vector_index)
-        _, t = timed(lambda i: eng.recall(queries.texts[i], project=queries.projects[i]), items)
+        _, t = timed(lambda i, eng=eng: eng.recall(queries.texts[i], project=queries.projects[i]), items)
         out[name] = asdict(Timing.of(t))
 
     # 6. Full recall with the query embedded by the local model each time (no cache hits).

@@ -77,7 +77,7 @@ def machine() -> str:
     import sqlean
     import sqlite_vec
 
-    load = ", load average %.1f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     return (f"{cpu}, {os.cpu_count()} cores{memory}{load}; Python {platform.python_version()}, "
             f"SQLite {sqlean.sqlite_version}, sqlite-vec {sqlite_vec.__version__}, numpy {numpy.__version__}")
 
