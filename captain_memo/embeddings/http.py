@@ -69,14 +69,20 @@ def masked_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment and "***"))
 
 
-def _password(url: str) -> str | None:
+def _url_secrets(url: str) -> tuple[str, ...]:
+    """The URL's password, and the Basic credential httpx makes of its user and password (a server
+    that quotes the Authorization header back must not print them either)."""
     from urllib.parse import unquote, urlsplit
 
     try:
-        password = urlsplit(url).password
+        parts = urlsplit(url)
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
     except ValueError:
-        return None
-    return unquote(password) if password else None
+        return ()
+    if not user and not password:
+        return ()
+    basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return tuple(secret for secret in (password, basic) if secret)
 
 
 def _origin(url) -> tuple:
@@ -114,7 +120,7 @@ class HttpEmbedder:
         if not model or not model.strip():
             raise ConfigError(f"no embedding model named for {self.shown_url}; set CAPTAIN_MEMO_EMBED_MODEL")
         self.url = url
-        self._password = _password(url)
+        self._url_secrets = _url_secrets(url)
         self.model = model.strip()
         self.model_id = f"{self.provider}:{self.model}"
         self.batch_size = max(1, int(batch_size))
@@ -173,7 +179,7 @@ class HttpEmbedder:
     def _scrub(self, text: str) -> str:
         """``text`` without the API key or the URL's credentials, whoever quoted them."""
         text = text.replace(self.url, self.shown_url) if self.url != self.shown_url else text
-        for secret in (self._api_key, self._password):
+        for secret in (self._api_key, *self._url_secrets):
             if secret:
                 text = text.replace(secret, "***")
         return text
@@ -182,6 +188,10 @@ class HttpEmbedder:
         with self._lock:
             if self._client is None:
                 import httpx
+
+                # httpx logs every request's full URL at INFO (shown with -v): with a password in it.
+                quiet = logging.getLogger("httpx")
+                quiet.setLevel(max(quiet.getEffectiveLevel(), logging.WARNING))
 
                 headers = {"User-Agent": "captain-memo"}
                 if self._api_key:
