@@ -383,30 +383,3 @@ def test_a_second_reindex_is_refused_while_one_runs_and_runs_once_the_first_is_k
         gate.release()
         stop_server(server)
 
-
-def test_doctor_finds_a_vector_table_of_two_models(db_file, local_embedder, capsys):
-    import json
-
-    from captain_memo.store.store import vector_blob
-
-    engine = Engine(Store(db_file), local_embedder)
-    engine.remember_many(corpus(30))
-    engine.close()
-    assert main(["--db", str(db_file), "doctor", "--json"]) == 0
-    items = {row["item"]: row for row in json.loads(capsys.readouterr().out)}
-    assert items["vectors"]["ok"] is True and "24 sampled vectors are local:" in items["vectors"]["detail"]
-
-    # What the race left: a third of the live table written by another model of the same dimension.
-    store = Store(db_file)
-    stranger = HashEmbedder(dim=384, model_id="test:other")
-    with store.write() as conn:
-        rows = conn.execute("SELECT c.id, c.text FROM chunks c WHERE c.id % 3 = 0").fetchall()
-        for (chunk_id, text), vector in zip(rows, stranger.embed([text for _, text in rows])):
-            conn.execute(f"UPDATE {store.vec_table} SET embedding = ? WHERE rowid = ?", (vector_blob(vector), chunk_id))
-    store.close()
-    assert main(["--db", str(db_file), "doctor", "--json"]) == 1
-    items = {row["item"]: row for row in json.loads(capsys.readouterr().out)}
-    assert items["vectors"]["ok"] is False
-    assert "were not made by local:all-MiniLM-L6-v2-int8" in items["vectors"]["detail"]
-    assert "captain-memo reindex" in items["vectors"]["detail"]
-    assert all(row["ok"] for name, row in items.items() if name != "vectors")  # the rest looks healthy

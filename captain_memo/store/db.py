@@ -55,8 +55,9 @@ def store_error(exc: Exception, path) -> StoreError | None:
     return classified(str(exc), path)
 
 
-def classified(text: str, path) -> StoreError:
-    """The one message for a SQLite failure ``text`` on ``path``, by what it says about the file."""
+def classified(text: str, path, opening: bool = False) -> StoreError:
+    """The one message for a SQLite failure ``text`` on ``path``, by what it says about the file;
+    ``opening``: met while opening it, before any command ran."""
     lowered = text.lower()
     if "locked" in lowered or "busy" in lowered:
         return StoreError(f"{path} stayed locked by another process ({text}); try again")
@@ -69,6 +70,9 @@ def classified(text: str, path) -> StoreError:
         return StoreError(f"cannot open {path} ({text}): check that its folder exists and is writable")
     if any(word in lowered for word in DAMAGE_WORDS) or (
             "no such table" in lowered and "vec_chunks" not in lowered):
+        if opening:
+            return DatabaseDamagedError(f"{path} is not a usable database ({text}); run `captain-memo doctor`, "
+                                        "restore a backup, or move the file away to start a new store")
         return DatabaseDamagedError(
             f"{path} failed: {text}; the file may be damaged: run `captain-memo doctor` to check it, restore a "
             "backup, or move the file away to start a new store")
@@ -225,7 +229,7 @@ class Database:
                 conn.close()
             if isinstance(exc, StoreError):
                 raise
-            raise classified(str(exc), self.path) from None
+            raise classified(str(exc), self.path, opening=True) from None
         if mode.lower() != "wal":
             log.warning("could not switch %s to WAL (journal mode %s)", self.path, mode)
         self.vec_error = _load_vec(conn)
@@ -283,7 +287,7 @@ class Database:
                     if conn.execute(f"PRAGMA {pragma}").fetchone()[0] != value:
                         conn.execute(f"PRAGMA {pragma} = {value}")
         except sqlite.DatabaseError as exc:
-            raise classified(str(exc), self.path) from None
+            raise classified(str(exc), self.path, opening=True) from None
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
