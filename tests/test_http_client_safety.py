@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from captain_memo.embeddings.http import MAX_ANSWER_BYTES, OllamaEmbedder, OpenAIEmbedder, masked_url
+from captain_memo.embeddings.http import MAX_ANSWER_BYTES, OllamaEmbedder, OpenAIEmbedder
+from captain_memo.embeddings.urls import masked_url
 from captain_memo.errors import EmbeddingError
 from embed_support import cli
 from hostile_support import answer, hostile  # noqa: F401 - a fixture

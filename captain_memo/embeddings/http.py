@@ -32,6 +32,7 @@ import numpy as np
 
 from captain_memo.config import EmbedConfig
 from captain_memo.embeddings.base import checked_unit_vectors
+from captain_memo.embeddings.urls import masked_url, url_secrets
 from captain_memo.errors import ConfigError, EmbeddingError
 
 log = logging.getLogger("captain_memo")
@@ -50,39 +51,6 @@ MAX_RETRY_AFTER = 10.0  # seconds: the longest Retry-After honoured as it is
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
 MAX_REDIRECTS = 3  # within the same origin
 REDIRECTS = (301, 302, 303, 307, 308)
-
-
-def masked_url(url: str) -> str:
-    """``url`` as it may be printed: a user name and password, and query values, become ***."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "<an unreadable URL>"
-    netloc = ("[" + host + "]" if ":" in host else host) + (f":{port}" if port else "")
-    if parts.username is not None or parts.password is not None:
-        netloc = "***@" + netloc
-    query = "&".join(item.split("=", 1)[0] + "=***" for item in parts.query.split("&") if item)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment and "***"))
-
-
-def _url_secrets(url: str) -> tuple[str, ...]:
-    """The URL's password, and the Basic credential httpx makes of its user and password (a server
-    that quotes the Authorization header back must not print them either)."""
-    from urllib.parse import unquote, urlsplit
-
-    try:
-        parts = urlsplit(url)
-        user, password = unquote(parts.username or ""), unquote(parts.password or "")
-    except ValueError:
-        return ()
-    if not user and not password:
-        return ()
-    basic = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return tuple(secret for secret in (password, basic) if secret)
 
 
 def _origin(url) -> tuple:
@@ -120,7 +88,7 @@ class HttpEmbedder:
         if not model or not model.strip():
             raise ConfigError(f"no embedding model named for {self.shown_url}; set CAPTAIN_MEMO_EMBED_MODEL")
         self.url = url
-        self._url_secrets = _url_secrets(url)
+        self._url_secrets = url_secrets(url)
         self.model = model.strip()
         self.model_id = f"{self.provider}:{self.model}"
         self.batch_size = max(1, int(batch_size))
