@@ -32,24 +32,20 @@ def quiet_onnxruntime():
 
     Official onnxruntime builds (1.32 measured) carry Microsoft's 1DS telemetry: on every run they
     write a device id and an event database under ~/.cache/Microsoft/DeveloperTools/.onnxruntime/,
-    and a process that lives a minute or more (serve-embeddings, the editor) resolves the
-    collector's host name. ``ORT_DISABLE_TELEMETRY=1`` is the runtime's documented switch
+    and a process still running about 9 s after the model loaded (serve-embeddings, the editor, a
+    long index) resolves the collector's host name over DNS. ``ORT_DISABLE_TELEMETRY=1`` is the runtime's documented switch
     (its Privacy.md); it is read once, when the library loads, so it is set here before the import.
     Set after the import it changed nothing (measured: the device id was still written).
     """
-    already = "onnxruntime" in sys.modules
+    loaded_early = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
     os.environ["ORT_DISABLE_TELEMETRY"] = "1"
     import onnxruntime
 
-    if already and not _warned_late:
-        _warned_late.append(True)
+    if loaded_early:  # warned once: from now on the variable is set
         log.warning("onnxruntime was loaded before Captain Memo could switch its telemetry off; set "
                     "ORT_DISABLE_TELEMETRY=1 in the environment of this process")
     onnxruntime.disable_telemetry_events()  # the non-essential events, in case the runtime was loaded early
     return onnxruntime
-
-
-_warned_late: list = []
 
 
 class LocalEmbedder:
