@@ -221,6 +221,14 @@ class Memo:
         return fill_missing(self.store, self.embedder, batch_size, progress)
 
     @_translated
+    def refuse_if_reindexing(self) -> None:
+        """StoreError naming the process when another reindex of this store is running."""
+        from captain_memo.store.lock import running_error, running_reindex
+
+        if (owner := running_reindex(self.path)) is not None:
+            raise running_error(self.path, owner)
+
+    @_translated
     def pending_reindex(self) -> tuple[str, str] | None:
         """(table, model) of an interrupted reindex, or None."""
         from captain_memo.store.reindex import pending_target

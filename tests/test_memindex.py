@@ -227,7 +227,9 @@ def test_open_builds_in_the_background_and_answers_meanwhile(db_file, hash_embed
     first = Engine(Store(db_file), hash_embedder)
     first.remember(NewMemory(body="gapless invoice numbers", project="billing"))
     first.close()
-    engine = Engine.open(db_file, hash_embedder, memory_index=True)
+    from captain_memo.store.memindex import warm_memory_index
+
+    engine = Engine.open(db_file, hash_embedder, index=warm_memory_index)
     assert isinstance(engine.index, MemIndex)
     assert engine.recall("gapless invoice numbers", project="billing", record=False).hits  # built or not
     assert engine.index._ready.wait(10)

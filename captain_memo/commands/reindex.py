@@ -33,6 +33,7 @@ def run(args) -> int:
             filled = memo.fill_missing(batch_size, Progress)
             print(f"embedded {filled} chunk{'s' * (filled != 1)} that had no vector, with {model}")
             return 0
+        memo.refuse_if_reindexing()  # before saying it would continue the unfinished one
         pending = memo.pending_reindex()
         if pending and pending[1] == model and not args.restart:
             print(f"continuing the unfinished reindex to {model}")

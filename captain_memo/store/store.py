@@ -245,6 +245,25 @@ class Store(SourceRows):
             " ORDER BY created_at DESC",
             (memory.id, memory.project, memory.branch, pattern, pattern)).fetchall()
 
+    def sample_vectors(self, count: int) -> list[tuple[int, str, np.ndarray]]:
+        """(chunk id, text, stored vector) of up to ``count`` chunks spread evenly over the ids."""
+        conn = self.conn
+        low, high = conn.execute("SELECT min(id), max(id) FROM chunks WHERE has_vector = 1").fetchone()
+        if low is None:
+            return []
+        ids: list[int] = []
+        for step in range(count):
+            start = low + (high - low) * step // max(1, count - 1)
+            row = conn.execute("SELECT id FROM chunks WHERE has_vector = 1 AND id >= ? ORDER BY id LIMIT 1",
+                               (start,)).fetchone()
+            if row and row[0] not in ids:
+                ids.append(row[0])
+        marks = ",".join("?" * len(ids))
+        texts = dict(conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", ids))
+        vectors = {rowid: np.frombuffer(blob, np.float32) for rowid, blob in conn.execute(
+            f"SELECT rowid, embedding FROM {self.vec_table} WHERE rowid IN ({marks})", ids)}
+        return [(i, texts[i], vectors[i]) for i in ids if i in vectors and i in texts]
+
     def chunk_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
