@@ -9,6 +9,8 @@ TLS, proxies or keep-alive changes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import threading
 import time
 from contextlib import contextmanager
@@ -82,7 +84,7 @@ def install(client) -> bool:
     per-read timeout, and tests/test_http_client_safety.py fails).
     """
     transports = [client._transport, *client._mounts.values()]  # noqa: SLF001 - see the docstring
-    pools = [getattr(t, "_pool", None) for t in transports if t is not None]
+    pools: list[Any] = [getattr(t, "_pool", None) for t in transports if t is not None]
     if not pools or not all(hasattr(p, "_network_backend") for p in pools):
         return False
     for pool in pools:

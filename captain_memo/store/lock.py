@@ -81,7 +81,7 @@ except ImportError:  # Windows
     def _try_lock(fd: int) -> bool:
         try:
             os.lseek(fd, 0, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # Windows only
             return True
         except OSError:
             return False
