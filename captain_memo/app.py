@@ -122,6 +122,16 @@ class Memo:
         return self.engine.recall(request)
 
     @_translated
+    def naming(self, token: str, project: str | None, branch: str | None, limit: int) -> list[int]:
+        """Ids of the memories (up to ``limit`` hits) whose text holds ``token`` exactly: the keyword
+        leg alone, recorded nowhere, so it is cheap enough for a hint under the cursor."""
+        from captain_memo.records import Leg, Surfacing
+
+        result = self.recall(RecallRequest(token, project=project, branch=branch, limit=limit, legs=(Leg.KEYWORD,),
+                                           how=Surfacing.AUTO, record=False))
+        return sorted({hit.memory.id for hit in result.hits if token in hit.text})
+
+    @_translated
     def remember(self, memory: NewMemory) -> int:
         return self.engine.remember(memory)
 
@@ -248,6 +258,13 @@ class Memo:
         counts = self.store.counts()
         return {"database": str(self.path), **counts, **{kind: counts.get(kind, 0) for kind in KINDS},
                 "tide": tide_counts(self.store.observation_tide())}
+
+
+def is_identifier(token: str) -> bool:
+    """Whether ``token`` looks like code (an identifier, a dotted name, a constant): what a hint counts."""
+    from captain_memo.ranking.query import is_code_shaped
+
+    return is_code_shaped(token)
 
 
 def index_written_file(open_engine: Callable[[], object], path: str, project: str | None, branch: str | None):

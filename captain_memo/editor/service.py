@@ -30,7 +30,7 @@ from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputErr
 from captain_memo.editor.context import ContextCache, locate
 from captain_memo.editor.settings import SECRET_POLICIES, EditorSettings, _choice
 from captain_memo.gitctx import GitContext
-from captain_memo.records import Leg, NewMemory, RecallRequest, Source, Surfacing, memory_json, source_json
+from captain_memo.records import NewMemory, RecallRequest, Source, Surfacing, memory_json, source_json
 
 log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
@@ -215,16 +215,13 @@ class EditorService:
 
     def hint(self, settings: EditorSettings, args: dict) -> dict:
         """How many memories name ``token`` exactly: keyword leg only, recorded nowhere (cheap)."""
-        from captain_memo.ranking.query import is_code_shaped
+        from captain_memo.app import is_identifier
 
         token = args.get("token") or ""
-        if not is_code_shaped(token):
+        if not is_identifier(token):  # before any database is opened: most words under a cursor are not
             return {"token": token, "count": 0, "ids": []}
         ctx = self.context(settings, args)
-        result = self.memo(settings).recall(RecallRequest(
-            token, project=ctx.project, branch=ctx.branch, limit=HINT_LIMIT, legs=(Leg.KEYWORD,),
-            how=Surfacing.AUTO, record=False))
-        ids = sorted({hit.memory.id for hit in result.hits if token in hit.text})
+        ids = self.memo(settings).naming(token, ctx.project, ctx.branch, HINT_LIMIT)
         return {"token": token, "count": len(ids), "ids": ids}
 
     def save(self, settings: EditorSettings, args: dict) -> dict:
