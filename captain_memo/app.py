@@ -14,9 +14,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from captain_memo.records import Memory, NewMemory, RecallRequest, Superseded
+
+if TYPE_CHECKING:
+    from captain_memo.sources.report import IndexReport
 
 
 def _translated(method):
@@ -39,8 +42,8 @@ def _translated(method):
 class IndexOutcome:
     """What ``Memo.index`` did: the notes report and, when asked, the git history report."""
 
-    notes: object  # sources.report.IndexReport
-    git: object | None  # sources.git_history's report, or None without --git
+    notes: IndexReport
+    git: IndexReport | None  # None without --git
 
 
 class Memo:
