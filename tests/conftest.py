@@ -86,3 +86,19 @@ def fault_server(local_embedder):
     server = FaultServer(local_embedder)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def hostile():
+    """Makes real HTTP servers on 127.0.0.1 that misbehave as told (tests/hostile_support.py)."""
+    from hostile_support import Hostile
+
+    servers = []
+
+    def make(behave):
+        servers.append(Hostile(behave))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()

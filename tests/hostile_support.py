@@ -52,17 +52,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.behave(self)
 
 
-@pytest.fixture
-def hostile():
-    servers = []
-
-    def make(behave) -> Hostile:
-        servers.append(Hostile(behave))
-        return servers[-1]
-
-    yield make
-    for server in servers:
-        server.close()
 
 
 def answer(handler, status: int, body: bytes, **headers) -> None:

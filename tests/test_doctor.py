@@ -57,7 +57,7 @@ def test_doctor_finds_a_vector_table_of_two_models(db_file, local_embedder, caps
     stranger = HashEmbedder(dim=384, model_id="test:other")
     with store.write() as conn:
         rows = conn.execute("SELECT id, text FROM chunks WHERE id % 3 = 0").fetchall()
-        for (chunk_id, text), vector in zip(rows, stranger.embed([text for _, text in rows])):
+        for (chunk_id, _), vector in zip(rows, stranger.embed([text for _, text in rows])):
             conn.execute(f"UPDATE {store.vec_table} SET embedding = ? WHERE rowid = ?", (vector_blob(vector), chunk_id))
     store.close()
     detail, items = failed(db_file, capsys, "vectors")

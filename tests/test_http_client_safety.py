@@ -16,7 +16,7 @@ from captain_memo.embeddings.http import MAX_ANSWER_BYTES, OllamaEmbedder, OpenA
 from captain_memo.embeddings.urls import masked_url
 from captain_memo.errors import EmbeddingError
 from embed_support import cli
-from hostile_support import answer, hostile  # noqa: F401 - a fixture
+from hostile_support import answer
 
 
 def vectors_body(count: int = 1) -> bytes:

@@ -21,7 +21,7 @@ import pytest
 from captain_memo.store import NewMemory, Store
 from captain_memo.store.db import store_error
 from embed_support import cli
-from hostile_support import answer, hostile  # noqa: F401 - a fixture
+from hostile_support import answer
 
 DAMAGED = "may be damaged"
 
