@@ -109,7 +109,8 @@ class Engine:
         if clean.kind == "observation" and vectors is not None:
             from captain_memo.sources.supersession import supersede_older_versions
 
-            supersede_older_versions(self, memory_id)  # a newer version of the same fact (logs, never raises)
+            # A newer version of the same fact (logs, never raises).
+            supersede_older_versions(self.store, self.try_embed, memory_id)
         return memory_id
 
     def remember_many(self, memories: list[NewMemory], skip_duplicates: bool = True) -> list[int | None]:

@@ -7,7 +7,7 @@ import pytest
 
 from captain_memo.cli import main
 from captain_memo.sources.supersession import masked, version_fact
-from captain_memo.store import NewMemory
+from captain_memo.records import NewMemory, Superseded
 
 ROUTINE = "Rolled out to production; all health checks stayed green."
 ROLLBACK = "Rolled back within minutes: the orders migration locked its table and checkout timed out."
@@ -23,7 +23,7 @@ def test_a_newer_version_supersedes_the_same_fact_on_the_same_branch(local_engin
     new = observe(local_engine, "deploy version 2.4.1")
     assert local_engine.store.get(old).superseded_by == new
     assert local_engine.store.get(new).superseded_by is None
-    assert local_engine.store.superseded() == [(old, new, True, "deploy version 2.3.0")]
+    assert local_engine.store.superseded() == [Superseded(old, new, True, "deploy version 2.3.0")]
 
 
 def test_not_on_another_branch_nor_in_another_project(local_engine):

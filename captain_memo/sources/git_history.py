@@ -160,4 +160,4 @@ def _store_batch(engine, commits: list[Commit], project, branch, settings: Sourc
         memory_id = engine.store.add(clean, chunks, part)
         tally.indexed += 1
         if part is not None:
-            supersede_older_versions(engine, memory_id, settings)
+            supersede_older_versions(engine.store, engine.try_embed, memory_id, settings)

@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import TYPE_CHECKING, Callable
 
 from captain_memo.sources.settings import SourceSettings, source_settings
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger("captain_memo")
 # 2.4, 2.4.1, v2.4.1, 2.4.1-rc.1; not part of a longer word, path or number.
@@ -73,7 +77,8 @@ def candidates(store, memory, template: str, versions: tuple) -> list[int]:
     return found
 
 
-def supersede_older_versions(engine, memory_id: int, settings: SourceSettings | None = None) -> list[int]:
+def supersede_older_versions(store, embed: Callable[[list[str]], np.ndarray | None], memory_id: int,
+                             settings: SourceSettings | None = None) -> list[int]:
     """Apply the rule to a just-stored observation; returns the ids it superseded.
 
     The observation is already stored when this runs, so a failure here is logged, not raised.
@@ -82,14 +87,14 @@ def supersede_older_versions(engine, memory_id: int, settings: SourceSettings | 
     if not settings.auto_supersede:
         return []
     try:
-        return _supersede(engine, memory_id, settings.auto_supersede_cosine)
+        return _supersede(store, embed, memory_id, settings.auto_supersede_cosine)
     except Exception as exc:  # the memory is safe; only the automatic link is missing
         log.warning("automatic supersession of #%s failed: %s", memory_id, exc)
         return []
 
 
-def _supersede(engine, memory_id: int, threshold: float) -> list[int]:
-    store = engine.store
+def _supersede(store, embed: Callable[[list[str]], np.ndarray | None], memory_id: int,
+               threshold: float) -> list[int]:
     memory = store.get(memory_id)
     if memory.kind != "observation":
         return []
@@ -101,8 +106,10 @@ def _supersede(engine, memory_id: int, threshold: float) -> list[int]:
         return []
     texts = {mid: masked(text) for mid, text in store.first_chunks([memory_id, *older]).items()}
     mine = texts.get(memory_id)
+    if mine is None:  # a stored memory always has a first chunk; nothing to compare without it
+        return []
     differing = [mid for mid in older if mid in texts and texts[mid] != mine]
-    vectors = engine.try_embed([mine] + [texts[mid] for mid in differing]) if differing else None
+    vectors = embed([mine] + [texts[mid] for mid in differing]) if differing else None
     if differing and vectors is None:
         return []  # the embedder is down: too little evidence to supersede anything
     cosine = {} if vectors is None else {mid: float(vectors[0] @ vectors[i + 1]) for i, mid in enumerate(differing)}
