@@ -62,7 +62,7 @@ def _run(args) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a SQLite failure mid-command gets a message; anything else is a bug
-        from captain_memo.app import readable_error
+        from captain_memo.memo import readable_error
         from captain_memo.config import db_path
 
         error = readable_error(exc, getattr(args, "db", None) or db_path())

@@ -40,7 +40,7 @@ def fts5() -> str:
 def database(path: Path, embed_config) -> str:
     """The database can be written and holds vectors of the configured model (checked without
     loading it); a file not there yet is fine when its folder can be written."""
-    from captain_memo.app import Memo
+    from captain_memo.memo import Memo
 
     if not path.exists():
         folder = next(p for p in path.parents if p.exists())

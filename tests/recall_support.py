@@ -67,7 +67,7 @@ def sample_db(tmp_path_factory, embedder) -> Path:
     session); copy it before writing to it."""
     key = embedder.model_id
     if key not in _sample_cache:
-        from captain_memo.app import Memo
+        from captain_memo.memo import Memo
         from captain_memo.commands.importer import read_records
         from captain_memo.engine import Engine
         from captain_memo.store import Store

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from captain_memo.app import Memo
+from captain_memo.memo import Memo
 from captain_memo.editor import ContextCache, EditorService, health_report
 from captain_memo.engine import Engine
 from captain_memo.store import NewMemory, Store

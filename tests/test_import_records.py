@@ -104,7 +104,7 @@ def test_no_stored_value_makes_recall_json_invalid(cli_env, tmp_path, capsys):
 @pytest.mark.parametrize("gap", [0, 1, 40, 41])
 def test_the_same_content_in_the_same_project_is_stored_once_wherever_it_sits(engine, gap):
     """Three identical lines in one batch were stored three times; 41 lines apart, once."""
-    from captain_memo.app import Memo
+    from captain_memo.memo import Memo
 
     filler = [json.dumps({"text": f"filler note {i}"}) for i in range(gap)]
     same = json.dumps({"text": "the deploy needs the VPN", "title": "deploy"})

@@ -59,7 +59,7 @@ def test_sql_is_written_and_executed_only_inside_the_store():
 
 
 def test_front_ends_go_through_the_application_interface():
-    """A front end sees the interface (app.py), the records and the result formatting (ranking/result.py)."""
+    """A front end sees the interface (memo.py), the records and the result formatting (ranking/result.py)."""
     found = [f"{module}:{line} imports {name}"
              for module, _, tree in modules() if within(module, FRONT_ENDS)
              for name, line in imports(tree, module)

@@ -13,7 +13,7 @@ from captain_memo.gitctx import GitContext, git_context
 
 def open_memo(args, embedder=None):
     """The application interface over ``--db`` (default: the configured database); opens nothing yet."""
-    from captain_memo.app import Memo
+    from captain_memo.memo import Memo
 
     return Memo.open(args.db or db_path(), embedder)
 

@@ -15,7 +15,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from captain_memo.app import backup
+    from captain_memo.memo import backup
 
     source = Path(args.db or db_path())
     target = backup(source, Path(args.path).expanduser(), replace=args.force)

@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from captain_memo.app import Memo
+    from captain_memo.memo import Memo
 
     query = " ".join(args.query) or DEMO_QUERY
     with tempfile.TemporaryDirectory(prefix="captain-memo-demo-") as folder:

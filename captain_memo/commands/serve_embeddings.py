@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from captain_memo.app import embedding_server
+    from captain_memo.memo import embedding_server
     from captain_memo.errors import ConfigError
 
     try:

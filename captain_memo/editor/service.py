@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from captain_memo import secrets
-from captain_memo.app import Memo
+from captain_memo.memo import Memo
 from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
 from captain_memo.editor.context import ContextCache, locate
 from captain_memo.editor.settings import SECRET_POLICIES, EditorSettings, _choice
@@ -154,7 +154,7 @@ class EditorService:
         the next request opens the file afresh (restored from a backup, or moved away)."""
         if settings is None:
             return None
-        from captain_memo.app import readable_error
+        from captain_memo.memo import readable_error
 
         error = readable_error(exc, settings.database_path())
         if isinstance(error, DatabaseDamagedError):
@@ -215,7 +215,7 @@ class EditorService:
 
     def hint(self, settings: EditorSettings, args: dict) -> dict:
         """How many memories name ``token`` exactly: keyword leg only, recorded nowhere (cheap)."""
-        from captain_memo.app import is_identifier
+        from captain_memo.memo import is_identifier
 
         token = args.get("token") or ""
         if not is_identifier(token):  # before any database is opened: most words under a cursor are not
@@ -255,7 +255,7 @@ class EditorService:
     def index(self, settings: EditorSettings, args: dict) -> dict:
         """Re-index a file just written; nothing happens (no database opened) outside the note and
         skill folders."""
-        from captain_memo.app import index_written_file
+        from captain_memo.memo import index_written_file
 
         path = args.get("path")
         if not isinstance(path, str) or not path:
