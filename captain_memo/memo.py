@@ -161,6 +161,17 @@ class Memo:
         return self.engine.show(memory_id)
 
     @_translated
+    def get(self, memory_id: int) -> Memory:
+        """A memory as stored, without counting as a surfacing (a resource read, a preview)."""
+        return self.store.get(memory_id)
+
+    @_translated
+    def list_memories(self, project: str | None = None, all_projects: bool = True, kind: str | None = None,
+                      limit: int = 100) -> list[Memory]:
+        """Newest first; ``all_projects`` False keeps ``project``'s memories and personal notes."""
+        return self.store.list_memories(project, all_projects=all_projects, kind=kind, limit=limit)
+
+    @_translated
     def forget(self, memory_id: int) -> None:
         self.store.delete(memory_id)
 
