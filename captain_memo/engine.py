@@ -17,7 +17,6 @@ from captain_memo.embeddings import make_embedder
 from captain_memo.embeddings.cache import QueryCache
 from captain_memo.errors import EmbeddingError, InputError, RecallError
 from captain_memo.ranking import lifecycle
-from captain_memo.ranking.candidates import Candidate
 from captain_memo.ranking.fusion import fusion_for
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
 from captain_memo.ranking.pool import build_pool

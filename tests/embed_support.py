@@ -24,7 +24,6 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from captain_memo.embeddings.server import ClosingHTTPServer, EmbeddingServer, serve_in_thread
 

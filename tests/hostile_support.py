@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler
 
-import pytest
 
 from captain_memo.embeddings.server import ClosingHTTPServer
 

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from captain_memo.ranking.candidates import Candidate
 from captain_memo.records import Memory, Source

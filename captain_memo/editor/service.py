@@ -14,13 +14,10 @@ its answer away anyway.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 

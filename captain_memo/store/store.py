@@ -11,7 +11,7 @@ import numpy as np
 from captain_memo.chunking import content_hash
 from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError
-from captain_memo.store.db import Database, vector_blob
+from captain_memo.store.db import vector_blob
 from captain_memo.store.sync import SourceRows
 from captain_memo.records import Chunk, Memory, NewMemory, Source, Superseded
 
