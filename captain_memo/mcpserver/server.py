@@ -94,16 +94,14 @@ class MemoryServer:
         try:
             tool = tool_named(params.name)
             args = checked_arguments(tool, params.arguments)
-        except InputError as exc:
-            raise MCPError(types.INVALID_PARAMS, one_line(str(exc))) from None
-        await self._refresh_roots(ctx)
-        run, text_of = self._tools[tool.name]
-        try:
+            await self._refresh_roots(ctx)
+            run, text_of = self._tools[tool.name]
             data = await self._on_worker(lambda: run(args, self.workspace.context(fresh=tool.name == "remember"),
                                                      client_name(ctx)))
+            return types.CallToolResult(content=[_text(text_of(data))], structured_content=data)
         except Exception as exc:
-            return types.CallToolResult(content=[_text(self._failure(tool.name, exc))], is_error=True)
-        return types.CallToolResult(content=[_text(text_of(data))], structured_content=data)
+            return types.CallToolResult(content=[_text(self._failure(f"tool {params.name[:60]}", exc))],
+                                        is_error=True)
 
     def _recall(self, args, ctx, client):
         return self.service.recall(args, ctx)
@@ -155,6 +153,8 @@ class MemoryServer:
 
     def _failure(self, what: str, exc: Exception) -> str:
         """One line for a failed call; raises MCPError for what was wrong with the arguments."""
+        if isinstance(exc, MCPError):
+            raise exc
         if isinstance(exc, (InputError, NotFoundError)):
             raise MCPError(types.INVALID_PARAMS, one_line(str(exc))) from None
         if isinstance(exc, CaptainMemoError):

@@ -16,6 +16,7 @@ from captain_memo.store.models import KINDS
 
 MAX_QUERY_CHARS = 10_000  # the engine's own limit (engine.MAX_QUERY_CHARS); importing it would load numpy
 MAX_RECALL_LIMIT = 50
+MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def _text(description: str, limit: int, min_length: int = 0) -> dict:
 
 
 def _id(description: str) -> dict:
-    return {"type": "integer", "minimum": 1, "description": description}
+    return {"type": "integer", "minimum": 1, "maximum": MAX_ID, "description": description}
 
 
 RECALL = Tool(
@@ -157,7 +158,7 @@ def _checked_value(where: str, spec: dict, value):
     if not isinstance(value, _JSON_TYPES[kind]) or (kind == "integer" and isinstance(value, bool)):
         raise InputError(f"{where} must be {'an' if kind == 'integer' else 'a'} {kind}, not {_json_type(value)}")
     if kind == "string":
-        if len(value) > spec["maxLength"]:
+        if len(value) > spec.get("maxLength", len(value)):
             raise InputError(f"{where} is {len(value):,} characters; the limit is {spec['maxLength']:,}")
         if len(value.strip()) < spec.get("minLength", 0):
             raise InputError(f"{where} is empty")
