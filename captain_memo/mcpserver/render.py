@@ -17,7 +17,7 @@ def _where(data: dict) -> str:
 
 def recall_text(data: dict) -> str:
     hits = data["hits"]
-    lines = [f"{len(hits)} memories for {data['query']!r} in {_where(data)} "
+    lines = [f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {data['query']!r} in {_where(data)} "
              f"(legs: {' + '.join(data['legs'])}; profile {data['profile']})"]
     for failed, why in data["failed_legs"].items():
         lines.append(f"WARNING: the {failed} leg failed, so these results are "

@@ -28,8 +28,11 @@ def origin_of(client_name: str | None) -> str:
     return f"mcp:{name}" if name else "mcp"
 
 
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+def excerpt(text: str, title: str = "", limit: int = EXCERPT_CHARS) -> str:
+    """The hit's chunk without the title every chunk starts with (the hit shows it already)."""
     text = text.strip()
+    if title and text.startswith(title + "\n"):
+        text = text[len(title) + 1:].lstrip()
     if len(text) <= limit:
         return text
     cut = text.rfind(" ", 0, limit)
@@ -72,6 +75,7 @@ class MemoryService:
 
     def recall(self, args: dict, ctx: GitContext) -> dict:
         from captain_memo.commands.recall import explain_lines
+        from captain_memo.editor import locate
         from captain_memo.ranking.result import hit_json
 
         result = self.engine().recall(args["query"], project=ctx.project, branch=ctx.branch, limit=args["limit"],
@@ -81,7 +85,8 @@ class MemoryService:
         for rank, hit in enumerate(result.hits, 1):
             data = hit_json(hit, rank, now)
             entry = {key: data[key] for key in ("id", "kind", "title", "score", "branch", "project", "superseded_by")}
-            entry.update(excerpt=excerpt(hit.text), age=_age(now - hit.memory.created_at), source=data["source"])
+            entry.update(excerpt=excerpt(hit.text, hit.memory.title), age=_age(now - hit.memory.created_at),
+                         source={**data["source"], "file": locate(data["source"]["path"], ctx, hit.memory.project)})
             if args["explain"]:
                 entry["explain"] = [line.strip() for line in explain_lines(hit)]
             hits.append(entry)
