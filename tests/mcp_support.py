@@ -36,13 +36,13 @@ def file_uri(path: Path) -> str:
 
 @asynccontextmanager
 async def connect(db: Path, cwd: Path, roots: list[Path] | None = None, env: dict | None = None,
-                  client: str = CLIENT, mode: str = "legacy", stderr: Path | None = None):
+                  client: str = CLIENT, mode: str = "legacy", stderr: Path | None = None, options: tuple = ()):
     import mcp_types as types
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     command, args = server_command()
-    params = StdioServerParameters(command=command, args=args, cwd=str(cwd),
+    params = StdioServerParameters(command=command, args=[*args, *options], cwd=str(cwd),
                                    env={"CAPTAIN_MEMO_DB": str(db), **(env or {})})
     callback = None
     if roots is not None:

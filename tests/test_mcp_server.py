@@ -150,7 +150,7 @@ def test_a_credential_is_redacted_and_the_result_says_so(tmp_path):
 @pytest.mark.filterwarnings("ignore:The roots capability is deprecated")  # the clients in use still declare roots
 def test_the_client_roots_select_the_project(tmp_path):
     """The project comes from the roots the client declares (and declares again), else the folder
-    the server was started in."""
+    the server was told (--folder) or started in."""
     alpha, beta = make_repo(tmp_path / "a"), make_repo(tmp_path / "b")
     plain = tmp_path / "plain"
     plain.mkdir()
@@ -167,7 +167,7 @@ def test_the_client_roots_select_the_project(tmp_path):
             out["in_beta"] = (await client.call_tool("recall", {"query": "ledger export"})).structured_content
             out["everywhere"] = (await client.call_tool("recall", {"query": "ledger export",
                                                                    "all_projects": True})).structured_content
-        async with connect(db, alpha) as client:
+        async with connect(db, plain, options=("--folder", str(alpha))) as client:
             out["cwd_alpha"] = (await client.call_tool("recall", {"query": "ledger export"})).structured_content
         return out
 

@@ -208,8 +208,8 @@ def _snake(annotations: dict) -> dict:
     return {re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower(): value for key, value in annotations.items()}
 
 
-def serve(db: str | None = None, share_worktrees: bool = True) -> int:
-    front = MemoryServer(MemoryService(db), Workspace(share_worktrees=share_worktrees))
+def serve(db: str | None = None, folder: str | None = None, share_worktrees: bool = True) -> int:
+    front = MemoryServer(MemoryService(db), Workspace(folder, share_worktrees=share_worktrees))
     try:
         anyio.run(front.serve_stdio)
     finally:
