@@ -54,6 +54,7 @@ class MemoryServer:
         self.workspace = workspace
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-mcp")
         self._roots_stale = True
+        self._roots_lock = anyio.Lock()
         self._tools = {"recall": (self._recall, render.recall_text),
                        "remember": (self._remember, render.remember_text),
                        "show": (self._show, render.memory_text),
@@ -174,13 +175,15 @@ class MemoryServer:
 
     async def _refresh_roots(self, ctx) -> None:
         """Ask the client for its roots once, and again after it says they changed."""
-        if not self._roots_stale:
-            return
-        self._roots_stale = False
-        session = ctx.session
+        async with self._roots_lock:  # a second call waits for the first one's answer
+            if self._roots_stale:
+                self._roots_stale = False
+                await self._ask_roots(ctx.session)
+
+    async def _ask_roots(self, session) -> None:
         capabilities = session.client_capabilities
         if capabilities is None or capabilities.roots is None or session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return  # no roots to ask for: the server's working directory stands
+            return  # no roots to ask for: --folder or the starting folder stands
         try:
             with anyio.fail_after(ROOTS_TIMEOUT_S):
                 result = await session.send_request(types.ListRootsRequest(), types.ListRootsResult)
