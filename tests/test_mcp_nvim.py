@@ -4,25 +4,14 @@ Neovim is found by the agent's recall."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from mcp_support import CLIENT, connect, run
-from nvim_support import child_env, close, make_repo, requires_nvim, start_editor
+from nvim_support import child_env, close, make_repo, requires_nvim, saved_id, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.mcp]
 AGENT_NOTE = ("get_effective_contract_price must stay the only place a price is computed: the tax report "
               "calls it too.")
-
-
-def saved_id(editor) -> int:
-    editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-                    "if n.msg:find('saved #') then return true end end end)()", what="the save")
-    for note in editor.notifications():
-        if m := re.search(r"saved #(\d+)", note["msg"]):
-            return int(m[1])
-    raise AssertionError(editor.notifications())
 
 
 def test_agent_and_editor_share_one_memory(tmp_path):
