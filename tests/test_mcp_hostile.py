@@ -110,3 +110,26 @@ def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
                              (5, -32601), (6, -32002), (7, INVALID_PARAMS)):
         assert answers[request_id]["error"]["code"] == code, answers[request_id]
     assert "no memory with id 1" in answers[7]["error"]["message"]
+
+
+def test_an_unreadable_store_is_a_tool_error_naming_the_file_and_the_server_recovers(tmp_path):
+    """Not a database at all: each call says which file and what to do (isError, not a protocol
+    error: the call was right, the store is not); once the file is moved away, a new store opens."""
+    repo = make_repo(tmp_path)
+    db = tmp_path / "memo.db"
+    db.write_bytes(b"these bytes are not a SQLite database " * 200)
+    stderr = tmp_path / "stderr.log"
+
+    async def body():
+        async with connect(db, repo, stderr=stderr) as client:
+            failed = await client.call_tool("recall", {"query": "price"})
+            db.rename(tmp_path / "moved-away.db")
+            saved = await client.call_tool("remember", {"text": "A fresh store after the damaged one."})
+        return failed, saved
+
+    failed, saved = run(body)
+    assert failed.is_error and failed.structured_content is None
+    [text] = [c.text for c in failed.content]
+    assert str(db) in text and "captain-memo doctor" in text and "\n" not in text
+    assert not saved.is_error and saved.structured_content["id"] == 1
+    assert "Traceback" not in stderr.read_text()

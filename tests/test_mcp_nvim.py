@@ -9,7 +9,7 @@ import pytest
 from mcp_support import CLIENT, connect, run
 from nvim_support import child_env, close, make_repo, requires_nvim, saved_id, start_editor
 
-pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.mcp]
+pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.mcp, pytest.mark.slow]
 AGENT_NOTE = ("get_effective_contract_price must stay the only place a price is computed: the tax report "
               "calls it too.")
 
