@@ -55,11 +55,13 @@ class MemoryServer:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-mcp")
         self._roots_stale = True
         self._roots_lock = anyio.Lock()
-        self._tools = {"recall": (self._recall, render.recall_text),
-                       "remember": (self._remember, render.remember_text),
-                       "show": (self._show, render.memory_text),
-                       "supersede": (lambda args, ctx, client: self.service.supersede(args), render.supersede_text),
-                       "forget": (lambda args, ctx, client: self.service.forget(args), render.forget_text)}
+        # Each tool: (what it runs on the worker, given arguments, git context and client name; its text).
+        self._tools = {
+            "recall": (lambda args, ctx, client: service.recall(args, ctx), render.recall_text),
+            "remember": (service.remember, render.remember_text),
+            "show": (lambda args, ctx, client: service.show(args, ctx), render.memory_text),
+            "supersede": (lambda args, ctx, client: service.supersede(args), render.supersede_text),
+            "forget": (lambda args, ctx, client: service.forget(args), render.forget_text)}
 
     def build(self) -> Server:
         server = Server("captain-memo", version=__version__, title="Captain Memo", instructions=INSTRUCTIONS,
@@ -103,15 +105,6 @@ class MemoryServer:
         except Exception as exc:
             return types.CallToolResult(content=[_text(self._failure(f"tool {params.name[:60]}", exc))],
                                         is_error=True)
-
-    def _recall(self, args, ctx, client):
-        return self.service.recall(args, ctx)
-
-    def _remember(self, args, ctx, client):
-        return self.service.remember(args, ctx, client)
-
-    def _show(self, args, ctx, client):
-        return self.service.show(args, ctx)
 
     # -- resources ------------------------------------------------------------------------
 
