@@ -36,6 +36,8 @@ def test_tools_and_the_memory_template_are_listed_and_the_model_loads_on_the_fir
     async def body():
         async with connect(tmp_path / "memo.db", repo) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert (await client.list_resources()).resources == []
+            assert not (tmp_path / "memo.db").exists(), "listing creates no store"
             [server] = children_named("captain-memo")
             assert "onnxruntime" not in maps_of(server), "the model must not load before a tool needs it"
             templates = (await client.list_resource_templates()).resource_templates

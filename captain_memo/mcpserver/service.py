@@ -123,7 +123,10 @@ class MemoryService:
         return self._memory_json(self.engine().store.get(memory_id), ctx)
 
     def recent(self, ctx: GitContext, limit: int = RECENT_RESOURCES) -> list[dict]:
-        """The newest memories a recall here would search: this project's and personal notes."""
+        """The newest memories a recall here would search: this project's and personal notes.
+        Clients list resources as they connect: that must not create a store nobody asked for."""
+        if self._engine is None and not self.database_path.exists():
+            return []
         memories = self.engine().store.list_memories(ctx.project, all_projects=False, limit=limit)
         return [{"id": m.id, "kind": m.kind, "title": m.display_title} for m in memories]
 
