@@ -129,6 +129,8 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
 
 
 def test_a_credential_is_redacted_and_the_result_says_so(tmp_path):
+    """Through the 2026-07-28 per-request envelopes this time (the SDK client's default): the
+    client's name still reaches the stored origin."""
     repo = make_repo(tmp_path)
     db = tmp_path / "memo.db"
     key = "AKIA" + "QWERTYUIOPASDFGH"
@@ -136,7 +138,8 @@ def test_a_credential_is_redacted_and_the_result_says_so(tmp_path):
             "<private>the staging pin is 4471</private>Rotate it every 90 days.")
 
     async def body():
-        async with connect(db, repo) as client:
+        async with connect(db, repo, mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
             return await client.call_tool("remember", {"text": text, "kind": "memory"})
 
     result = run(body)
@@ -144,6 +147,7 @@ def test_a_credential_is_redacted_and_the_result_says_so(tmp_path):
     assert data["redacted"] == ["line 1: AWS access key id (AKIA…)"]
     assert "Redacted before saving, as it looked like a credential: line 1: AWS access key id" in result.content[0].text
     assert data["private_left_out"] is True and "<private>" in result.content[0].text
+    assert data["source"]["origin"] == "mcp:test-agent" and data["project"] == project_of(repo)
     body_stored = stored(db, data["id"]).body
     assert key not in body_stored and "[REDACTED" in body_stored
     assert "4471" not in body_stored and "Rotate it every 90 days." in body_stored
