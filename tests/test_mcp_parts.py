@@ -59,3 +59,24 @@ def test_the_first_local_folder_root_names_the_workspace(tmp_path):
     assert folder_of_roots(["https://example.com/x", (tmp_path / "gone").as_uri(), tmp_path.as_uri()]) == str(tmp_path)
     assert folder_of_roots([(tmp_path / "file.txt").as_uri()]) == str(tmp_path)
     assert folder_of_roots([]) is None
+
+
+def test_remember_says_no_vector_yet_even_behind_a_long_backlog(tmp_path):
+    """The embedding endpoint refuses (a closed port on 127.0.0.1): a memory saved now has no
+    vector, and the result says so even when hundreds of older chunks wait for theirs too."""
+    from captain_memo.embeddings.http import OllamaEmbedder
+    from captain_memo.engine import Engine
+    from captain_memo.gitctx import NO_REPOSITORY
+    from captain_memo.mcpserver.service import MemoryService
+    from captain_memo.store import NewMemory, Store
+    from embed_support import MODEL, free_port
+
+    embedder = OllamaEmbedder(f"http://127.0.0.1:{free_port()}", MODEL, timeout=1.0, retries=1, backoff=0.01)
+    service = MemoryService(str(tmp_path / "memo.db"), open_engine=lambda db: Engine(Store(db), embedder))
+    try:
+        service.engine().remember_many([NewMemory(body=f"backlog note {i}") for i in range(300)])
+        args = checked_arguments(TOOLS["remember"], {"text": "Saved while the endpoint is down."})
+        saved = service.remember(args, NO_REPOSITORY, "test-agent")
+    finally:
+        service.close()
+    assert saved["vector"] is False

@@ -108,12 +108,11 @@ class MemoryService:
         engine = self.engine()
         memory_id = engine.remember(memory)
         saved = engine.store.get(memory_id)
-        pending = {chunk_id for chunk_id, _ in engine.store.pending_chunks()}
         return {"id": memory_id, "kind": saved.kind, "title": saved.display_title, "project": saved.project,
                 "branch": saved.branch, "source": self._memory_json(saved, ctx)["source"],
                 "redacted": [finding.describe() for finding in found],
                 "private_left_out": bool(validation.PRIVATE.search(args["text"])),
-                "vector": not any(chunk.id in pending for chunk in engine.store.chunks_of(memory_id))}
+                "vector": engine.store.missing_vectors(memory_id) == 0}
 
     def show(self, args: dict, ctx: GitContext) -> dict:
         return self._memory_json(self.engine().show(args["id"]), ctx)
