@@ -3,6 +3,10 @@ a real git repository, a real store and the real local model."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import anyio
 import pytest
 
 from mcp_support import children_named, connect, maps_of, run
@@ -185,3 +189,27 @@ def test_the_client_roots_select_the_project(tmp_path):
     assert memory_id in [h["id"] for h in out["everywhere"]["hits"]]
     assert out["cwd_alpha"]["project"] == project_of(alpha)
     assert out["cwd_alpha"]["hits"][0]["id"] == memory_id
+
+
+def test_a_memory_the_cli_saves_mid_session_is_found_by_the_warm_engine(tmp_path):
+    """The server keeps one engine (and its in-memory vector index) for the session; a memory
+    another process writes meanwhile is found by the next recall, by meaning as well as by word."""
+    repo = make_repo(tmp_path)
+    db = tmp_path / "memo.db"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(db)}
+
+    async def body():
+        async with connect(db, repo) as client:
+            await client.call_tool("remember", {"text": "Invoices are numbered per tenant and per year."})
+            await client.call_tool("recall", {"query": "invoice numbering"})
+            await anyio.sleep(1.0)  # the in-memory index builds in the background meanwhile
+            subprocess.run([sys.executable, "-m", "captain_memo.cli", "remember", "--title", "Webhook retries",
+                            "Webhook deliveries are retried three times with exponential backoff."],
+                           cwd=repo, env=env, check=True, capture_output=True, timeout=120)
+            return (await client.call_tool("recall", {"query": "how often do we resend a failed callback",
+                                                      "explain": True})).structured_content
+
+    found = run(body)
+    top = found["hits"][0]
+    assert top["title"] == "Webhook retries" and top["source"]["origin"] == "cli"
+    assert not top["explain"][0].startswith("vector absent"), "found by the vector leg, not only by words"
