@@ -111,7 +111,7 @@ class MemoryService:
         return {"id": memory_id, "kind": saved.kind, "title": saved.display_title, "project": saved.project,
                 "branch": saved.branch, "source": self._memory_json(saved, ctx)["source"],
                 "redacted": [finding.describe() for finding in found],
-                "private_left_out": bool(validation.PRIVATE.search(args["text"])),
+                "private_left_out": any(validation.private_spans(args[name]) for name in ("text", "title")),
                 "vector": engine.store.missing_vectors(memory_id) == 0}
 
     def show(self, args: dict, ctx: GitContext) -> dict:
