@@ -73,7 +73,8 @@ def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
     lines = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         "{this is not json",
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": ["a", "list"]}},

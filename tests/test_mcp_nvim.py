@@ -48,10 +48,12 @@ def test_agent_and_editor_share_one_memory(tmp_path):
 
     async def agent_recalls():
         async with connect(db, repo) as client:
-            return (await client.call_tool("recall", {"query": "round the price times the quantity"})).structured_content
+            result = await client.call_tool("recall", {"query": "round the price times the quantity"})
+            return result.structured_content
 
     found = run(agent_recalls)
     hit = next(h for h in found["hits"] if h["id"] == editor_id)
     assert hit is found["hits"][0], found["hits"]
-    assert (hit["source"]["path"], hit["source"]["line_start"], hit["source"]["line_end"]) == ("src/billing/price.py", 3, 4)
+    source = hit["source"]
+    assert (source["path"], source["line_start"], source["line_end"]) == ("src/billing/price.py", 3, 4)
     assert hit["source"]["origin"] == "editor" and "round(price * contract.quantity, 2)" in hit["excerpt"]

@@ -85,7 +85,8 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
                                                               "explain": True})
             out["show"] = await client.call_tool("show", {"id": first})
             await client.call_tool("supersede", {"old": first, "new": out["newer"]})
-            out["after_supersede"] = (await client.call_tool("recall", {"query": "contract discount"})).structured_content
+            after = await client.call_tool("recall", {"query": "contract discount"})
+            out["after_supersede"] = after.structured_content
             out["undo"] = await client.call_tool("supersede", {"old": first, "undo": True})
             out["resource"] = await client.read_resource(f"captain-memo://memory/{first}")
             out["listed"] = [str(r.uri) for r in (await client.list_resources()).resources]
