@@ -188,6 +188,11 @@ class Memo:
         return self.store.superseded()
 
     @_translated
+    def missing_vectors(self, memory_id: int) -> int:
+        """How many of a memory's chunks wait for a vector (saved while the embedder was down)."""
+        return self.store.missing_vectors(memory_id)
+
+    @_translated
     def pending_vectors(self) -> int:
         """Chunks stored without a vector (the embedder was down); keyword search finds them meanwhile."""
         return self.store.counts()["pending_vectors"]
