@@ -24,7 +24,7 @@ from captain_memo import secrets
 from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
 from captain_memo.errors import EmbeddingError, InputError
 from captain_memo.progress import Progress
-from captain_memo.sources import markdown, sync
+from captain_memo.sources import asciidoc, markdown, rst, sync
 from captain_memo.sources.folders import (Folder, folder_of, is_note, note_files, personal_folders, read_note,
                                           repository_folders, repository_root)
 from captain_memo.sources.report import IndexReport, Tally
@@ -176,6 +176,16 @@ def index_folders(engine, folders: list[Folder], settings: SourceSettings | None
     return tally.report()
 
 
+def markup(file: Path):
+    """(file type, parser) by the file's suffix: reStructuredText, AsciiDoc, else Markdown."""
+    suffix = file.suffix.lower()
+    if suffix == ".rst":
+        return "rst", rst.parse
+    if suffix in (".adoc", ".asciidoc"):
+        return "asciidoc", asciidoc.parse
+    return "markdown", markdown.parse
+
+
 def _under(path: str | None, prefixes: list[str]) -> bool:
     """Whether a stored path is one of the folders' files (a prefix ending in / is a folder)."""
     return path is not None and any(path == p or (p.endswith("/") and path.startswith(p)) for p in prefixes)
@@ -285,7 +295,8 @@ class _Run:
                        text: str) -> tuple[list[Planned], int]:
         # Private spans are blanked line for line so every line number stays true.
         text = PRIVATE.sub(lambda m: "\n" * m.group().count("\n"), text)
-        note = markdown.parse(text, file.stem)
+        filetype, parse = markup(file)
+        note = parse(text, file.stem)
         if note.front.date_error:
             self.tally.warnings.append((where, f"front matter date {note.front.date_error!r} is not an ISO date; "
                                               "using the file's time"))
@@ -297,7 +308,7 @@ class _Run:
             dated_by_file = note.front.date is None and row is None
             memory = NewMemory(
                 body=section.text, kind=kind, title=section.title, project=folder.project, branch=folder.branch,
-                source=Source(where, section.line_start, section.line_end, None, "file", "markdown"),
+                source=Source(where, section.line_start, section.line_end, None, "file", filetype),
                 created_at=file.stat().st_mtime if dated_by_file else note.front.date,
                 source_key=key, tags=note.front.tags)
             # The stored hash is of text that passed the checks, so an equal hash needs no checks and
