@@ -166,7 +166,7 @@ def main() -> int:
                 profiler.dump_stats(args.profile)
             print(f"{'index --git, first run':<24} {seconds:8.1f} s  {report.chunks_embedded / seconds:6.1f} chunks/s  "
                   f"({report.indexed} commits stored, {report.chunks_embedded} chunks, {report.skipped} skipped, "
-                  f"{getattr(report, 'left_out', 0)} older left out; load average {os.getloadavg()[0]:.2f})")
+                  f"{report.left_out} older left out; load average {os.getloadavg()[0]:.2f})")
             chunks = [t for (t,) in engine.store.conn.execute("SELECT text FROM chunks ORDER BY id")]
             started = time.perf_counter()
             for start in range(0, len(chunks), 256):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
-from captain_memo.commands._common import add_context_args, context, open_engine, parse_date
+from captain_memo.commands._common import add_context_args, add_quiet_arg, context, open_engine, parse_date
 from captain_memo.errors import InputError
-from captain_memo.jsonl import parse_lines
+from captain_memo.jsonl import capped_lines, parse_lines
 from captain_memo.progress import Progress
 from captain_memo.store import NewMemory, Source
 
@@ -21,6 +22,7 @@ def register(sub) -> None:
                                    "Rerunning skips what is already stored.")
     p.add_argument("file", help="the .jsonl file ('-' for stdin)")
     add_context_args(p, branch=False)
+    add_quiet_arg(p)
     p.set_defaults(run=run)
 
 
@@ -45,16 +47,18 @@ def memory_from_record(record: dict, where: str, project: str | None) -> NewMemo
 
 def read_records(path: str, project: str | None) -> list[NewMemory]:
     try:
-        lines = (sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")).splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
+        with (nullcontext(sys.stdin.buffer) if path == "-" else Path(path).open("rb")) as stream:
+            lines = list(capped_lines(stream, path))
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     return [memory_from_record(record, where, project) for where, record in parse_lines(lines, path)]
 
 
-def import_memories(engine, memories: list[NewMemory], label: str = "importing") -> tuple[int, int]:
+def import_memories(engine, memories: list[NewMemory], label: str = "importing",
+                    quiet: bool = False) -> tuple[int, int]:
     """Store in batches; returns (added, skipped as already present)."""
     added = skipped = 0
-    bar = Progress(len(memories), label)
+    bar = Progress(len(memories), label, quiet=quiet)
     for start in range(0, len(memories), BATCH):
         batch = memories[start: start + BATCH]
         ids = engine.remember_many(batch)
@@ -70,7 +74,7 @@ def run(args) -> int:
     memories = read_records(args.file, project)
     engine = open_engine(args)
     try:
-        added, skipped = import_memories(engine, memories)
+        added, skipped = import_memories(engine, memories, quiet=args.quiet)
         pending = engine.store.counts()["pending_vectors"]
     finally:
         engine.close()
