@@ -151,6 +151,31 @@ class Block:
     heading: tuple[int, str] | None = None  # (level, title text)
 
 
+class Paragraph:
+    """Lines gathered into one paragraph block (0-based line indexes in, 1-based lines out)."""
+
+    def __init__(self, found: list[Block]):
+        self.found = found
+        self.lines: list[str] = []
+        self.start = 0
+
+    def add(self, index: int, line: str) -> None:
+        if not self.lines:
+            self.start = index
+        self.lines.append(line)
+
+    def close(self) -> None:
+        if self.lines:
+            self.found.append(Block(self.start + 1, self.start + len(self.lines), "\n".join(self.lines)))
+        self.lines = []
+
+
+def parse_markup(text: str, fallback_title: str, blocks_of, max_chars: int = MAX_CHUNK_CHARS) -> Note:
+    """A note from a markup without front matter, given the function that finds its blocks."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return sectioned(lines, 0, FrontMatter(), blocks_of(lines), fallback_title, max_chars)
+
+
 def _blocks(lines: list[str], first_line: int) -> list[Block]:
     """A Markdown text's blocks.
 

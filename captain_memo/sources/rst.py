@@ -17,9 +17,9 @@ An indented block is opaque as a whole: a title cannot sit inside one.
 from __future__ import annotations
 
 import re
+from functools import partial
 
-from captain_memo.chunking import MAX_CHUNK_CHARS
-from captain_memo.sources.markdown import Block, FrontMatter, Note, sectioned
+from captain_memo.sources.markdown import Block, Paragraph, parse_markup
 
 ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1+\s*$")  # one ASCII punctuation character, repeated
 EXPLICIT = re.compile(r"^(\s*)\.\.(\s|$)")
@@ -69,15 +69,8 @@ def _indented_end(lines: list[str], i: int, indent: int) -> int:
 def blocks(lines: list[str]) -> list[Block]:
     found: list[Block] = []
     styles: list[tuple[str, bool]] = []
-    paragraph: list[str] = []
-    start = 0
+    paragraph = Paragraph(found)
     i = 0
-
-    def close() -> None:
-        nonlocal paragraph
-        if paragraph:
-            found.append(Block(start + 1, start + len(paragraph), "\n".join(paragraph)))
-        paragraph = []
 
     def opaque(first: int, end: int) -> None:
         found.append(Block(first + 1, end, "\n".join(lines[first:end]).strip("\n"), opaque=True))
@@ -85,9 +78,9 @@ def blocks(lines: list[str]) -> list[Block]:
     while i < len(lines):
         line = lines[i]
         if not line.strip():
-            literal = paragraph and paragraph[-1].rstrip().endswith("::")
-            indent = _indent(paragraph[0]) if paragraph else 0
-            close()
+            literal = paragraph.lines and paragraph.lines[-1].rstrip().endswith("::")
+            indent = _indent(paragraph.lines[0]) if paragraph.lines else 0
+            paragraph.close()
             if literal:
                 end = _indented_end(lines, i, indent)
                 if end > i:
@@ -98,12 +91,12 @@ def blocks(lines: list[str]) -> list[Block]:
             i += 1
             continue
         explicit = EXPLICIT.match(line)
-        if explicit and not paragraph:
+        if explicit and not paragraph.lines:
             end = max(_indented_end(lines, i + 1, _indent(line)), i + 1)
             opaque(i, end)
             i = end
             continue
-        title = _title_at(lines, i) if not paragraph else None
+        title = _title_at(lines, i) if not paragraph.lines else None
         if title is not None:
             style, text, taken = title
             if style not in styles:
@@ -111,20 +104,16 @@ def blocks(lines: list[str]) -> list[Block]:
             found.append(Block(i + 1, i + taken, text, heading=(styles.index(style) + 1, text)))
             i += taken
             continue
-        if not paragraph and _indent(line) > 0:  # a block quote or a definition's body: kept whole
+        if not paragraph.lines and _indent(line) > 0:  # a block quote or a definition's body: kept whole
             end = _indented_end(lines, i, _indent(line) - 1)
             opaque(i, end)
             i = end
             continue
-        if not paragraph:
-            start = i
-        paragraph.append(line)
+        paragraph.add(i, line)
         i += 1
-    close()
+    paragraph.close()
     return found
 
 
-def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> Note:
-    """Split a reStructuredText file's text into its sections and their chunks."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    return sectioned(lines, 0, FrontMatter(), blocks(lines), fallback_title, max_chars)
+# parse(text, fallback_title, max_chars=...) -> Note: a reStructuredText file's sections and their chunks.
+parse = partial(parse_markup, blocks_of=blocks)
