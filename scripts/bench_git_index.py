@@ -9,9 +9,10 @@ supersession rule reads), and some long messages. When the evaluation data is pr
 the subjects and bodies are real pull-request titles and changelog fragments of a Python project,
 read at run time; otherwise they are built from a small vocabulary.
 
-Prints the run's time and chunks/s, then the embedder alone on the stored chunk texts (the floor
-the indexer can approach), then a rerun with nothing new. ``--profile FILE`` writes a cProfile of
-the first run.
+Prints the run's time, chunks/s and every text the run sent to the embedder (its own chunks plus
+what the supersession rule compared), then the embedder alone on the stored chunk texts (the floor
+the indexer can approach; ``--sample N`` times N of them, evenly spaced), then a rerun with
+nothing new. ``--profile FILE`` writes a cProfile of the first run.
 """
 
 from __future__ import annotations
@@ -123,12 +124,28 @@ def generate(repo: Path, count: int, seed: int) -> None:
     subprocess.run(["git", "-C", str(repo), "reset", "-q", "--hard", "main"], check=True)
 
 
+class Counted:
+    """The embedder, counting the texts it is given."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self.texts = 0
+
+    def embed(self, texts):
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=6000)
     parser.add_argument("--repo", help="an existing repository to index instead of a generated one")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", help="write a cProfile of the first run to this file")
+    parser.add_argument("--sample", type=int, default=0, help="time the embedder alone on N of the stored chunks "
+                                                              "(default: all of them)")
     args = parser.parse_args()
 
     from captain_memo.config import embed_config
@@ -146,7 +163,7 @@ def main() -> int:
             print(f"generated {args.commits} commits ({source}) in {time.perf_counter() - started:.1f} s")
         total = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True,
                                text=True, check=True).stdout.strip()
-        embedder = make_embedder(embed_config())
+        embedder = Counted(make_embedder(embed_config()))
         embedder.embed(["warm up"])
         print(f"{repo}: {total} commits; embedder {embedder.model_id}; {os.cpu_count()} cores; "
               f"load average {os.getloadavg()[0]:.2f}")
@@ -159,6 +176,7 @@ def main() -> int:
                 profiler = cProfile.Profile()
                 profiler.enable()
             started = time.perf_counter()
+            embedder.texts = 0
             report = index_history(engine, repo)
             seconds = time.perf_counter() - started
             if profiler is not None:
@@ -167,7 +185,11 @@ def main() -> int:
             print(f"{'index --git, first run':<24} {seconds:8.1f} s  {report.chunks_embedded / seconds:6.1f} chunks/s  "
                   f"({report.indexed} commits stored, {report.chunks_embedded} chunks, {report.skipped} skipped, "
                   f"{report.left_out} older left out; load average {os.getloadavg()[0]:.2f})")
+            print(f"{'texts embedded':<24} {embedder.texts:8,}  ({embedder.texts - report.chunks_embedded:,} of them by the "
+                  f"supersession rule)")
             chunks = [t for (t,) in engine.store.conn.execute("SELECT text FROM chunks ORDER BY id")]
+            if args.sample:
+                chunks = chunks[:: max(len(chunks) // args.sample, 1)][: args.sample]
             started = time.perf_counter()
             for start in range(0, len(chunks), 256):
                 embedder.embed(sorted(chunks[start: start + 256], key=len))
