@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from captain_memo.commands._common import add_quiet_arg, open_engine, print_json
+from captain_memo.terminal import one_line
 
 
 def register(sub) -> None:
@@ -65,15 +66,15 @@ def print_report(report, history, cap: int) -> None:
     from captain_memo.sources.report import history_left_out, left_out
 
     for path, reason in report.skipped_files:
-        print(f"skipped {path}: {reason}")
+        print(f"skipped {one_line(str(path))}: {one_line(reason)}")
     for path, message in report.warnings:
-        print(f"note {path}: {message}")
+        print(f"note {one_line(str(path))}: {one_line(message)}")
     notes = left_out(report)
     print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)"
           + (f"; {notes}" if notes else ""))
     if history is not None:
         for sha, message in history.warnings:
-            print(f"note {'' if sha == 'embedder' else 'commit '}{sha}: {message}")
+            print(f"note {'' if sha == 'embedder' else 'commit '}{one_line(sha)}: {one_line(message)}")
         commits = history_left_out(history, cap)
         print(f"git: {history.indexed:,} new commits · {history.unchanged:,} already stored "
               f"({history.chunks_embedded:,} chunks embedded)" + (f"; {commits}" if commits else ""))
