@@ -216,11 +216,12 @@ def _store_batch(memo: _MemoEmbedder, commits: list[Commit], project, branch, se
     elif not any(where == "embedder" for where, _ in tally.warnings):
         tally.warnings.append(("embedder", "unavailable: commits stored and keyword-searchable, vectors are "
                                            "filled in later by a backfill"))
-    offset = 0
+    items, offset = [], 0
     for clean, chunks in prepared:
-        part = None if vectors is None else vectors[offset: offset + len(chunks)]
+        items.append((clean, chunks, None if vectors is None else vectors[offset: offset + len(chunks)]))
         offset += len(chunks)
-        memory_id = engine.store.add(clean, chunks, part)
-        tally.indexed += 1
-        if part is not None:
+    ids = engine.store.add_many(items)  # one transaction for the batch
+    tally.indexed += len(ids)
+    if vectors is not None:
+        for memory_id in ids:  # oldest first, so each commit sees the older versions already stored
             supersede_older_versions(memo, memory_id, settings)
