@@ -44,6 +44,7 @@ class IndexOutcome:
 
     notes: IndexReport
     git: IndexReport | None  # None without --git
+    max_commits: int  # the cap on new commits read that was in force
 
 
 class Memo:
@@ -139,13 +140,13 @@ class Memo:
         return self.engine.remember(memory)
 
     @_translated
-    def import_memories(self, memories: Sequence[NewMemory], label: str = "importing",
-                        batch: int = 32) -> tuple[int, int]:
+    def import_memories(self, memories: Sequence[NewMemory], label: str = "importing", batch: int = 32,
+                        quiet: bool = False) -> tuple[int, int]:
         """Store in batches, skipping exact duplicates; returns (added, skipped as already present)."""
         from captain_memo.progress import Progress
 
         added = skipped = 0
-        bar = Progress(len(memories), label)
+        bar = Progress(len(memories), label, quiet=quiet)
         for start in range(0, len(memories), batch):
             part = list(memories[start: start + batch])
             ids = self.engine.remember_many(part)
@@ -201,7 +202,7 @@ class Memo:
 
     @_translated
     def index(self, paths: Sequence[str] = (), git: bool = False, branch: str | None = None,
-              show_progress: bool = True) -> IndexOutcome:
+              show_progress: bool = True, max_commits: int | None = None) -> IndexOutcome:
         """Named files or folders, else the configured note and skill folders; with ``git``, the
         repository's new commits too. InputError when there is nothing to index."""
         from captain_memo.errors import InputError
@@ -221,8 +222,9 @@ class Memo:
         else:
             notes = index_folders(self.engine, folders, settings, show_progress=show_progress) if folders \
                 else IndexReport()
-        history = index_history(self.engine, settings=settings, show_progress=show_progress) if git else None
-        return IndexOutcome(notes, history)
+        history = index_history(self.engine, settings=settings, show_progress=show_progress,
+                                max_commits=max_commits) if git else None
+        return IndexOutcome(notes, history, max_commits or settings.git_max_commits)
 
 
     @_translated
@@ -277,6 +279,20 @@ class Memo:
         counts = self.store.counts()
         return {"database": str(self.path), **counts, **{kind: counts.get(kind, 0) for kind in KINDS},
                 "tide": tide_counts(self.store.observation_tide())}
+
+
+def left_out(report) -> str:
+    """What an index run left out of the notes and why, for its summary line ('' for nothing)."""
+    from captain_memo.sources.report import left_out as notes_left_out
+
+    return notes_left_out(report)
+
+
+def history_left_out(history, cap: int) -> str:
+    """What an index run left out of the git history and why ('' for nothing)."""
+    from captain_memo.sources.report import history_left_out as commits_left_out
+
+    return commits_left_out(history, cap)
 
 
 def is_identifier(token: str) -> bool:

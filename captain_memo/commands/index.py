@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from captain_memo.commands._common import open_memo, print_json
+from captain_memo.commands._common import add_quiet_arg, open_memo, print_json
 from captain_memo.terminal import one_line
 
 
@@ -15,25 +15,43 @@ def register(sub) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index instead of the configured ones")
     p.add_argument("--git", action="store_true", help="also store new commit messages of this repository as observations")
     p.add_argument("--branch", help="branch recorded on new and changed memories (default: the current git branch)")
+    p.add_argument("--max-commits", type=int, metavar="N",
+                   help="with --git, read at most the newest N new commits (default: CAPTAIN_MEMO_GIT_MAX_COMMITS "
+                        "or 5000)")
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    add_quiet_arg(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    from captain_memo.errors import InputError
+
+    if args.max_commits is not None and args.max_commits < 1:
+        raise InputError("--max-commits must be at least 1")
     with open_memo(args) as memo:
-        outcome = memo.index(args.paths, git=args.git, branch=args.branch)
+        outcome = memo.index(args.paths, git=args.git, branch=args.branch, show_progress=not args.quiet,
+                             max_commits=args.max_commits)
     report, history = outcome.notes, outcome.git
     if args.json:
         print_json({"notes": report.to_json(), "git": history.to_json() if history else None})
         return 0
+    print_report(report, history, outcome.max_commits)
+    return 0
+
+
+def print_report(report, history, cap: int) -> None:
+    from captain_memo.memo import history_left_out, left_out
+
     for path, reason in report.skipped_files:
         print(f"skipped {one_line(str(path))}: {one_line(reason)}")
     for path, message in report.warnings:
         print(f"note {one_line(str(path))}: {one_line(message)}")
-    print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)")
+    notes = left_out(report)
+    print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)"
+          + (f"; {notes}" if notes else ""))
     if history is not None:
         for sha, message in history.warnings:
             print(f"note {'' if sha == 'embedder' else 'commit '}{one_line(sha)}: {one_line(message)}")
-        print(f"git: {history.indexed} new commits · {history.unchanged} already stored · "
-              f"{history.skipped} merge or empty skipped ({history.chunks_embedded} chunks embedded)")
-    return 0
+        commits = history_left_out(history, cap)
+        print(f"git: {history.indexed:,} new commits · {history.unchanged:,} already stored "
+              f"({history.chunks_embedded:,} chunks embedded)" + (f"; {commits}" if commits else ""))

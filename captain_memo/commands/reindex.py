@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from captain_memo.commands._common import open_memo
+from captain_memo.commands._common import add_quiet_arg, open_memo
 
 
 def register(sub) -> None:
@@ -15,29 +15,31 @@ def register(sub) -> None:
     p.add_argument("--missing", action="store_true", help="only embed chunks saved without a vector "
                                                           "(the endpoint was down), with the store's own model")
     p.add_argument("--restart", action="store_true", help="discard an unfinished reindex and start over")
+    add_quiet_arg(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     from captain_memo.config import embed_config
     from captain_memo.errors import InputError
-    from captain_memo.progress import Progress
+    from captain_memo.progress import progress_factory
 
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
     cfg = embed_config()
     batch_size = args.batch_size or cfg.batch_size
+    bars = progress_factory(args.quiet)
     with open_memo(args) as memo:
         model = memo.embedder.model_id
         if args.missing:
-            filled = memo.fill_missing(batch_size, Progress)
+            filled = memo.fill_missing(batch_size, bars)
             print(f"embedded {filled} chunk{'s' * (filled != 1)} that had no vector, with {model}")
             return 0
         memo.refuse_if_reindexing()  # before saying it would continue the unfinished one
         pending = memo.pending_reindex()
         if pending and pending[1] == model and not args.restart:
             print(f"continuing the unfinished reindex to {model}")
-        report = memo.reindex(batch_size, Progress, restart=args.restart)
+        report = memo.reindex(batch_size, bars, restart=args.restart)
     shape = f" ({report.dim}-d)" if report.dim else ""
     print(f"re-embedded {report.embedded} of {report.chunks} chunks with {report.model}{shape} "
           f"in {report.seconds:.1f} s")

@@ -48,20 +48,32 @@ class Store(SourceRows):
 
     def add(self, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float | None = None) -> int:
         """Insert a memory with its chunks, FTS rows and (when given) vectors; returns its id."""
+        return self.add_many([(memory, chunks, vectors)], now)[0]
+
+    def add_many(self, items: Sequence[tuple[NewMemory, Sequence[str], np.ndarray | None]],
+                 now: float | None = None) -> list[int]:
+        """Insert several memories in one transaction; returns their ids.
+
+        For bulk sources (a batch of commits): one commit per memory cost ~4.5 ms each, a quarter
+        of `index --git`'s own time besides embedding on a loaded 2-core machine.
+        """
         now = time.time() if now is None else now
         with self.write() as conn:
-            cur = conn.execute(
-                "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
-                " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key, tags)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (memory.kind, memory.title, memory.body, memory.created_at or now, now, memory.project,
-                 memory.branch, memory.source.path, memory.source.line_start, memory.source.line_end,
-                 memory.source.commit, memory.source.origin, memory.source.filetype,
-                 content_hash(memory.kind, memory.title, memory.body), self.initial_stability,
-                 memory.source_key, ",".join(memory.tags)),
-            )
-            memory_id = cur.lastrowid
-            self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
+            return [self._insert(conn, memory, chunks, vectors, now) for memory, chunks, vectors in items]
+
+    def _insert(self, conn, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float) -> int:
+        cur = conn.execute(
+            "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
+            " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key, tags)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory.kind, memory.title, memory.body, memory.created_at or now, now, memory.project,
+             memory.branch, memory.source.path, memory.source.line_start, memory.source.line_end,
+             memory.source.commit, memory.source.origin, memory.source.filetype,
+             content_hash(memory.kind, memory.title, memory.body), self.initial_stability,
+             memory.source_key, ",".join(memory.tags)),
+        )
+        memory_id = cur.lastrowid
+        self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
         return memory_id
 
     def replace_body(self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None) -> None:
