@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from embed_support import fault_server, provider_env  # noqa: F401 - fixture
+from embed_support import provider_env
 from mcp_support import connect, run
 from nvim_support import make_repo
 
