@@ -30,6 +30,12 @@ def checked_text(name: str, value: str, limit: int) -> str:
     return value
 
 
+def unix_newlines(text: str) -> str:
+    """CRLF and lone CR line ends as LF: text from Windows files, commit messages or a pasted
+    selection otherwise shows ``^M`` in every preview and splits words for the keyword leg."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def without_private(text: str) -> str:
     """Drop ``<private>…</private>`` spans: they are never stored."""
     return PRIVATE.sub("", text)

@@ -13,8 +13,9 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
-from captain_memo.errors import DatabaseDamagedError, ModelMismatchError, StoreError
+from captain_memo.errors import DatabaseDamagedError, ModelMismatchError, ReadOnlyStoreError, StoreError
 
 log = logging.getLogger("captain_memo")
 BUSY_TIMEOUT_MS = 10_000
@@ -40,6 +41,28 @@ def _load_vec(conn) -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+def write_denied(path: Path) -> str | None:
+    """Why this user cannot write the store at ``path``, or None when it can. SQLite writes the file
+    and, in WAL mode, creates its -wal and -shm files beside it, so the folder must be writable too."""
+    folder = path.parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return f"permission denied: the file system holding {folder} is mounted read-only"
+    except OSError:
+        pass
+    if not os.access(path, os.W_OK):
+        return f"permission denied: this user may not write the file {path}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"permission denied: this user may not write in its folder {folder} (SQLite keeps the -wal and -shm files there)"
+    return None
+
+
+def read_only_error(path, reason: str) -> ReadOnlyStoreError:
+    return ReadOnlyStoreError(
+        f"cannot write to {path}: {reason}. Recall still works; to save, give this user write permission on "
+        "the file and its folder, or point CAPTAIN_MEMO_DB at a writable copy")
+
+
 def store_error(exc: Exception, path) -> StoreError | None:
     """A SQLite error met in the middle of a command (a page found damaged, a lock held too long), as
     a message naming the file and what to do; None for any other exception, which is a bug."""
@@ -49,7 +72,9 @@ def store_error(exc: Exception, path) -> StoreError | None:
     text = str(exc)
     if "locked" in text or "busy" in text:
         return StoreError(f"{path} stayed locked by another process ({text}); try again")
-    if "disk is full" in text or "readonly" in text or "unable to open" in text:
+    if "readonly" in text:
+        return read_only_error(path, write_denied(Path(path)) or text)
+    if "disk is full" in text or "unable to open" in text:
         return StoreError(f"cannot use {path}: {text}")
     return DatabaseDamagedError(
         f"{path} failed: {text}; the file may be damaged: run `captain-memo doctor` to check it, restore a "
@@ -132,7 +157,11 @@ MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes)]
 
 
 class Database:
-    """One database file; a connection per thread, opened on first use in that thread."""
+    """One database file; a connection per thread, opened on first use in that thread.
+
+    A file this user cannot write (its mode, its folder's, a read-only mount) is opened read-only:
+    reads work, every write raises ReadOnlyStoreError naming the permission.
+    """
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
@@ -140,6 +169,7 @@ class Database:
         self._conns: list = []
         self._conns_lock = threading.Lock()
         self.vec_error: str | None = None
+        self.read_only_reason: str | None = None
         self._prepare_file()
         self._migrate()
 
@@ -153,6 +183,16 @@ class Database:
                 os.close(fd)
         except OSError as exc:
             raise StoreError(f"cannot create the database {self.path}: {exc.strerror}") from None
+        self.read_only_reason = write_denied(self.path)
+
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
+
+    def require_writable(self) -> None:
+        """Refuse a write before any work is done for it (embedding a text costs more than the check)."""
+        if self.read_only:
+            raise read_only_error(self.path, self.read_only_reason)
 
     @property
     def conn(self):
@@ -164,12 +204,17 @@ class Database:
 
     def _connect(self):
         sqlite = _sqlite()
+        mode = "wal"
         try:
-            conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
-                                  timeout=BUSY_TIMEOUT_MS / 1000)
+            if self.read_only:
+                conn = self._connect_read_only(sqlite)
+            else:
+                conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
+                                      timeout=BUSY_TIMEOUT_MS / 1000)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            conn.execute("PRAGMA synchronous = NORMAL")
+            if not self.read_only:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite.DatabaseError as exc:
             raise DatabaseDamagedError(
@@ -182,6 +227,24 @@ class Database:
         with self._conns_lock:
             self._conns.append(conn)
         return conn
+
+    def _connect_read_only(self, sqlite):
+        uri = "file:" + quote(str(self.path)) + "?mode=ro"
+        conn = sqlite.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                              timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite.OperationalError as exc:
+            if "readonly" not in str(exc) and "unable to open" not in str(exc):
+                raise
+            conn.close()
+        # A WAL file is read through its -shm index, which SQLite must create beside it: in a folder
+        # this user cannot write it cannot, so the file is read as immutable (no locks, no WAL). Only
+        # someone allowed to write there can change it meanwhile, and a new command sees the change.
+        log.info("reading %s as immutable: its folder is not writable", self.path)
+        return sqlite.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False,
+                              timeout=BUSY_TIMEOUT_MS / 1000)
 
     def close(self) -> None:
         with self._conns_lock:
@@ -201,6 +264,7 @@ class Database:
     @contextmanager
     def write(self):
         """A write transaction, begun IMMEDIATE and retried while another process holds the lock."""
+        self.require_writable()
         conn = self.conn
         for attempt in range(WRITE_RETRIES):
             try:
@@ -220,6 +284,9 @@ class Database:
 
     def _migrate(self) -> None:
         sqlite = _sqlite()
+        if self.read_only:
+            self._check_schema(sqlite)
+            return
         try:
             with self.write() as conn:
                 conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
@@ -233,6 +300,19 @@ class Database:
                 f"{self.path} is not a usable Captain Memo database ({exc}); run `captain-memo doctor`, "
                 "restore a backup, or move the file away to start a new store"
             ) from None
+
+    def _check_schema(self, sqlite) -> None:
+        """A read-only store is read as it is: it must be a Captain Memo store already up to date."""
+        try:
+            done = ({row[0] for row in self.conn.execute("SELECT version FROM schema_migrations")}
+                    if self.table_exists("schema_migrations") else set())
+        except sqlite.DatabaseError as exc:
+            raise DatabaseDamagedError(
+                f"{self.path} is not a usable Captain Memo database ({exc}); run `captain-memo doctor`, "
+                "restore a backup, or move the file away to start a new store") from None
+        if any(version not in done for version, _ in MIGRATIONS):
+            raise read_only_error(self.path, f"{self.read_only_reason}, and its tables must be created or "
+                                             "upgraded for this version before it can be read")
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

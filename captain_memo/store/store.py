@@ -134,13 +134,17 @@ class Store(Database):
         return list(self.conn.execute(
             "SELECT id, text FROM chunks WHERE has_vector = 0 ORDER BY id LIMIT ?", (limit,)))
 
-    def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> None:
+    def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> int | None:
+        """Mark ``old_id`` superseded by ``new_id`` (None clears it); returns what superseded it before."""
         with self.write() as conn:
-            for mid in (old_id, new_id):
-                if mid is not None and conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is None:
+            rows = {mid: conn.execute("SELECT superseded_by FROM memories WHERE id = ?", (mid,)).fetchone()
+                    for mid in (old_id, new_id) if mid is not None}
+            for mid, row in rows.items():
+                if row is None:
                     raise NotFoundError(f"no memory with id {mid}")
             conn.execute("UPDATE memories SET superseded_by = ?, supersede_auto = ? WHERE id = ?",
                          (new_id, int(automatic and new_id is not None), old_id))
+        return rows[old_id][0]
 
     def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
         """Tide: new stability per memory id, last surfaced now; ``opened`` marks full opens."""
