@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from captain_memo import secrets
-from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
+from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, ReadOnlyStoreError, StoreError
 from captain_memo.gitctx import NO_REPOSITORY, GitContext, git_context
 
 log = logging.getLogger("captain_memo")
@@ -296,7 +296,13 @@ class EditorService:
         key = settings.engine_key
         if key not in self._engines:
             self.deliver({"event": "status", "text": "opening the database (the model loads on first search)…"})
-            self._engines[key] = self.engine_factory(settings)
+            engine = self._engines[key] = self.engine_factory(settings)
+            store = getattr(engine, "store", None)
+            if getattr(store, "read_only", False):
+                # Said once per database: every later recall would otherwise repeat it.
+                self.deliver({"event": "notice", "level": "warn", "text": (
+                    f"{store.path} is read-only ({store.read_only_reason}): lookups work, saving does not, "
+                    "and recalls are not recorded")})
         return self._engines[key]
 
     def context(self, settings: EditorSettings, args: dict, fresh: bool = False) -> GitContext:
@@ -420,6 +426,8 @@ def health_report(settings: dict | None = None, context: str | None = None) -> l
 def _check(item: str, probe: Callable[[], str], failure: str = "error") -> dict:
     try:
         return {"item": item, "status": "ok", "detail": probe()}
+    except ReadOnlyStoreError as exc:  # readable, so lookups work: a warning, not a failure
+        return {"item": item, "status": "warn", "detail": one_line(str(exc))}
     except Exception as exc:
         return {"item": item, "status": failure, "detail": one_line(str(exc) or type(exc).__name__)}
 

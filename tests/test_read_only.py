@@ -11,68 +11,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sqlite3
 import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
 import pytest
 
+from readonly_support import AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, requires_reader, shared_tmp  # noqa: F401
 from reliability_support import HERE, child_env
 
-NOBODY = 65534
-AS_ROOT = os.geteuid() == 0
-SETPRIV = shutil.which("setpriv")
-pytestmark = pytest.mark.skipif(AS_ROOT and not SETPRIV, reason="as root, dropping to another user needs setpriv")
-
-
-def as_reader() -> list[str]:
-    """The command prefix that runs a child as the user the store is read-only for."""
-    if not AS_ROOT:
-        return []
-    return [SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-
-
-@pytest.fixture
-def shared_tmp():
-    """A folder the unprivileged user can reach (pytest's own tmp folders are private to root)."""
-    folder = Path(tempfile.mkdtemp(prefix="captain-memo-ro-"))
-    folder.chmod(0o711)
-    yield folder
-    for path in [folder, *folder.rglob("*")]:
-        if path.is_dir():
-            path.chmod(0o700)
-    shutil.rmtree(folder)
-
-
-def make_store(folder: Path) -> Path:
-    from fakes import HashEmbedder
-
-    from captain_memo.engine import Engine
-    from captain_memo.store import NewMemory, Store
-
-    folder.mkdir()
-    path = folder / "memo.db"
-    engine = Engine(Store(path), HashEmbedder())
-    engine.remember_many([NewMemory(body=f"the deploy of service {i} listens on port {8000 + i}", title=f"service {i}",
-                                    kind="observation") for i in range(20)])
-    engine.close()  # the last connection checkpoints: no -wal or -shm stays beside the file
-    return path
-
-
-def lock(path: Path, file_mode: int = 0o400, folder_mode: int = 0o500) -> None:
-    """Take the write permission away from the store's owner, who is the reading user."""
-    if AS_ROOT:
-        os.chown(path.parent, NOBODY, NOBODY)
-        os.chown(path, NOBODY, NOBODY)
-    path.chmod(file_mode)
-    path.parent.chmod(folder_mode)
+pytestmark = requires_reader
 
 
 def run_cli(db: Path, *argv: str, home: Path) -> subprocess.CompletedProcess:
     env = child_env(HOME=str(home))
-    done = subprocess.run([*as_reader(), os.sys.executable, str(HERE / "reliability_support.py"), "cli",
+    done = subprocess.run([*as_reader(), sys.executable, str(HERE / "reliability_support.py"), "cli",
                            "--db", str(db), *argv], env=env, cwd=str(home), capture_output=True, text=True,
                           timeout=120)
     done.stdout = done.stdout.removeprefix("started\n")
@@ -87,11 +41,7 @@ def digest(path: Path) -> str:
 def read_only_store(shared_tmp):
     path = make_store(shared_tmp / "store")
     lock(path)
-    home = shared_tmp / "home"
-    home.mkdir()
-    if AS_ROOT:
-        os.chown(home, NOBODY, NOBODY)
-    return path, home
+    return path, reader_home(shared_tmp / "home")
 
 
 def damage_words(text: str) -> list[str]:
@@ -153,8 +103,7 @@ def test_a_folder_that_is_not_writable_is_enough(shared_tmp):
     """The file itself is writable, but SQLite cannot create its -wal and -shm files beside it."""
     db = make_store(shared_tmp / "store")
     lock(db, file_mode=0o600, folder_mode=0o500)
-    home = shared_tmp / "home"
-    home.mkdir()
+    home = reader_home(shared_tmp / "home")
     recall = run_cli(db, "recall", "service 7", home=home)
     assert recall.returncode == 0 and "service 7" in recall.stdout, recall.stderr
     assert "may not write in its folder" in recall.stderr
@@ -177,8 +126,7 @@ def test_an_old_schema_cannot_be_upgraded_read_only(shared_tmp):
     conn.commit()
     conn.close()
     lock(db)
-    home = shared_tmp / "home"
-    home.mkdir()
+    home = reader_home(shared_tmp / "home")
     done = run_cli(db, "recall", "service", home=home)
     assert done.returncode == 1
     assert "must be created or upgraded" in done.stderr and damage_words(done.stderr) == [], done.stderr
