@@ -58,17 +58,17 @@ end
 ---The token under the cursor, or the selection in Visual mode (or after a `:'<,'>` range).
 ---@param opts {visual: boolean|nil, range: integer|nil}
 function M.lookup(opts)
-  local query
+  local query, missing
   if opts.visual or (opts.range and opts.range > 0) or vim.fn.mode():match("^[vV\22]") then
     local sel = token.selection()
     leave_visual()
-    query = sel and vim.trim(sel.text)
+    query, missing = sel and vim.trim(sel.text), "the selection is empty"
   else
     local found = token.under_cursor()
-    query = found and token.query(found)
+    query, missing = found and token.query(found), "no identifier under the cursor or right before it"
   end
   if not query or query == "" then
-    log.warn("nothing to look up under the cursor")
+    log.warn("nothing to look up: " .. missing)
     return
   end
   M.search(query)
