@@ -218,7 +218,7 @@ class EditorService:
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
         self._log_files: set[str] = set()
-        self.ops = {"recall": self.recall, "hint": self.hint, "save": self.save, "open": self.open,
+        self.ops = {"recall": self.recall, "hint": self.hint, "check": self.check, "save": self.save, "open": self.open,
                     "forget": self.forget, "supersede": self.supersede, "index": self.index}
 
     # -- the queue ----------------------------------------------------------------------
@@ -349,6 +349,19 @@ class EditorService:
                                               legs=("keyword",), how="auto", record=False)
         ids = sorted({hit.memory.id for hit in result.hits if token in hit.text})
         return {"token": token, "count": len(ids), "ids": ids}
+
+    def check(self, settings: EditorSettings, args: dict) -> dict:
+        """Credentials in a selection about to be saved, found before the dialog shows any of it: the
+        title prompt is prefilled from ``redacted``, so a token never appears in it. No database is
+        opened. With redaction on everywhere (CAPTAIN_MEMO_REDACT_SECRETS) there is nothing to ask."""
+        from captain_memo.validation import without_private
+
+        text = args.get("text")
+        if not isinstance(text, str):
+            raise InputError(f"text must be text, not {type(text).__name__}")
+        visible = without_private(text)
+        findings = [] if secrets.redaction_on() else secrets.scan(visible)
+        return {"findings": [_finding_json(f) for f in findings], "redacted": secrets.redact(visible)}
 
     def save(self, settings: EditorSettings, args: dict) -> dict:
         """Store a selection or a note; text that looks like it holds credentials is handled by the
