@@ -301,8 +301,8 @@ class EditorService:
             if getattr(store, "read_only", False):
                 # Said once per database: every later recall would otherwise repeat it.
                 self.deliver({"event": "notice", "level": "warn", "text": (
-                    f"{store.path} is read-only ({store.read_only_reason}): lookups work, saving does not, "
-                    "and recalls are not recorded")})
+                    f"read-only {store.path}: lookups work, saves fail, recalls are not recorded "
+                    f"({store.read_only_reason})")})
         return self._engines[key]
 
     def context(self, settings: EditorSettings, args: dict, fresh: bool = False) -> GitContext:

@@ -44,7 +44,9 @@ def test_lookups_work_and_a_save_names_the_permission(shared_tmp, local_embedder
         editor.results()
         warnings = [m for m in messages(editor, 3) if "read-only" in m]
         assert len(warnings) == 1, editor.notifications()
-        assert "permission denied" in warnings[0] and "recalls are not recorded" in warnings[0]
+        assert "recalls are not recorded" in warnings[0]
+        log = (home / "xdg_state_home" / "nvim" / "captain-memo.log").read_text(encoding="utf-8")
+        assert "not recorded (permission denied: this user may not write the file)" in log + warnings[0]
 
         editor.nvim.command("enew")
         editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'a line worth keeping'})")

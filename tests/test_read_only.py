@@ -62,8 +62,11 @@ def test_recall_works_and_says_once_that_nothing_is_recorded(read_only_store):
     assert sorted(p.name for p in db.parent.iterdir()) == ["memo.db"]
 
 
-def test_show_and_stats_read_it(read_only_store):
+def test_show_stats_and_backup_read_it(read_only_store):
     db, home = read_only_store
+    copy = run_cli(db, "backup", f"{home}/backups/", home=home)
+    assert copy.returncode == 0 and "integrity ok" in copy.stdout, copy.stderr
+    assert len(list((home / "backups").glob("memo-*.db"))) == 1
     shown = run_cli(db, "show", "3", home=home)
     assert shown.returncode == 0 and "service 2" in shown.stdout, shown.stderr
     stats = run_cli(db, "stats", home=home)
@@ -81,7 +84,8 @@ def test_a_write_names_the_permission_not_damage(read_only_store, argv):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert f"cannot write to {db}" in lines[0]
-    assert "permission denied" in lines[0] and "may not write the file" in lines[0]
+    assert "permission denied" in lines[0] and "may not write the file." in lines[0]
+    assert lines[0].count(str(db)) == 1, "the file is named once"
     assert damage_words(done.stderr) == []
     assert digest(db) == before
 

@@ -50,7 +50,7 @@ def backup_target(path: Path, folder: bool = False) -> Path:
 def backup(source: Path, path: Path, replace: bool = False, folder: bool = False) -> Path:
     """Copy ``source`` to ``path`` with the backup API; returns the file written. ``folder``: ``path``
     names a folder (given with a trailing slash) even if it does not exist yet."""
-    from captain_memo.store.db import _load_vec, _sqlite
+    from captain_memo.store.db import _load_vec, _sqlite, connect_read_only, write_denied
 
     sqlite = _sqlite()
     if not source.is_file():
@@ -66,7 +66,8 @@ def backup(source: Path, path: Path, replace: bool = False, folder: bool = False
     except OSError as exc:
         raise StoreError(f"cannot write the backup {target}: {exc.strerror}") from None
     try:
-        src = sqlite.connect(str(source), timeout=10)
+        # A store this user may only read is copied all the same (the read-write path would fail).
+        src = connect_read_only(source) if write_denied(source) else sqlite.connect(str(source), timeout=10)
         dst = sqlite.connect(str(partial))
         try:
             src.backup(dst)

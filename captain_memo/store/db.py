@@ -51,10 +51,30 @@ def write_denied(path: Path) -> str | None:
     except OSError:
         pass
     if not os.access(path, os.W_OK):
-        return f"permission denied: this user may not write the file {path}"
+        return "permission denied: this user may not write the file"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"permission denied: this user may not write in its folder {folder} (SQLite keeps the -wal and -shm files there)"
     return None
+
+
+def connect_read_only(path: Path):
+    """A connection that never writes, for a store this user may not write (``write_denied``)."""
+    sqlite = _sqlite()
+    uri = "file:" + quote(str(path)) + "?mode=ro"
+    options = {"uri": True, "isolation_level": None, "check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+    conn = sqlite.connect(uri, **options)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite.OperationalError as exc:
+        if "readonly" not in str(exc) and "unable to open" not in str(exc):
+            raise
+        conn.close()
+    # A WAL file is read through its -shm index, which SQLite must create beside it: in a folder this
+    # user cannot write it cannot, so the file is read as immutable (no locks, no WAL). Only someone
+    # allowed to write there can change it meanwhile, and the next command sees the change.
+    log.info("reading %s as immutable: its folder is not writable", path)
+    return sqlite.connect(uri + "&immutable=1", **options)
 
 
 def read_only_error(path, reason: str) -> ReadOnlyStoreError:
@@ -207,7 +227,7 @@ class Database:
         mode = "wal"
         try:
             if self.read_only:
-                conn = self._connect_read_only(sqlite)
+                conn = connect_read_only(self.path)
             else:
                 conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                       timeout=BUSY_TIMEOUT_MS / 1000)
@@ -227,24 +247,6 @@ class Database:
         with self._conns_lock:
             self._conns.append(conn)
         return conn
-
-    def _connect_read_only(self, sqlite):
-        uri = "file:" + quote(str(self.path)) + "?mode=ro"
-        conn = sqlite.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
-                              timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
-        except sqlite.OperationalError as exc:
-            if "readonly" not in str(exc) and "unable to open" not in str(exc):
-                raise
-            conn.close()
-        # A WAL file is read through its -shm index, which SQLite must create beside it: in a folder
-        # this user cannot write it cannot, so the file is read as immutable (no locks, no WAL). Only
-        # someone allowed to write there can change it meanwhile, and a new command sees the change.
-        log.info("reading %s as immutable: its folder is not writable", self.path)
-        return sqlite.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False,
-                              timeout=BUSY_TIMEOUT_MS / 1000)
 
     def close(self) -> None:
         with self._conns_lock:
