@@ -104,6 +104,7 @@ def reindex(store: Store, embedder, batch_size: int = 64, progress: ProgressFact
 def fill_missing(store: Store, embedder, batch_size: int = 64, progress: ProgressFactory | None = None) -> int:
     """Embed only chunks stored without a vector (saved while the endpoint was down), with the
     store's own model; returns how many got one."""
+    store.require_writable()  # before a batch is embedded for nothing
     _require_vec(store)
     store.check_model(embedder.model_id)
     bar = progress(_count(store, "SELECT count(*) FROM chunks WHERE has_vector = 0"),

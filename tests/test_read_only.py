@@ -90,14 +90,14 @@ def test_a_write_names_the_permission_not_damage(read_only_store, argv):
     assert digest(db) == before
 
 
-def test_import_and_index_name_the_permission(read_only_store):
+def test_import_index_and_reindex_name_the_permission(read_only_store):
     db, home = read_only_store
     notes = home / "notes.jsonl"
     notes.write_text('{"text": "imported"}\n', encoding="utf-8")
     (home / "loose.md").write_text("# Loose\n\nA note.\n", encoding="utf-8")
     if AS_ROOT:
         os.chown(notes, NOBODY, NOBODY)
-    for argv in (["import", str(notes)], ["index", str(home / "loose.md")]):
+    for argv in (["import", str(notes)], ["index", str(home / "loose.md")], ["reindex", "--missing"], ["reindex"]):
         done = run_cli(db, *argv, home=home)
         assert done.returncode == 1, (argv, done.stdout, done.stderr)
         assert "permission denied" in done.stderr and damage_words(done.stderr) == [], done.stderr
