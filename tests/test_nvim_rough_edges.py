@@ -7,35 +7,17 @@ import time
 
 import pytest
 
-from nvim_support import close, child_env, make_repo, requires_nvim, start_editor
+from nvim_support import close, child_env, requires_nvim, start_editor
+from test_nvim_lookup import shop  # noqa: F401 - the same repository and notes
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 TOKEN = "ghp_" + "a1B2c3D4e5" * 4
 
 
 @pytest.fixture
-def shop(tmp_path, local_embedder):
-    from captain_memo.engine import Engine
-    from captain_memo.gitctx import git_context
-    from captain_memo.store import NewMemory, Store
-
-    repo = make_repo(tmp_path)
-    project = git_context(repo).project
-    db = tmp_path / "memo.db"
-    engine = Engine(Store(db), local_embedder)
-    engine.remember(NewMemory(body="get_effective_contract_price applies the contract's discount to the list price.",
-                              title="Contract price entry point", project=project))
-    engine.remember(NewMemory(body="Round only when an amount is shown or stored.", title="Rounding money",
-                              project=project))
-    engine.close()
-    return repo, db
-
-
-@pytest.fixture
 def editor(shop, tmp_path):
-    repo, db = shop
-    ed = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=repo)
-    ed.nvim.command(f"edit {repo / 'src' / 'billing' / 'price.py'}")
+    ed = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(shop["db"])), cwd=shop["repo"])
+    ed.nvim.command(f"edit {shop['repo'] / 'src' / 'billing' / 'price.py'}")
     yield ed
     close(ed)
 
@@ -96,7 +78,7 @@ end
 
 
 def test_credentials_are_checked_before_the_title_is_prefilled(shop, tmp_path):
-    repo, db = shop
+    repo, db = shop["repo"], shop["db"]
     config = repo / "config.py"
     config.write_text(f'GITHUB_TOKEN = "{TOKEN}"\nTIMEOUT = 30\n')
     editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=repo)
