@@ -10,7 +10,8 @@ import shutil
 import pytest
 
 from nvim_support import child_env, close, rplugin_manifest, requires_nvim, start_editor
-from readonly_support import AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, reader_python, requires_reader, shared_tmp  # noqa: F401
+from readonly_support import (AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, reader_python,  # noqa: F401
+                              requires_reader, shared_tmp)
 
 pytestmark = [requires_nvim, requires_reader, pytest.mark.nvim]
 

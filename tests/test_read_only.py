@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from readonly_support import AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, requires_reader, shared_tmp  # noqa: F401
+from readonly_support import (AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, requires_reader,  # noqa: F401
+                              shared_tmp)
 from reliability_support import HERE, child_env
 
 pytestmark = requires_reader

@@ -152,7 +152,8 @@ def test_readme_names_the_folders_index_reads_by_default():
 
     line = next(line for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines()
                 if line.startswith("captain-memo index  "))
-    comment = line.split("#", 1)[1].replace(".captain-memo/{memory,skills}", ".captain-memo/memory, .captain-memo/skills")
+    comment = line.split("#", 1)[1]
+    comment = comment.replace(".captain-memo/{memory,skills}", ".captain-memo/memory, .captain-memo/skills")
     for folder in REPO_MEMORY_DIRS + REPO_SKILL_DIRS:
         assert folder in comment, folder
     # A personal folder is read only when configured: the README must not promise one by default.

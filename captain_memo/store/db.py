@@ -53,7 +53,8 @@ def write_denied(path: Path) -> str | None:
     if not os.access(path, os.W_OK):
         return "permission denied: this user may not write the file"
     if not os.access(folder, os.W_OK | os.X_OK):
-        return f"permission denied: this user may not write in its folder {folder} (SQLite keeps the -wal and -shm files there)"
+        return (f"permission denied: this user may not write in its folder {folder} "
+                "(SQLite keeps the -wal and -shm files there)")
     return None
 
 
@@ -72,7 +73,8 @@ def connect_read_only(path: Path):
         conn.close()
     # A WAL file is read through its -shm index, which SQLite must create beside it: in a folder this
     # user cannot write it cannot, so the file is read as immutable (no locks, no WAL). Only someone
-    # allowed to write there can change it meanwhile, and the next command sees the change.
+    # allowed to write there can change it meanwhile; a new connection (the next command, or the
+    # editor after a restart) sees the change.
     log.info("reading %s as immutable: its folder is not writable", path)
     return sqlite.connect(uri + "&immutable=1", **options)
 
