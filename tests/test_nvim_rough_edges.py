@@ -117,6 +117,7 @@ def test_a_long_error_is_one_line_without_a_hit_enter_prompt(tmp_path):
         assert shown.startswith("Captain Memo: cannot create the database") and shown.endswith("(:CaptainMemo log)")
         assert editor.lua("return vim.fn.strdisplaywidth(...)", shown) < 80
         log = (tmp_path / "xdg_state_home" / "nvim" / "captain-memo.log").read_text(encoding="utf-8")
-        assert f"cannot create the database {db}: Not a directory" in log
+        whole = next(line for line in log.splitlines() if f"cannot create the database {db}: " in line)
+        assert whole.endswith(f"{blocker} is a file, not a folder"), "the log has the whole message"
     finally:
         close(editor)
