@@ -29,9 +29,10 @@ def checked_text(name: str, value: str, limit: int) -> str:
 
 
 def unix_newlines(text: str) -> str:
-    """CRLF and lone CR line ends as LF: text from Windows files, commit messages or a pasted
-    selection otherwise shows ``^M`` in every preview and splits words for the keyword leg."""
-    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    """CRLF line ends as LF: text from Windows files, commit messages or a pasted selection otherwise
+    shows ``^M`` in every preview. A lone CR is not a line end anywhere now; it is kept, and shown
+    escaped like any control character."""
+    return text.replace("\r\n", "\n") if "\r\n" in text else text
 
 
 def private_spans(text: str) -> list[tuple[int, int]]:

@@ -243,7 +243,7 @@ def test_hostile_fields_round_trip_byte_equal_or_are_refused_by_name(store_engin
     event("stored")
     assert not refusals, f"stored what should have been refused: {refusals}"
     stored = store_engine.store.get(memory_id)
-    # Byte-equal but for line ends: CRLF and CR are stored as LF (validation.unix_newlines).
+    # Byte-equal but for line ends: CRLF is stored as LF (validation.unix_newlines).
     assert stored.body.encode() == unix_newlines(body).encode()
     assert stored.title.encode() == unix_newlines(title).strip().encode()
     assert (stored.project, stored.branch, stored.source.path) == (project, branch, path)

