@@ -26,6 +26,10 @@ class ReadOnlyStoreError(StoreError):
     read-only mount): a permission to change, not damage."""
 
 
+class ForeignDatabaseError(StoreError):
+    """The file is another application's database; it is left untouched."""
+
+
 class ModelMismatchError(StoreError):
     """The store was embedded with another model than the one configured now."""
 
