@@ -85,7 +85,7 @@ def test_a_write_names_the_permission_not_damage(read_only_store, argv):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert f"cannot write to {db}" in lines[0]
-    assert "permission denied" in lines[0] and "may not write the file." in lines[0]
+    assert "permission denied" in lines[0] and "may not write the file)" in lines[0]
     assert lines[0].count(str(db)) == 1, "the file is named once"
     assert damage_words(done.stderr) == []
     assert digest(db) == before
