@@ -47,6 +47,7 @@ def run(args) -> int:
         return 1
     engine = open_engine(args)
     try:
+        engine.store.require_writable()  # before any text is embedded for nothing
         if args.paths:
             report = index_paths(engine, args.paths, settings, show_progress=progress, branch=args.branch)
         else:
