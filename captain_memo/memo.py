@@ -97,6 +97,11 @@ class Memo:
         return self._engine
 
     @property
+    def read_only_reason(self) -> str | None:
+        """Why this user may only read the store (lookups work, writes fail); None when writable."""
+        return self.store.read_only_reason if self.store.read_only else None
+
+    @property
     def embedder(self):
         if self._embedder is None:
             from captain_memo import engine
@@ -181,8 +186,9 @@ class Memo:
         self.engine.supersede(old_id, new_id)
 
     @_translated
-    def unsupersede(self, old_id: int) -> None:
-        self.engine.unsupersede(old_id)
+    def unsupersede(self, old_id: int):
+        """Make ``old_id`` current again; None when it was not superseded (nothing changed)."""
+        return self.engine.unsupersede(old_id)
 
     @_translated
     def superseded(self) -> list[Superseded]:
@@ -217,6 +223,7 @@ class Memo:
             folders = [f if f.personal else replace(f, branch=branch) for f in folders]
         if not paths and not folders and not git:
             raise InputError("nothing to index: not inside a git repository and CAPTAIN_MEMO_NOTE_DIRS is not set")
+        self.store.require_writable()  # before any text is embedded for nothing
         if paths:
             notes = index_paths(self.engine, list(paths), settings, show_progress=show_progress, branch=branch)
         else:
@@ -334,11 +341,12 @@ def embedding_server(host: str, port: int, threads: int | None, model_name: str 
     return make_server(LocalEmbedder(threads=threads), host, port, model_name, api_key)
 
 
-def backup(source: Path, target: Path, replace: bool = False) -> Path:
-    """A consistent, checked copy of the database ``source`` (store/backup.py); returns the file written."""
+def backup(source: Path, target: Path, replace: bool = False, folder: bool = False) -> Path:
+    """A consistent, checked copy of the database ``source`` (store/backup.py); returns the file
+    written. ``folder``: ``target`` names a folder (to make if missing) for a dated file."""
     from captain_memo.store.backup import backup as copy
 
-    return copy(source, target, replace=replace)
+    return copy(source, target, replace=replace, folder=folder)
 
 
 class _OnFirstUse:

@@ -84,13 +84,19 @@ def show(args) -> int:
         print_json(memory_json(m))
         return 0
     print(f"#{m.id} [{m.kind}] {one_line(m.display_title)}")
-    meta = [f"{age(time.time() - m.created_at)} old", m.branch and f"branch {m.branch}", m.source.describe()]
+    meta = [created(time.time() - m.created_at), m.branch and f"branch {m.branch}", m.source.describe()]
     if m.superseded_by:
         meta.append(f"superseded by #{m.superseded_by}")
     print("   " + one_line(" · ".join(x for x in meta if x)))
     print()
     print(block(m.body))
     return 0
+
+
+def created(seconds: float) -> str:
+    """When a memory was saved, for a reader: "saved just now", "saved 3d ago"."""
+    when = age(seconds)
+    return "saved just now" if when == "now" else f"saved {when} ago"
 
 
 def forget(args) -> int:
@@ -110,8 +116,10 @@ def supersede(args) -> int:
                 print(f"#{s.old_id} superseded by #{s.new_id} ({how}): {one_line(s.title)}")
             return 0
         if args.undo is not None:
-            memo.unsupersede(args.undo)
-            print(f"#{args.undo} is current again")
+            if memo.unsupersede(args.undo) is None:
+                print(f"#{args.undo} was not superseded; nothing changed")
+            else:
+                print(f"#{args.undo} is current again")
             return 0
         if len(args.ids) != 2:
             raise InputError("supersede takes OLD NEW (or --undo OLD, or --list)")

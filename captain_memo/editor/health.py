@@ -8,7 +8,7 @@ from typing import Callable
 from captain_memo import health
 from captain_memo.editor.service import one_line
 from captain_memo.editor.settings import EditorSettings
-from captain_memo.errors import CaptainMemoError
+from captain_memo.errors import CaptainMemoError, ReadOnlyStoreError
 
 
 def health_report(settings: dict | None = None, context: str | None = None) -> list[dict]:
@@ -27,6 +27,8 @@ def health_report(settings: dict | None = None, context: str | None = None) -> l
 def _check(item: str, probe: Callable[[], str], failure: str = "error") -> dict:
     try:
         return {"item": item, "status": "ok", "detail": probe()}
+    except ReadOnlyStoreError as exc:  # readable, so lookups work: a warning, not a failure
+        return {"item": item, "status": "warn", "detail": one_line(str(exc))}
     except Exception as exc:
         return {"item": item, "status": failure, "detail": one_line(str(exc) or type(exc).__name__)}
 

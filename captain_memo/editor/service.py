@@ -92,7 +92,7 @@ class EditorService:
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
         self._log_files: set[str] = set()
-        self.ops = {"recall": self.recall, "hint": self.hint, "save": self.save, "open": self.open,
+        self.ops = {"recall": self.recall, "hint": self.hint, "check": self.check, "save": self.save, "open": self.open,
                     "forget": self.forget, "supersede": self.supersede, "index": self.index}
 
     # -- the queue ----------------------------------------------------------------------
@@ -175,7 +175,13 @@ class EditorService:
         key = settings.engine_key
         if key not in self._memos:
             self.deliver({"event": "status", "text": "opening the database (the model loads on first search)…"})
-            self._memos[key] = self.memo_factory(settings)
+            memo = self.memo_factory(settings)
+            reason = memo.read_only_reason  # opens the store
+            self._memos[key] = memo
+            if reason is not None:
+                # Said once per database: every later recall would otherwise repeat it.
+                self.deliver({"event": "notice", "level": "warn", "text": (
+                    f"read-only {memo.path}: lookups work, saves fail, recalls are not recorded ({reason})")})
         return self._memos[key]
 
     def context(self, settings: EditorSettings, args: dict, fresh: bool = False) -> GitContext:
@@ -220,6 +226,19 @@ class EditorService:
         ctx = self.context(settings, args)
         ids = self.memo(settings).naming(token, ctx.project, ctx.branch, HINT_LIMIT)
         return {"token": token, "count": len(ids), "ids": ids}
+
+    def check(self, settings: EditorSettings, args: dict) -> dict:
+        """Credentials in a selection about to be saved, found before the dialog shows any of it: the
+        title prompt is prefilled from ``redacted``, so a token never appears in it. No database is
+        opened. With redaction on everywhere (CAPTAIN_MEMO_REDACT_SECRETS) there is nothing to ask."""
+        from captain_memo.validation import without_private
+
+        text = args.get("text")
+        if not isinstance(text, str):
+            raise InputError(f"text must be text, not {type(text).__name__}")
+        visible = without_private(text)
+        findings = [] if secrets.redaction_on() else secrets.scan(visible)
+        return {"findings": [_finding_json(f) for f in findings], "redacted": secrets.redact(visible)}
 
     def save(self, settings: EditorSettings, args: dict) -> dict:
         """Store a selection or a note; text that looks like it holds credentials is handled by the

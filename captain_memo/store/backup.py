@@ -14,22 +14,30 @@ import time
 from pathlib import Path
 
 from captain_memo.errors import InputError, StoreError
-from captain_memo.store.db import load_vec, sqlite_module
+from captain_memo.store.db import connect_read_only, load_vec, sqlite_module, write_denied
 from captain_memo.store.health import integrity
 
 
-def backup_target(path: Path) -> Path:
+def backup_target(path: Path, folder: bool = False) -> Path:
+    """The file to write: ``path`` itself, or a dated name inside it when it is a folder (one that
+    exists, or one named with a trailing slash, which is created)."""
+    if folder and not path.is_dir():
+        try:
+            path.mkdir(parents=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create the backup folder {path}: {exc.strerror}") from None
     if path.is_dir():
         return path / time.strftime("memo-%Y%m%d-%H%M%S.db")
     return path
 
 
-def backup(source: Path, path: Path, replace: bool = False) -> Path:
-    """Copy ``source`` to ``path`` with the backup API; returns the file written."""
+def backup(source: Path, path: Path, replace: bool = False, folder: bool = False) -> Path:
+    """Copy ``source`` to ``path`` with the backup API; returns the file written. ``folder``: ``path``
+    names a folder (given with a trailing slash) even if it does not exist yet."""
     sqlite = sqlite_module()
-    target = backup_target(path)
     if not source.is_file():
         raise InputError(f"there is no database at {source} to back up")
+    target = backup_target(path, folder)
     if target.exists() and not replace:
         raise InputError(f"{target} exists; pass --force to replace it")
     if target.resolve() == source.resolve():
@@ -40,7 +48,8 @@ def backup(source: Path, path: Path, replace: bool = False) -> Path:
     except OSError as exc:
         raise StoreError(f"cannot write the backup {target}: {exc.strerror}") from None
     try:
-        src = sqlite.connect(str(source), timeout=10)
+        # A store this user may only read is copied all the same (the read-write path would fail).
+        src = connect_read_only(source) if write_denied(source) else sqlite.connect(str(source), timeout=10)
         dst = sqlite.connect(str(partial))
         try:
             src.backup(dst)

@@ -162,13 +162,16 @@ class Store(SourceRows):
         return list(self.conn.execute(
             "SELECT id, text FROM chunks WHERE has_vector = 0 ORDER BY id LIMIT ?", (limit,)))
 
-    def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> None:
+    def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> int | None:
+        """Mark ``old_id`` superseded by ``new_id`` (None clears it); returns what superseded it before."""
         with self.write() as conn:
             for mid in (old_id, new_id):
                 if mid is not None and not self._exists(conn, mid):
                     raise NotFoundError(f"no memory with id {mid}")
+            previous = conn.execute("SELECT superseded_by FROM memories WHERE id = ?", (old_id,)).fetchone()[0]
             conn.execute("UPDATE memories SET superseded_by = ?, supersede_auto = ? WHERE id = ?",
                          (new_id, int(automatic and new_id is not None), old_id))
+        return previous
 
     def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
         """Tide: new stability per memory id, last surfaced now; ``opened`` marks full opens."""
