@@ -19,11 +19,12 @@ from captain_memo.ranking import lifecycle
 from captain_memo.ranking.candidates import Candidate
 from captain_memo.ranking.fusion import min_max
 from captain_memo.ranking.pipeline import RankRequest, rank_pool, cut
-from captain_memo.ranking.query import analyse, fts_match
+from captain_memo.ranking.query import analyse, fts_match, topic_match
 from captain_memo.ranking.result import RecallResult
 from captain_memo.store import Memory, NewMemory, Store
 from captain_memo.store.db import store_error
-from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, keyword_scores, selective_match
+from captain_memo.store.search import (Scope, SqliteVecIndex, keyword_leg, keyword_scores, newest_matching,
+                                       selective_match)
 
 log = logging.getLogger("captain_memo")
 # Tide gains: how much a surfacing strengthens a memory, by how it surfaced.
@@ -32,8 +33,9 @@ MAX_QUERY_CHARS = 10_000
 
 
 class Engine:
-    def __init__(self, store: Store, embedder, vector_index=None):
+    def __init__(self, store: Store, embedder, vector_index=None, clock=time.time):
         self.store = store
+        self.clock = clock  # seconds since the epoch; Tide and recency read the time here only
         self.embedder = embedder
         self.queries = QueryCache(embedder)
         self.index = vector_index or SqliteVecIndex(store)
@@ -99,7 +101,7 @@ class Engine:
         """Store a memory, its chunks, keyword rows and vectors in one transaction; returns its id."""
         clean, chunks = self.prepare(memory)
         vectors = self.try_embed(chunks)
-        memory_id = self.store.add(clean, chunks, vectors)
+        memory_id = self.store.add(clean, chunks, vectors, now=self.clock())
         if vectors is not None and self.store.pending_chunks(1):
             self._backfill_quietly()
         if clean.kind == "observation" and vectors is not None:
@@ -122,7 +124,7 @@ class Engine:
         for clean, chunks in todo:
             part = None if vectors is None else vectors[offset: offset + len(chunks)]
             offset += len(chunks)
-            ids[id(clean)] = self.store.add(clean, chunks, part)
+            ids[id(clean)] = self.store.add(clean, chunks, part, now=self.clock())
         return [ids.get(id(clean)) for clean, _ in prepared]
 
     def prepare(self, memory: NewMemory) -> tuple[NewMemory, list[str]]:
@@ -173,9 +175,9 @@ class Engine:
     def _surface(self, memories: list[Memory], how: str, cfg: RankConfig) -> None:
         if not cfg.tide or not memories:
             return
-        gain = getattr(cfg, SURFACING[how])
-        updates = [(m.id, lifecycle.strengthened(m.stability, gain, cfg)) for m in memories]
-        self.store.record_surfacing(updates, time.time(), opened=how == "open")
+        gain, now = getattr(cfg, SURFACING[how]), self.clock()
+        updates = [(m.id, lifecycle.reinforced(m, gain, now, cfg)) for m in memories]
+        self.store.record_surfacing(updates, now, opened=how == "open")
 
     # -- recall -------------------------------------------------------------------------
 
@@ -189,9 +191,9 @@ class Engine:
             raise InputError("the query is empty")
         cfg = cfg or rank_config(profile)
         scope = Scope(project, all_projects)
-        pool, answered, failures = self.candidates(query, scope, cfg, legs)
-        now = time.time()
-        req = RankRequest(analyse(query, cfg.rare_token_min_length), branch, now, limit or cfg.result_limit)
+        shape = analyse(query, cfg.rare_token_min_length)
+        pool, answered, failures = self.candidates(query, scope, cfg, legs, temporal=shape.temporal)
+        req = RankRequest(shape, branch, self.clock(), limit or cfg.result_limit)
         ranked = rank_pool(pool, req, cfg)
         hits = cut(ranked, req.limit)
         if record:
@@ -202,8 +204,12 @@ class Engine:
         return RecallResult(query, cfg.profile, tuple(hits), answered, failures,
                             (time.perf_counter() - started) * 1000, len(pool))
 
-    def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[str, ...] = ("vector", "keyword")):
-        """Run the legs concurrently, each catching its own error; build the candidate pool."""
+    def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[str, ...] = ("vector", "keyword"),
+                   temporal: bool = False):
+        """Run the legs concurrently, each catching its own error; build the candidate pool.
+
+        On temporal intent (with ``temporal_pool``), the keyword leg also brings the newest
+        observations matching the query's topic, scored by bm25 like its own hits."""
         match = fts_match(query, cfg.keyword_identifier_parts)
         k = cfg.candidates_per_leg
         if self._pool is None:
@@ -212,7 +218,8 @@ class Engine:
         if "vector" in legs:
             jobs["vector"] = self._pool.submit(self._vector_leg, query, scope, k)
         if "keyword" in legs:
-            jobs["keyword"] = self._pool.submit(self._keyword_leg, match, scope, k)
+            newest = cfg.temporal_pool if temporal and cfg.temporal_intent else 0
+            jobs["keyword"] = self._pool.submit(self._keyword_leg, match, scope, k, topic_match(query), newest)
         found, failures = {}, {}
         for leg, job in jobs.items():
             try:
@@ -228,9 +235,15 @@ class Engine:
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
         return self._build(vector_hits, keyword_hits), tuple(found), failures
 
-    def _keyword_leg(self, match: str | None, scope: Scope, k: int):
+    def _keyword_leg(self, match: str | None, scope: Scope, k: int, topic=(None, None), newest: int = 0):
         match = selective_match(self.store, match)  # common words left out at scale (store/search.py)
-        return keyword_leg(self.store, match, scope, k), match
+        hits = keyword_leg(self.store, match, scope, k)
+        if newest:
+            extra = [i for i in newest_matching(self.store, topic, scope, newest) if i not in hits]
+            scored = keyword_scores(self.store, match, extra)
+            # One whose topic word was too common to search (selective_match) still joins, at 0.
+            hits.update({i: scored.get(i, 0.0) for i in extra})
+        return hits, match
 
     def _describe_failure(self, exc: Exception) -> str:
         """One line for a failed leg; a SQLite error names the file and what to do about it."""

@@ -20,7 +20,7 @@ def var(name: str) -> str:
     return "CAPTAIN_MEMO_" + name.upper()
 
 
-def other_value(value):
+def other_value(value, name: str = "fusion_mode"):
     """A valid value different from ``value``, as the environment would spell it."""
     if isinstance(value, bool):
         return (not value), ("0" if value else "1")
@@ -28,8 +28,8 @@ def other_value(value):
         return value + 3, str(value + 3)
     if isinstance(value, float):
         return value + 0.25, repr(value + 0.25)
-    modes = ["weighted", "rrf", "union"]
-    new = modes[(modes.index(value) + 1) % 3]
+    modes = config.CHOICES[name]
+    new = modes[(modes.index(value) + 1) % len(modes)]
     return new, new
 
 
@@ -47,7 +47,7 @@ def fresh_reports(monkeypatch):
 @pytest.mark.parametrize("name", FIELDS)
 def test_each_variable_overrides_alone_without_leaving_the_profile(profile, name):
     base = PROFILES[profile]
-    value, raw = other_value(getattr(base, name))
+    value, raw = other_value(getattr(base, name), name)
     cfg = rank_config(profile, env={var(name): raw})
     assert cfg == replace(base, **{name: value})
     assert cfg.profile == profile
@@ -55,7 +55,7 @@ def test_each_variable_overrides_alone_without_leaving_the_profile(profile, name
 
 @pytest.mark.parametrize("name", FIELDS)
 def test_a_bad_value_is_reported_once_and_the_default_used(name, caplog):
-    base = PROFILES["v2"]
+    base = PROFILES[config.DEFAULT_PROFILE]
     kind = type(getattr(base, name))
     for raw in BAD[kind]:
         config._reported.clear()

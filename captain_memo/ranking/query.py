@@ -30,6 +30,16 @@ does doesn don isn aren wasn weren won wouldn shouldn couldn didn hasn haven had
 """.split())
 
 
+# Words that ask about time, not about a topic: left out of a temporal query's topic.
+TIME_WORDS = frozenset("""
+last latest newest current currently recent recently most now today yesterday new newer
+change changes changed changing happened
+""".split())
+# Never rare tokens: every dated observation and every changelog holds time and release words, so
+# boosting them favours whatever is most verbose about dates, not what the query is about.
+TEMPORAL_WORDS = TIME_WORDS | frozenset("release releases released releasing version versions".split())
+
+
 def strip_token(token: str) -> str:
     """A query token without surrounding punctuation; a sentence-final '.' goes, an internal one stays."""
     return token.rstrip(TRAILING).lstrip(LEADING).rstrip(TRAILING)
@@ -65,7 +75,8 @@ def analyse(text: str, rare_min_length: int = 4) -> QueryShape:
         token = strip_token(raw)
         if is_code_shaped(token):
             identifiers.append(token)
-        elif len(token) >= rare_min_length and token.isalpha() and token.lower() not in STOPWORDS:
+        elif (len(token) >= rare_min_length and token.isalpha() and token.lower() not in STOPWORDS
+              and token.lower() not in TEMPORAL_WORDS):
             rare.append(token.lower())
     return QueryShape(text, tuple(identifiers), tuple(dict.fromkeys(rare)), bool(TEMPORAL.search(text)))
 
@@ -103,3 +114,22 @@ def fts_match(text: str, identifier_parts: bool = False) -> str | None:
         if len(terms) >= MAX_MATCH_TERMS:
             break
     return " OR ".join(terms[:MAX_MATCH_TERMS]) if terms else None
+
+
+def topic_words(text: str) -> list[str]:
+    """What a temporal query is about: its words without stopwords and time or release words
+    ("what changed most recently in capture" is about "capture")."""
+    words = []
+    for raw in text.split():
+        for part in ASCII_SEPARATORS.split(raw):
+            if WORD.fullmatch(part) and part.casefold() not in STOPWORDS and part.casefold() not in TIME_WORDS:
+                words.append(part.casefold())
+    return list(dict.fromkeys(words))
+
+
+def topic_match(text: str) -> tuple[str | None, str | None]:
+    """FTS5 expressions for a temporal query's topic: (every topic word, any topic word)."""
+    words = ['"' + word.replace('"', '""') + '"' for word in topic_words(text)[:MAX_MATCH_TERMS]]
+    if not words:
+        return None, None
+    return " AND ".join(words), " OR ".join(words)

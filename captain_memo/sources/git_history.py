@@ -158,7 +158,7 @@ def _store_batch(engine, commits: list[Commit], project, branch, settings: Sourc
     for clean, chunks in prepared:
         part = None if vectors is None else vectors[offset: offset + len(chunks)]
         offset += len(chunks)
-        memory_id = engine.store.add(clean, chunks, part)
+        memory_id = engine.store.add(clean, chunks, part, now=engine.clock())
         tally.indexed += 1
         if part is not None:
             supersede_older_versions(engine, memory_id, settings)
