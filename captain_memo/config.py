@@ -47,9 +47,13 @@ class RankConfig:
     # Where a recency age is counted from: "now", or "newest" (the newest dated observation in the
     # pool, so that a history whose last commit is a year old still has a latest; lifecycle.py).
     recency_anchor: str = "now"
+    # The recency half-life is at most this share of the time the top N's observations span (0: off).
+    recency_span_share: float = 0.0
     # On temporal intent, this many of the newest observations matching the query's topic join the
     # pool (0: none), so that recency has the newest to reorder (store/search.py, newest_matching).
     temporal_pool: int = 0
+    # Temporal intent also from "recently", "currently" and "lately" (ranking/query.py).
+    temporal_word_forms: bool = False
     tide: bool = True
     tide_initial_stability: float = 7.0
     tide_max_stability: float = 365.0
@@ -85,7 +89,8 @@ PROFILES: dict[str, RankConfig] = {
     ),
     # Both legs scored over the union and min-max scaled there, then weighted equally (ranking/v3.py).
     "v3": RankConfig(profile="v3", fusion_mode="union", vector_weight=0.5, keyword_weight=0.5,
-                     keyword_identifier_parts=True, recency_anchor="newest", temporal_pool=25,
+                     keyword_identifier_parts=True, recency_anchor="newest", recency_span_share=0.33, temporal_pool=25,
+                     temporal_word_forms=True,
                      tide_rule="use", tide_gain_auto=0.1, tide_gain_search=0.2, tide_gain_open=1.5),
 }
 DEFAULT_PROFILE = "v3"

@@ -19,7 +19,7 @@ from captain_memo.ranking import lifecycle
 from captain_memo.ranking.candidates import Candidate
 from captain_memo.ranking.fusion import min_max
 from captain_memo.ranking.pipeline import RankRequest, rank_pool, cut
-from captain_memo.ranking.query import analyse, fts_match, topic_match
+from captain_memo.ranking.query import analyse, fts_match, topic, topic_match
 from captain_memo.ranking.result import RecallResult
 from captain_memo.store import Memory, NewMemory, Store
 from captain_memo.store.db import store_error
@@ -191,8 +191,12 @@ class Engine:
             raise InputError("the query is empty")
         cfg = cfg or rank_config(profile)
         scope = Scope(project, all_projects)
-        shape = analyse(query, cfg.rare_token_min_length)
-        pool, answered, failures = self.candidates(query, scope, cfg, legs, temporal=shape.temporal)
+        shape = analyse(query, cfg.rare_token_min_length, cfg.temporal_word_forms)
+        newest = self._newest(query, scope, cfg) if shape.temporal and "keyword" in legs else []
+        # A temporal query over dated observations of its topic is searched by its topic: the time
+        # words are recency's job, and "change" or "latest" in a commit message says nothing.
+        searched = (topic(query) or query) if newest else query
+        pool, answered, failures = self.candidates(searched, scope, cfg, legs, newest)
         req = RankRequest(shape, branch, self.clock(), limit or cfg.result_limit)
         ranked = rank_pool(pool, req, cfg)
         hits = cut(ranked, req.limit)
@@ -204,12 +208,21 @@ class Engine:
         return RecallResult(query, cfg.profile, tuple(hits), answered, failures,
                             (time.perf_counter() - started) * 1000, len(pool))
 
+    def _newest(self, query: str, scope: Scope, cfg: RankConfig) -> list[int]:
+        """The newest observations matching a temporal query's topic (``temporal_pool``), if any."""
+        if not cfg.temporal_intent or cfg.temporal_pool <= 0:
+            return []
+        try:
+            return newest_matching(self.store, topic_match(query), scope, cfg.temporal_pool)
+        except Exception as exc:  # the keyword leg meets the same failure and reports it
+            log.warning("newest observations of the topic: %s", self._describe_failure(exc))
+            return []
+
     def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[str, ...] = ("vector", "keyword"),
-                   temporal: bool = False):
+                   newest: list[int] | None = None):
         """Run the legs concurrently, each catching its own error; build the candidate pool.
 
-        On temporal intent (with ``temporal_pool``), the keyword leg also brings the newest
-        observations matching the query's topic, scored by bm25 like its own hits."""
+        ``newest`` (chunk ids) join the keyword leg's hits, scored by bm25 like them."""
         match = fts_match(query, cfg.keyword_identifier_parts)
         k = cfg.candidates_per_leg
         if self._pool is None:
@@ -218,8 +231,7 @@ class Engine:
         if "vector" in legs:
             jobs["vector"] = self._pool.submit(self._vector_leg, query, scope, k)
         if "keyword" in legs:
-            newest = cfg.temporal_pool if temporal and cfg.temporal_intent else 0
-            jobs["keyword"] = self._pool.submit(self._keyword_leg, match, scope, k, topic_match(query), newest)
+            jobs["keyword"] = self._pool.submit(self._keyword_leg, match, scope, k, newest or [])
         found, failures = {}, {}
         for leg, job in jobs.items():
             try:
@@ -235,14 +247,13 @@ class Engine:
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
         return self._build(vector_hits, keyword_hits), tuple(found), failures
 
-    def _keyword_leg(self, match: str | None, scope: Scope, k: int, topic=(None, None), newest: int = 0):
+    def _keyword_leg(self, match: str | None, scope: Scope, k: int, newest: list[int]):
         match = selective_match(self.store, match)  # common words left out at scale (store/search.py)
         hits = keyword_leg(self.store, match, scope, k)
-        if newest:
-            extra = [i for i in newest_matching(self.store, topic, scope, newest) if i not in hits]
-            scored = keyword_scores(self.store, match, extra)
-            # One whose topic word was too common to search (selective_match) still joins, at 0.
-            hits.update({i: scored.get(i, 0.0) for i in extra})
+        extra = [chunk_id for chunk_id in newest if chunk_id not in hits]
+        scored = keyword_scores(self.store, match, extra)
+        # One whose topic word was too common to search (selective_match) still joins, at 0.
+        hits.update({chunk_id: scored.get(chunk_id, 0.0) for chunk_id in extra})
         return hits, match
 
     def _describe_failure(self, exc: Exception) -> str:

@@ -295,7 +295,8 @@ def test_legacy_profile_values_are_frozen():
         "tide": False, "tide_initial_stability": 7.0, "tide_max_stability": 365.0, "tide_age_weight": 0.15,
         "tide_floor": 0.30, "tide_growth": 0.5, "tide_gain_auto": 0.5, "tide_gain_search": 1.0,
         "tide_gain_open": 1.5, "tide_dormant_buoyancy": 0.30, "tide_dormant_days": 90.0, "shape_weighting": False,
-        "keyword_identifier_parts": False, "recency_anchor": "now", "temporal_pool": 0, "tide_rule": "seed",
+        "keyword_identifier_parts": False, "recency_anchor": "now", "recency_span_share": 0.0, "temporal_pool": 0,
+        "temporal_word_forms": False, "tide_rule": "seed",
     }
 
 

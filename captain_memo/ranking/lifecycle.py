@@ -28,19 +28,38 @@ from captain_memo.store.models import Memory
 DAY = 86400.0
 
 
-def recency_factor(age_days: float | None, cfg: RankConfig) -> float:
+def recency_factor(age_days: float | None, cfg: RankConfig, half_life: float | None = None) -> float:
     """``floor + (1 - floor) × 0.5^(age / half_life)``; no date, a future date or a half-life of
     0 (no decay): 1."""
-    if age_days is None or age_days < 0 or cfg.temporal_half_life_days <= 0:
+    half_life = cfg.temporal_half_life_days if half_life is None else half_life
+    if age_days is None or age_days < 0 or half_life <= 0:
         return 1.0
-    return cfg.temporal_floor + (1.0 - cfg.temporal_floor) * 0.5 ** (age_days / cfg.temporal_half_life_days)
+    return cfg.temporal_floor + (1.0 - cfg.temporal_floor) * 0.5 ** (age_days / half_life)
 
 
-def recency_anchor(candidates: list[Candidate], now: float, cfg: RankConfig) -> float:
-    """The moment ages are counted from: now, or the newest dated observation in the pool."""
+def recency_half_life(head: list[Candidate], anchor: float, cfg: RankConfig) -> float:
+    """The half-life, at most ``recency_span_share`` of the time the head's dated observations span.
+
+    A repository's commits may lie hours apart (a burst of work) or months apart (a mature project);
+    a fixed 21 days tells nothing apart in the first. Measured on this project's history (81 commits
+    in two hours): the newest commit of a module reached the top 3 for 74% of modules with the fixed
+    half-life and 83% with a third of the span; on a generated history of 320 commits over 15 months
+    both gave 95% (doc/benchmarks.md).
+    """
+    half_life = cfg.temporal_half_life_days
+    if cfg.recency_span_share <= 0 or half_life <= 0:
+        return half_life
+    dated = [c.memory.created_at for c in head if c.memory.kind == "observation" and c.memory.created_at]
+    span = (anchor - min(dated, default=anchor)) / DAY
+    return min(half_life, cfg.recency_span_share * span) if span > 0 else half_life
+
+
+def recency_anchor(head: list[Candidate], now: float, cfg: RankConfig) -> float:
+    """The moment ages are counted from: now, or the newest dated observation among those recency
+    reorders (the question is which of them is the latest, however long ago that was)."""
     if cfg.recency_anchor != "newest":
         return now
-    dates = [c.memory.created_at for c in candidates
+    dates = [c.memory.created_at for c in head
              if c.memory.kind == "observation" and c.memory.created_at and c.memory.created_at <= now]
     return max(dates, default=now)
 
@@ -49,17 +68,18 @@ def recency(candidates: list[Candidate], temporal: bool, now: float, cfg: RankCo
     """Only on temporal intent, only over the current top N of the pool, only observations."""
     if not cfg.temporal_intent or not temporal:
         return candidates
-    anchor = recency_anchor(candidates, now, cfg)
-    since = "" if anchor == now else " than the newest match"
     ranked = by_score(candidates)
     head, tail = ranked[: cfg.temporal_top_n], ranked[cfg.temporal_top_n:]
+    anchor = recency_anchor(head, now, cfg)
+    since = "" if anchor == now else " than the newest match"
+    half_life = recency_half_life(head, anchor, cfg)
     out = []
     for c in head:
         if c.memory.kind != "observation":
             out.append(c)
             continue
         age = (anchor - c.memory.created_at) / DAY if c.memory.created_at else None
-        factor = recency_factor(age, cfg)
+        factor = recency_factor(age, cfg, half_life)
         out.append(c.times("recency", factor, f"{age:.0f}d older{since}" if since else f"{age:.0f}d old")
                    if factor != 1.0 else c)
     return out + tail
