@@ -48,12 +48,13 @@ def newest_per_module(root: Path, max_commits: int, suffixes: tuple[str, ...] = 
 
 
 def measure(engine, project: str | None, newest: dict[str, str], k: int = 3,
-            forms: tuple[str, ...] = FORMS) -> LatestResult:
+            forms: tuple[str, ...] = FORMS, profile: str | None = None) -> LatestResult:
     found = {form: 0 for form in forms}
     misses = []
     for module, sha in sorted(newest.items()):
         for form in forms:
-            hits = engine.recall(form.format(module=module), project=project, limit=10, record=False).hits
+            hits = engine.recall(form.format(module=module), project=project, limit=10, record=False,
+                                 profile=profile).hits
             commits = [hit.memory.source.commit for hit in hits]
             rank = commits.index(sha) + 1 if sha in commits else None
             if rank is not None and rank <= k:
