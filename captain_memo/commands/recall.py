@@ -6,6 +6,7 @@ import time
 
 from captain_memo.commands._common import add_context_args, age, context, open_engine, print_json
 from captain_memo.ranking.result import RecallResult, result_json
+from captain_memo.terminal import one_line
 
 FACTOR_LABELS = {"identifier": "identifier", "rare_token": "rare token", "branch": "branch",
                  "superseded": "superseded", "recency": "recency", "tide": "tide"}
@@ -46,7 +47,7 @@ def explain_lines(hit) -> list[str]:
     lines = [f"      vector {num(hit.vector)}  keyword {num(hit.keyword)}  fused {hit.fused:.3f}"]
     product = f"{hit.fused:.3f}"
     for f in hit.factors:
-        detail = f" ({f.detail})" if f.detail else ""
+        detail = f" ({one_line(f.detail)})" if f.detail else ""
         lines.append(f"      x {f.value:.3f} {FACTOR_LABELS.get(f.name, f.name)}{detail}")
         product += f" x {f.value:.3f}"
     lines.append(f"      = {product} = {hit.score:.3f}")
@@ -59,7 +60,7 @@ def render(result: RecallResult, explain: bool = False) -> str:
     for rank, hit in enumerate(result.hits, 1):
         m = hit.memory
         meta = " ".join(x for x in (age(now - m.created_at), m.branch and f"@{m.branch}", m.source.describe()) if x)
-        lines.append(f"{rank:>2}. {hit.score:.3f}  #{m.id} [{m.kind}] {m.display_title}  ({meta})")
+        lines.append(f"{rank:>2}. {hit.score:.3f}  #{m.id} [{m.kind}] {one_line(m.display_title)}  ({one_line(meta)})")
         if explain:
             lines.extend(explain_lines(hit))
     if not result.hits:
@@ -67,7 +68,7 @@ def render(result: RecallResult, explain: bool = False) -> str:
     legs = " + ".join(result.legs)
     footer = f"profile {result.profile} · legs: {legs} · {result.elapsed_ms:.0f} ms"
     if result.degraded:
-        failed = "; ".join(f"{leg} leg failed: {why}" for leg, why in result.failures.items())
+        failed = "; ".join(f"{leg} leg failed: {one_line(why)}" for leg, why in result.failures.items())
         footer += f"\nwarning: only the {legs} leg answered ({failed})"
     lines.append(footer)
     return "\n".join(lines)

@@ -21,11 +21,12 @@ Tide has two rules (``tide_rule``):
 
 from __future__ import annotations
 
-from captain_memo.config import RankConfig
+from captain_memo.config import STABILITY, RankConfig
 from captain_memo.ranking.candidates import Candidate, by_score
 from captain_memo.store.models import Memory
 
 DAY = 86400.0
+MIN_STABILITY = STABILITY.low  # days: the lowest CAPTAIN_MEMO_TIDE_*_STABILITY accepts
 
 
 def recency_factor(age_days: float | None, cfg: RankConfig, half_life: float | None = None) -> float:
@@ -101,12 +102,14 @@ def tide_multiplier(age_days: float, stability: float, cfg: RankConfig) -> float
 
 
 def strengthened(stability: float, gain: float, cfg: RankConfig) -> float:
-    """Stability after a surfacing with gain g: ``min(cap, S × (1 + growth × g × cap / (cap + S)))``.
-
-    An S of 0 or less starts again from the initial stability."""
-    cap = cfg.tide_max_stability
+    """Stability after a surfacing with gain g: ``min(cap, S × (1 + growth × g × cap / (cap + S)))``,
+    never below MIN_STABILITY: S only ever grows by a factor. An S of 0 or less (written by versions
+    that accepted a cap or an initial value of 0) reads as fresh, so it starts again from the
+    initial stability."""
+    cap = max(cfg.tide_max_stability, MIN_STABILITY)
     if stability <= 0:
         stability = cfg.tide_initial_stability
+    stability = max(stability, MIN_STABILITY)
     return min(cap, stability * (1.0 + cfg.tide_growth * gain * cap / (cap + stability)))
 
 
