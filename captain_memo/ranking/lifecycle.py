@@ -81,9 +81,14 @@ def recency(candidates: list[Candidate], temporal: bool, now: float, cfg: RankCo
             continue
         age = (anchor - c.memory.created_at) / DAY if c.memory.created_at else None
         factor = recency_factor(age, cfg, half_life)
-        out.append(c.times("recency", factor, f"{age:.0f}d older{since}" if since else f"{age:.0f}d old")
+        out.append(c.times("recency", factor, f"{span_text(age)} old{'er' + since if since else ''}")
                    if factor != 1.0 else c)
     return out + tail
+
+
+def span_text(days: float) -> str:
+    """An age for the trace: hours under a day (commits of one afternoon differ by hours)."""
+    return f"{days * 24:.0f}h" if days < 1 else f"{days:.0f}d"
 
 
 # -- Tide ---------------------------------------------------------------------------------------
