@@ -210,3 +210,16 @@ def test_the_trace_says_what_started_the_clock(store_at):
     (tide,) = [f for f in hit.factors if f.name == "tide"]
     assert tide.detail == "S=7.0d, 100d since stored"
     assert tide.value == pytest.approx(lifecycle.tide_multiplier(100, 7.0, V3))
+
+
+def test_stats_does_not_count_lookups_minutes_after_storing_as_strengthening(store_at):
+    from captain_memo.commands.status import tide_counts
+
+    engine, clock = store_at(days=0)
+    for query in (PROBE, PROBE, "release checklist"):
+        clock.advance(minutes=1)
+        engine.recall(query)
+    assert tide_counts(engine.store, clock.now)["strengthening"] == 0
+    clock.advance(days=10)
+    engine.recall(PROBE)  # ten days on, a lookup is evidence of use
+    assert tide_counts(engine.store, clock.now)["strengthening"] > 0
