@@ -36,8 +36,18 @@ def run(args) -> int:
     if args.json:
         print_json(result_json(result, time.time()))
     else:
-        print(render(result, args.explain))
+        print(render(result, args.explain, searched(ctx.project, args.all_projects)))
     return 0
+
+
+def searched(project: str | None, all_projects: bool) -> str:
+    """What a recall looked through, for the line that says nothing matched."""
+    if all_projects:
+        return "every project's memories and personal notes"
+    if project is None:
+        return ("personal notes only (not inside a git repository); "
+                "--all-projects searches every project's memories too")
+    return f"{project} and personal notes; --all-projects searches every project's memories too"
 
 
 def explain_lines(hit) -> list[str]:
@@ -54,7 +64,7 @@ def explain_lines(hit) -> list[str]:
     return lines
 
 
-def render(result: RecallResult, explain: bool = False) -> str:
+def render(result: RecallResult, explain: bool = False, scope: str | None = None) -> str:
     now = time.time()
     lines = []
     for rank, hit in enumerate(result.hits, 1):
@@ -64,7 +74,7 @@ def render(result: RecallResult, explain: bool = False) -> str:
         if explain:
             lines.extend(explain_lines(hit))
     if not result.hits:
-        lines.append("no memory matched")
+        lines.append(f"no memory matched in {scope}" if scope else "no memory matched")
     legs = " + ".join(result.legs)
     footer = f"profile {result.profile} · legs: {legs} · {result.elapsed_ms:.0f} ms"
     if result.degraded:
