@@ -285,7 +285,7 @@ class Memo:
 
         counts = self.store.counts()
         return {"database": str(self.path), **counts, **{kind: counts.get(kind, 0) for kind in KINDS},
-                "tide": tide_counts(self.store.observation_tide())}
+                "tide": tide_counts(self.store.list_memories(kind="observation", limit=-1))}
 
 
 def left_out(report) -> str:

@@ -7,22 +7,21 @@ from typing import Iterable
 
 from captain_memo.config import rank_config
 from captain_memo.ranking import lifecycle
-from captain_memo.records import DAY
+from captain_memo.records import Memory
+
+# "Strengthening" means S at least 1% above its initial value: under spaced repetition a lookup
+# seconds after the last adds a few millionths, which is no strengthening.
+STRENGTHENING = 1.01
 
 
-def tide_counts(observations: Iterable[tuple[float, float, float | None]], now: float | None = None) -> dict[str, int]:
-    """Observations strengthening (S above its initial value), active, and dormant (buoyancy below
-    the dormant line and unseen for longer than the dormant age); ``observations`` are
-    (stability, created at, last surfaced) rows."""
+def tide_counts(observations: Iterable[Memory], now: float | None = None) -> dict[str, int]:
+    """Observations strengthening, active, and dormant (buoyancy below the dormant line and unused
+    for longer than the dormant age, by the ranking's own rule)."""
     cfg = rank_config()
     now = time.time() if now is None else now
     counts = {"strengthening": 0, "active": 0, "dormant": 0}
-    for stability, created, surfaced in observations:
-        age = max(0.0, (now - (surfaced or created)) / DAY)
-        if stability > cfg.tide_initial_stability:
+    for memory in observations:
+        if memory.stability >= STRENGTHENING * cfg.tide_initial_stability:
             counts["strengthening"] += 1
-        if lifecycle.buoyancy(age, stability, cfg) < cfg.tide_dormant_buoyancy and age > cfg.tide_dormant_days:
-            counts["dormant"] += 1
-        else:
-            counts["active"] += 1
+        counts["dormant" if lifecycle.is_dormant(memory, now, cfg) else "active"] += 1
     return counts
