@@ -17,8 +17,11 @@ from captain_memo.terminal import EscapedStream, one_line
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="captain-memo", description="A developer's memory: remember and recall.")
     parser.add_argument("--version", action="version", version=f"captain-memo {__version__}")
-    parser.add_argument("--db", help="database file (default: $CAPTAIN_MEMO_DB, $CAPTAIN_MEMO_HOME/memo.db, "
-                                     "or $XDG_DATA_HOME/captain-memo/memo.db)")
+    parser.add_argument(
+        "--db",
+        help="database file (default: $CAPTAIN_MEMO_DB, $CAPTAIN_MEMO_HOME/memo.db, "
+        "or $XDG_DATA_HOME/captain-memo/memo.db)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -62,8 +65,8 @@ def _run(args) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a SQLite failure mid-command gets a message; anything else is a bug
-        from captain_memo.memo import readable_error
         from captain_memo.config import db_path
+        from captain_memo.memo import readable_error
 
         error = readable_error(exc, getattr(args, "db", None) or db_path())
         if error is None:

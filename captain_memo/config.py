@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Mapping
 
 from captain_memo.errors import ConfigError
 
@@ -93,15 +93,29 @@ PROFILES: dict[str, RankConfig] = {
         tide=False,
     ),
     # Both legs scored over the union and min-max scaled there, then weighted equally (ranking/union.py).
-    "v3": RankConfig(profile="v3", fusion_mode="union", vector_weight=0.5, keyword_weight=0.5,
-                     keyword_identifier_parts=True, recency_anchor="newest", recency_span_share=0.33, temporal_pool=25,
-                     temporal_word_forms=True,
-                     tide_rule="use", tide_gain_auto=0.1, tide_gain_search=0.2, tide_gain_open=1.5),
+    "v3": RankConfig(
+        profile="v3",
+        fusion_mode="union",
+        vector_weight=0.5,
+        keyword_weight=0.5,
+        keyword_identifier_parts=True,
+        recency_anchor="newest",
+        recency_span_share=0.33,
+        temporal_pool=25,
+        temporal_word_forms=True,
+        tide_rule="use",
+        tide_gain_auto=0.1,
+        tide_gain_search=0.2,
+        tide_gain_open=1.5,
+    ),
 }
 DEFAULT_PROFILE = "v3"
 # Settings that take one of a few words: the words each accepts.
-CHOICES = {"fusion_mode": ("weighted", "rrf", "union"), "recency_anchor": ("now", "newest"),
-           "tide_rule": ("seed", "use")}
+CHOICES = {
+    "fusion_mode": ("weighted", "rrf", "union"),
+    "recency_anchor": ("now", "newest"),
+    "tide_rule": ("seed", "use"),
+}
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ from pathlib import Path
 
 from captain_memo.config import embed_config
 
-DAMAGED = ("the file is damaged: restore a backup (`captain-memo backup PATH` makes one), or move the file "
-           "away to start a new store")
+DAMAGED = (
+    "the file is damaged: restore a backup (`captain-memo backup PATH` makes one), or move the file "
+    "away to start a new store"
+)
 
 
 def permissions(path: Path) -> tuple[str, bool, str]:
@@ -29,20 +31,32 @@ def checks(path: Path) -> list[tuple[str, bool, str]]:
         return out + [("database", False, f"{path}: {exc}")]
     try:
         conn = store.conn
-        out.append(("sqlite-vec", store.vec_available,
-                    health.sqlite_vec_version(conn) if store.vec_available else str(store.vec_error)))
+        out.append(
+            (
+                "sqlite-vec",
+                store.vec_available,
+                health.sqlite_vec_version(conn) if store.vec_available else str(store.vec_error),
+            )
+        )
         fts = health.fts5_compiled(conn)
         out.append(("fts5", fts, "compiled in" if fts else "missing"))
         integrity = health.integrity(conn)
         out.append(("integrity", integrity == "ok", integrity if integrity == "ok" else f"{integrity}; {DAMAGED}"))
         out.append(permissions(path))
         if store.read_only:
-            out.append(("writable", False, f"read-only for this user ({store.read_only_reason}): recall works; "
-                                           "saving, indexing and Tide's record of recalls do not"))
+            out.append(
+                (
+                    "writable",
+                    False,
+                    f"read-only for this user ({store.read_only_reason}): recall works; "
+                    "saving, indexing and Tide's record of recalls do not",
+                )
+            )
         size = path.stat().st_size if path.exists() else 0
         out.append(("database", True, f"{path} ({size / 1e6:.1f} MB)"))
-        out.append(("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured "
-                                   f"{embed_config().provider}"))
+        out.append(
+            ("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured {embed_config().provider}")
+        )
         out.append(reindex_state(store))
         counts = store.counts()
         consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
@@ -66,8 +80,12 @@ def reindex_state(store) -> tuple[str, bool, str]:
         return ("reindex", True, f"a reindex{to} is running{owner}; recall uses the current vectors meanwhile")
     if target is None:
         return ("reindex", True, "none pending")
-    return ("reindex", False, f"an interrupted reindex to {target[1]} is pending; run `captain-memo reindex` "
-                              "to finish it (recall keeps using the current vectors meanwhile)")
+    return (
+        "reindex",
+        False,
+        f"an interrupted reindex to {target[1]} is pending; run `captain-memo reindex` "
+        "to finish it (recall keeps using the current vectors meanwhile)",
+    )
 
 
 def vector_models(store) -> tuple[str, bool, str]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -25,13 +25,19 @@ from captain_memo.ranking.result import RecallResult
 from captain_memo.records import BOTH_LEGS, Leg, Memory, NewMemory, RecallRequest, Surfacing
 from captain_memo.store import Store
 from captain_memo.store.db import store_error
-from captain_memo.store.search import (Scope, SqliteVecIndex, VectorIndex, keyword_leg, keyword_scores, newest_matching,
-                                       selective_match)
+from captain_memo.store.search import (
+    Scope,
+    SqliteVecIndex,
+    VectorIndex,
+    keyword_leg,
+    keyword_scores,
+    newest_matching,
+    selective_match,
+)
 
 log = logging.getLogger("captain_memo")
 # Tide gains: how much a surfacing strengthens a memory, by how it surfaced.
-SURFACING = {Surfacing.AUTO: "tide_gain_auto", Surfacing.SEARCH: "tide_gain_search",
-             Surfacing.OPEN: "tide_gain_open"}
+SURFACING = {Surfacing.AUTO: "tide_gain_auto", Surfacing.SEARCH: "tide_gain_search", Surfacing.OPEN: "tide_gain_open"}
 MAX_QUERY_CHARS = 10_000
 
 
@@ -53,8 +59,9 @@ class Engine:
             embedder.expect_dim(int(stored_dim))
 
     @classmethod
-    def open(cls, path: Path | str | None = None, embedder=None,
-             index: Callable[[Store], VectorIndex] = SqliteVecIndex) -> "Engine":
+    def open(
+        cls, path: Path | str | None = None, embedder=None, index: Callable[[Store], VectorIndex] = SqliteVecIndex
+    ) -> Engine:
         """``index`` makes the vector index over the opened store: sqlite-vec (the default) for
         one-shot commands, ``warm_memory_index`` for long-lived processes such as the editor host."""
         store = Store(path or db_path())
@@ -135,33 +142,44 @@ class Engine:
         ids: dict[int, int] = {}
         offset = 0
         for clean, chunks in todo:
-            part = None if vectors is None else vectors[offset: offset + len(chunks)]
+            part = None if vectors is None else vectors[offset : offset + len(chunks)]
             offset += len(chunks)
             ids[id(clean)] = self.store.add(clean, chunks, part, now=self.clock())
         return [ids.get(id(clean)) for clean, _ in prepared]
 
     def prepare(self, memory: NewMemory) -> tuple[NewMemory, list[str]]:
         """The memory as it will be stored (checked, private spans removed) and its chunk texts."""
-        body = validation.without_private(validation.unix_newlines(
-            validation.checked_text("text", memory.body, validation.MAX_BODY_CHARS)))
+        body = validation.without_private(
+            validation.unix_newlines(validation.checked_text("text", memory.body, validation.MAX_BODY_CHARS))
+        )
         if not body.strip():
             raise InputError("nothing to remember: the text is empty")
-        title = validation.without_private(validation.unix_newlines(
-            validation.checked_text("title", memory.title or "", validation.MAX_TITLE_CHARS))).strip()
+        title = validation.without_private(
+            validation.unix_newlines(validation.checked_text("title", memory.title or "", validation.MAX_TITLE_CHARS))
+        ).strip()
         validation.checked_kind(memory.kind)
         for name in ("project", "branch"):
             validation.checked_optional(name, getattr(memory, name))
         validation.checked_optional("file path", memory.source.path)
         # Given chunks (a source's sections) are cleaned too: a private span must not reach the index.
-        chunks = [c for c in (validation.without_private(validation.unix_newlines(c)) for c in memory.chunks)
-                  if c.strip()] or chunk_texts(title, body)
+        chunks = [
+            c for c in (validation.without_private(validation.unix_newlines(c)) for c in memory.chunks) if c.strip()
+        ] or chunk_texts(title, body)
         for chunk in chunks:
             validation.checked_text("chunk", chunk, validation.MAX_BODY_CHARS)
         if secrets.redaction_on():  # CAPTAIN_MEMO_REDACT_SECRETS=1; otherwise callers decide (secrets.check)
             body, title, chunks = secrets.redact(body), secrets.redact(title), [secrets.redact(c) for c in chunks]
-        clean = NewMemory(body=body, kind=memory.kind, title=title, project=memory.project, branch=memory.branch,
-                          source=memory.source, created_at=memory.created_at, source_key=memory.source_key,
-                          tags=memory.tags)
+        clean = NewMemory(
+            body=body,
+            kind=memory.kind,
+            title=title,
+            project=memory.project,
+            branch=memory.branch,
+            source=memory.source,
+            created_at=memory.created_at,
+            source_key=memory.source_key,
+            tags=memory.tags,
+        )
         return clean, chunks
 
     def _backfill_quietly(self) -> None:
@@ -201,8 +219,9 @@ class Engine:
     def _say_read_only(self) -> None:
         if not self._read_only_said:
             self._read_only_said = True
-            log.warning("%s is read-only (%s): recalls are not recorded for Tide", self.store.path,
-                        self.store.read_only_reason)
+            log.warning(
+                "%s is read-only (%s): recalls are not recorded for Tide", self.store.path, self.store.read_only_reason
+            )
 
     # -- recall -------------------------------------------------------------------------
 
@@ -236,8 +255,9 @@ class Engine:
         if Leg.VECTOR in answered and not self.store.read_only and self.store.pending_chunks(1):
             # The embedder answers again: give chunks saved while it was down their vectors.
             self._backfill_quietly()
-        return RecallResult(query, cfg.profile, tuple(hits), answered, failures,
-                            (time.perf_counter() - started) * 1000, len(pool))
+        return RecallResult(
+            query, cfg.profile, tuple(hits), answered, failures, (time.perf_counter() - started) * 1000, len(pool)
+        )
 
     def _newest(self, query: str, scope: Scope, cfg: RankConfig) -> list[int]:
         """The newest observations matching a temporal query's topic (``temporal_pool``), if any."""
@@ -249,8 +269,14 @@ class Engine:
             log.warning("newest observations of the topic: %s", self._describe_failure(exc))
             return []
 
-    def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[Leg, ...] = BOTH_LEGS,
-                   newest: list[int] | None = None):
+    def candidates(
+        self,
+        query: str,
+        scope: Scope,
+        cfg: RankConfig,
+        legs: tuple[Leg, ...] = BOTH_LEGS,
+        newest: list[int] | None = None,
+    ):
         """Run the legs concurrently, each catching its own error; build the candidate pool.
 
         ``newest`` (chunk ids) join the keyword leg's hits, scored by bm25 like them."""

@@ -58,7 +58,9 @@ def embedding(embed_config) -> str:
     embedder = make_embedder(embed_config)
     started = time.perf_counter()
     vectors = embedder.embed(["captain memo health check"])
-    return f"{embedder.model_id} answered ({vectors.shape[1]} dimensions, {(time.perf_counter() - started) * 1000:.0f} ms)"
+    return (
+        f"{embedder.model_id} answered ({vectors.shape[1]} dimensions, {(time.perf_counter() - started) * 1000:.0f} ms)"
+    )
 
 
 def repository(context: str | None, share_worktrees: bool) -> str:

@@ -8,8 +8,8 @@ nothing does (doc/json.md, "Importing").
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from captain_memo import validation
 from captain_memo.errors import InputError
@@ -107,9 +107,14 @@ def _source(value) -> Source:
     start, end = _line("source.line_start", value.get("line_start")), _line("source.line_end", value.get("line_end"))
     if start is not None and end is not None and end < start:
         raise InputError(f"source.line_end {end} is before source.line_start {start}")
-    return Source(path=_optional_text("source.path", value.get("path")), line_start=start, line_end=end,
-                  commit=_optional_text("source.commit", value.get("commit")), origin="import",
-                  filetype=_optional_text("source.filetype", value.get("filetype")))
+    return Source(
+        path=_optional_text("source.path", value.get("path")),
+        line_start=start,
+        line_end=end,
+        commit=_optional_text("source.commit", value.get("commit")),
+        origin="import",
+        filetype=_optional_text("source.filetype", value.get("filetype")),
+    )
 
 
 def memory_from_record(record, project: str | None) -> NewMemory:
@@ -125,10 +130,16 @@ def memory_from_record(record, project: str | None) -> NewMemory:
     kind = record.get("kind") or "memory"
     if kind not in KINDS:
         raise InputError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    return NewMemory(body=text, kind=kind, title=_text("title", record.get("title") or "", validation.MAX_TITLE_CHARS),
-                     project=_optional_text("project", record.get("project", project)),
-                     branch=_optional_text("branch", record.get("branch")), source=_source(record.get("source")),
-                     created_at=_created_at(record.get("created_at")), tags=_tags(record.get("tags")))
+    return NewMemory(
+        body=text,
+        kind=kind,
+        title=_text("title", record.get("title") or "", validation.MAX_TITLE_CHARS),
+        project=_optional_text("project", record.get("project", project)),
+        branch=_optional_text("branch", record.get("branch")),
+        source=_source(record.get("source")),
+        created_at=_created_at(record.get("created_at")),
+        tags=_tags(record.get("tags")),
+    )
 
 
 def read_import(lines: Iterable[str], project: str | None) -> ImportFile:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import BinaryIO, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 
 from captain_memo.errors import InputError
 

@@ -12,9 +12,10 @@ reindex to another model) never load or check an embedder.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from captain_memo.records import Memory, NewMemory, RecallRequest, Superseded
 
@@ -63,13 +64,13 @@ class Memo:
         self._embed_config = embed_config  # config.EmbedConfig; None: the environment's
 
     @classmethod
-    def open(cls, path: Path | str | None = None, embedder=None, warm: bool = False, embed_config=None) -> "Memo":
+    def open(cls, path: Path | str | None = None, embedder=None, warm: bool = False, embed_config=None) -> Memo:
         from captain_memo.config import db_path
 
         return cls(path or db_path(), embedder, warm, embed_config=embed_config)
 
     @classmethod
-    def over(cls, engine) -> "Memo":
+    def over(cls, engine) -> Memo:
         """A Memo around an engine already open (tests, benchmarks)."""
         return cls(engine.store.path, engine.embedder, engine=engine)
 
@@ -118,7 +119,7 @@ class Memo:
             self._store.close()
         self._engine = self._store = None
 
-    def __enter__(self) -> "Memo":
+    def __enter__(self) -> Memo:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -136,8 +137,17 @@ class Memo:
         leg alone, recorded nowhere, so it is cheap enough for a hint under the cursor."""
         from captain_memo.records import Leg, Surfacing
 
-        result = self.recall(RecallRequest(token, project=project, branch=branch, limit=limit, legs=(Leg.KEYWORD,),
-                                           how=Surfacing.AUTO, record=False))
+        result = self.recall(
+            RecallRequest(
+                token,
+                project=project,
+                branch=branch,
+                limit=limit,
+                legs=(Leg.KEYWORD,),
+                how=Surfacing.AUTO,
+                record=False,
+            )
+        )
         return sorted({hit.memory.id for hit in result.hits if token in hit.text})
 
     @_translated
@@ -145,15 +155,16 @@ class Memo:
         return self.engine.remember(memory)
 
     @_translated
-    def import_memories(self, memories: Sequence[NewMemory], label: str = "importing", batch: int = 32,
-                        quiet: bool = False) -> tuple[int, int]:
+    def import_memories(
+        self, memories: Sequence[NewMemory], label: str = "importing", batch: int = 32, quiet: bool = False
+    ) -> tuple[int, int]:
         """Store in batches, skipping exact duplicates; returns (added, skipped as already present)."""
         from captain_memo.progress import Progress
 
         added = skipped = 0
         bar = Progress(len(memories), label, quiet=quiet)
         for start in range(0, len(memories), batch):
-            part = list(memories[start: start + batch])
+            part = list(memories[start : start + batch])
             ids = self.engine.remember_many(part)
             added += sum(1 for i in ids if i is not None)
             skipped += sum(1 for i in ids if i is None)
@@ -172,8 +183,9 @@ class Memo:
         return self.store.get(memory_id)
 
     @_translated
-    def list_memories(self, project: str | None = None, all_projects: bool = True, kind: str | None = None,
-                      limit: int = 100) -> list[Memory]:
+    def list_memories(
+        self, project: str | None = None, all_projects: bool = True, kind: str | None = None, limit: int = 100
+    ) -> list[Memory]:
         """Newest first; ``all_projects`` False keeps ``project``'s memories and personal notes."""
         return self.store.list_memories(project, all_projects=all_projects, kind=kind, limit=limit)
 
@@ -207,8 +219,14 @@ class Memo:
     # -- sources ------------------------------------------------------------------------
 
     @_translated
-    def index(self, paths: Sequence[str] = (), git: bool = False, branch: str | None = None,
-              show_progress: bool = True, max_commits: int | None = None) -> IndexOutcome:
+    def index(
+        self,
+        paths: Sequence[str] = (),
+        git: bool = False,
+        branch: str | None = None,
+        show_progress: bool = True,
+        max_commits: int | None = None,
+    ) -> IndexOutcome:
         """Named files or folders, else the configured note and skill folders; with ``git``, the
         repository's new commits too. InputError when there is nothing to index."""
         from captain_memo.errors import InputError
@@ -227,12 +245,15 @@ class Memo:
         if paths:
             notes = index_paths(self.engine, list(paths), settings, show_progress=show_progress, branch=branch)
         else:
-            notes = index_folders(self.engine, folders, settings, show_progress=show_progress) if folders \
-                else IndexReport()
-        history = index_history(self.engine, settings=settings, show_progress=show_progress,
-                                max_commits=max_commits) if git else None
+            notes = (
+                index_folders(self.engine, folders, settings, show_progress=show_progress) if folders else IndexReport()
+            )
+        history = (
+            index_history(self.engine, settings=settings, show_progress=show_progress, max_commits=max_commits)
+            if git
+            else None
+        )
         return IndexOutcome(notes, history, max_commits or settings.git_max_commits)
-
 
     @_translated
     def health(self) -> str:
@@ -240,8 +261,10 @@ class Memo:
         configured model (checked without loading it); a one-line description."""
         self.store.check_writable()
         self.store.check_model(self.embedder.model_id)
-        return (f"{self.path} is writable: {self.store.counts()['memories']} memories, model "
-                f"{self.store.meta('embed_model') or 'none yet'}")
+        return (
+            f"{self.path} is writable: {self.store.counts()['memories']} memories, model "
+            f"{self.store.meta('embed_model') or 'none yet'}"
+        )
 
     # -- maintenance --------------------------------------------------------------------
 
@@ -284,8 +307,12 @@ class Memo:
         from captain_memo.stats import tide_counts
 
         counts = self.store.counts()
-        return {"database": str(self.path), **counts, **{kind: counts.get(kind, 0) for kind in KINDS},
-                "tide": tide_counts(self.store.list_memories(kind="observation", limit=-1))}
+        return {
+            "database": str(self.path),
+            **counts,
+            **{kind: counts.get(kind, 0) for kind in KINDS},
+            "tide": tide_counts(self.store.list_memories(kind="observation", limit=-1)),
+        }
 
 
 def left_out(report) -> str:

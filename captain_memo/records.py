@@ -28,7 +28,9 @@ class Source:
         if self.path:
             lines = ""
             if self.line_start:
-                lines = f":{self.line_start}" + (f"-{self.line_end}" if self.line_end and self.line_end != self.line_start else "")
+                lines = f":{self.line_start}" + (
+                    f"-{self.line_end}" if self.line_end and self.line_end != self.line_start else ""
+                )
             where = self.path + lines
         elif self.commit:
             where = f"commit {self.commit[:10]}"
@@ -153,8 +155,14 @@ class Superseded:
 
 def source_json(source: Source, label: bool = False) -> dict:
     """A source as JSON; ``label`` adds the one-line description lists show (a recall hit, the editor)."""
-    data = {"path": source.path, "line_start": source.line_start, "line_end": source.line_end,
-            "commit": source.commit, "origin": source.origin, "filetype": source.filetype}
+    data = {
+        "path": source.path,
+        "line_start": source.line_start,
+        "line_end": source.line_end,
+        "commit": source.commit,
+        "origin": source.origin,
+        "filetype": source.filetype,
+    }
     if label:
         data["label"] = source.describe()
     return data
@@ -162,7 +170,19 @@ def source_json(source: Source, label: bool = False) -> dict:
 
 def memory_json(m: Memory) -> dict:
     """A memory in full as JSON (`show --json`, the editor's open, a recall hit's memory)."""
-    return {"id": m.id, "kind": m.kind, "title": m.title, "body": m.body, "created_at": m.created_at,
-            "updated_at": m.updated_at, "project": m.project, "branch": m.branch, "source": source_json(m.source),
-            "superseded_by": m.superseded_by, "stability": m.stability, "last_surfaced": m.last_surfaced,
-            "opened_in_full": m.opened_in_full, "tags": list(m.tags)}
+    return {
+        "id": m.id,
+        "kind": m.kind,
+        "title": m.title,
+        "body": m.body,
+        "created_at": m.created_at,
+        "updated_at": m.updated_at,
+        "project": m.project,
+        "branch": m.branch,
+        "source": source_json(m.source),
+        "superseded_by": m.superseded_by,
+        "stability": m.stability,
+        "last_surfaced": m.last_surfaced,
+        "opened_in_full": m.opened_in_full,
+        "tags": list(m.tags),
+    }

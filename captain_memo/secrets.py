@@ -15,10 +15,9 @@ are placeholders (``$VAR``, ``<token>``, ``***``) and, unquoted in an assignment
 
 from __future__ import annotations
 
-from typing import Mapping
-
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from captain_memo.errors import InputError
@@ -40,14 +39,24 @@ def _word(literal: str) -> str:
 # Every repetition that could run on past a failed match is bounded, so each pattern is linear in
 # the text (scripts/bench_secrets.py).
 PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
-    ("private key", re.compile(
-        r"(-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z))", re.DOTALL)),
+    (
+        "private key",
+        re.compile(
+            r"(-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z))",
+            re.DOTALL,
+        ),
+    ),
     ("AWS access key id", re.compile(rf"({_word('A')}(?:KIA|SIA|BIA|CCA)[0-9A-Z]{{16}})\b")),
-    ("GitHub token", re.compile(rf"({_word('gh')}(?:[pousr]_[A-Za-z0-9]{{36,255}}|ithub_pat_[A-Za-z0-9_]{{22,255}}))\b")),
+    (
+        "GitHub token",
+        re.compile(rf"({_word('gh')}(?:[pousr]_[A-Za-z0-9]{{36,255}}|ithub_pat_[A-Za-z0-9_]{{22,255}}))\b"),
+    ),
     # GitLab's documented prefixes: personal, OAuth, deploy, runner, CI job, trigger, feed, mail, agent, SCIM.
-    ("GitLab token", re.compile(
-        rf"({_word('gl')}(?:pat|oas|dt|rt|cbt|ptt|ft|imt|agent|soat)-[A-Za-z0-9_-]{{20,255}})(?![\w-])")),
+    (
+        "GitLab token",
+        re.compile(rf"({_word('gl')}(?:pat|oas|dt|rt|cbt|ptt|ft|imt|agent|soat)-[A-Za-z0-9_-]{{20,255}})(?![\w-])"),
+    ),
     ("npm token", re.compile(rf"({_word('npm_')}[A-Za-z0-9]{{36}})(?![A-Za-z0-9])")),
     ("Slack token", re.compile(rf"({_word('xox')}[abposre]-(?=[A-Za-z0-9-]{{10}})(?:[A-Za-z0-9]+-)*[A-Za-z0-9]+)")),
     ("Slack webhook", re.compile(r"(https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,})")),
@@ -55,36 +64,57 @@ PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     # sk-..., sk-proj-..., sk-ant-...: random characters, so a digit is all but certain among 20+.
     ("OpenAI-style key", re.compile(r"(sk-(?<![\w-]sk-)(?=[\w-]*\d)[A-Za-z0-9_-]{20,})")),
     ("Google API key", re.compile(rf"({_word('AIza')}[0-9A-Za-z_-]{{35}})(?![\w-])")),
-    ("JSON web token", re.compile(rf"({_word('eyJ')}[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}})")),
+    (
+        "JSON web token",
+        re.compile(rf"({_word('eyJ')}[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}})"),
+    ),
     # A connection string's key (base64 of 64 bytes). A bare 88-character base64 value is not flagged:
     # package-lock.json's sha512 integrity hashes have the same shape.
-    ("Azure storage key", re.compile(
-        r"(?:Account|SharedAccess)Key[ \t]*=[ \t]*(?P<value>[A-Za-z0-9+/]{20,200}={0,2})")),
+    (
+        "Azure storage key",
+        re.compile(r"(?:Account|SharedAccess)Key[ \t]*=[ \t]*(?P<value>[A-Za-z0-9+/]{20,200}={0,2})"),
+    ),
     # scheme://user:password@host, and scheme://:password@host (Redis).
-    ("password in a URL", re.compile(
-        r"://(?<=\w://)[^\s:/@?#\[\]\"'<>]{0,256}:(?P<value>[^\s:/@?#\[\]\"'<>]{1,256})@")),
-    ("Authorization header", re.compile(
-        rf"(?i){_word('authorization')}[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token)[ \t]+"
-        r"(?P<bare>[A-Za-z0-9._~+/=-]{8,4096})")),
+    (
+        "password in a URL",
+        re.compile(r"://(?<=\w://)[^\s:/@?#\[\]\"'<>]{0,256}:(?P<value>[^\s:/@?#\[\]\"'<>]{1,256})@"),
+    ),
+    (
+        "Authorization header",
+        re.compile(
+            rf"(?i){_word('authorization')}[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token)[ \t]+"
+            r"(?P<bare>[A-Za-z0-9._~+/=-]{8,4096})"
+        ),
+    ),
     # mysql -p<password> (no space: "-p pass" would prompt, and -P is the port).
-    ("mysql password", re.compile(
-        rf"{_word('mysql')}(?:dump|admin|import|check|show|slap)?\b[^\n]{{0,200}}?[ \t]-p"
-        r"(?:'(?P<value>[^'\n]{1,256})'|\"(?P<value2>[^\"\n]{1,256})\"|(?P<value3>[^\s'\"]{1,256}))")),
+    (
+        "mysql password",
+        re.compile(
+            rf"{_word('mysql')}(?:dump|admin|import|check|show|slap)?\b[^\n]{{0,200}}?[ \t]-p"
+            r"(?:'(?P<value>[^'\n]{1,256})'|\"(?P<value2>[^\"\n]{1,256})\"|(?P<value3>[^\s'\"]{1,256}))"
+        ),
+    ),
     # The name may have a prefix (db_password, AWS-SECRET): it is only required not to follow a letter
     # or digit. Matching the prefix itself cost 1 s per MB of text like "a-a-a-a-..."; this, 0.1 s.
-    ("password or key assignment", re.compile(
-        r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|"
-        r"auth[_-]?token|access[_-]?token|token|client[_-]?secret|private[_-]?key|account[_-]?key|"
-        r"storage[_-]?key)\b[\"']?[ \t]*(?:=|:=|:)[ \t]*"
-        r"(?:\"(?P<value>[^\"\n\0]{4,})\"|'(?P<value2>[^'\n\0]{4,})'|(?P<bare>[^\s\"',;\0]{6,}))")),
+    (
+        "password or key assignment",
+        re.compile(
+            r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|"
+            r"auth[_-]?token|access[_-]?token|token|client[_-]?secret|private[_-]?key|account[_-]?key|"
+            r"storage[_-]?key)\b[\"']?[ \t]*(?:=|:=|:)[ \t]*"
+            r"(?:\"(?P<value>[^\"\n\0]{4,})\"|'(?P<value2>[^'\n\0]{4,})'|(?P<bare>[^\s\"',;\0]{6,}))"
+        ),
+    ),
 )
 VALUE_GROUPS = ("value", "value2", "value3", "bare")
 ARMOUR = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # Values that are not secrets: variables, templates, masks, our own redaction marks, and type names
 # (`token: string`).
-PLACEHOLDER = re.compile(r"^(?:[$%<{@]|\[REDACTED |\*+$|x+$|\.\.\.$|(?i:none|null|nil|true|false|changeme|password|secret|"
-                         r"redacted|example|your[-_ ].*|todo|str|string|bytes|int|number|bool|boolean|any|"
-                         r"unknown|secretstr|optional)$)")
+PLACEHOLDER = re.compile(
+    r"^(?:[$%<{@]|\[REDACTED |\*+$|x+$|\.\.\.$|(?i:none|null|nil|true|false|changeme|password|secret|"
+    r"redacted|example|your[-_ ].*|todo|str|string|bytes|int|number|bool|boolean|any|"
+    r"unknown|secretstr|optional)$)"
+)
 RANDOM_LOOKING = re.compile(r"\d|[^\w-]|[a-z].*[A-Z]|[A-Z].*[a-z]")
 CODE_VALUE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+$|[()\[\]]")
 
@@ -163,7 +193,7 @@ def redact(text: str) -> str:
     """``text`` with every finding replaced by ``[REDACTED <kind>]``."""
     out, last = [], 0
     for finding in scan(text):
-        out.append(text[last: finding.start])
+        out.append(text[last : finding.start])
         out.append(f"[REDACTED {finding.kind}]")
         last = finding.end
     out.append(text[last:])
@@ -188,8 +218,13 @@ def describe(findings: list[Finding]) -> str:
     return "; ".join(f.describe() for f in findings)
 
 
-def check(text: str, title: str = "", allow: bool = False, how_to_allow: str = "allow it",
-          env: Mapping[str, str] | None = None) -> list[Finding]:
+def check(
+    text: str,
+    title: str = "",
+    allow: bool = False,
+    how_to_allow: str = "allow it",
+    env: Mapping[str, str] | None = None,
+) -> list[Finding]:
     """The saving policy for a user's text: the findings that will be stored as they are.
 
     Returns [] when nothing was found or redaction is on (the engine then redacts). Raises
@@ -209,5 +244,7 @@ def check(text: str, title: str = "", allow: bool = False, how_to_allow: str = "
         raise SecretsFoundError(
             f"nothing was saved: the text looks like it holds credentials ({describe(findings)}); remove them, "
             f"wrap them in <private>...</private>, {how_to_allow} to store them as they are, or set "
-            f"{REDACT_ENV}=1 to store them redacted", findings)
+            f"{REDACT_ENV}=1 to store them redacted",
+            findings,
+        )
     return findings

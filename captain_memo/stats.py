@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from captain_memo.config import rank_config
 from captain_memo.ranking import lifecycle

@@ -25,7 +25,9 @@ def checked_text(name: str, value: str, limit: int) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InputError(f"{name} contains an unpaired surrogate at position {exc.start}; it is not valid text") from None
+        raise InputError(
+            f"{name} contains an unpaired surrogate at position {exc.start}; it is not valid text"
+        ) from None
     return value
 
 

@@ -40,6 +40,9 @@ def audit_vectors(store, embedder, sample: int = SAMPLE) -> Audit:
     strangers = [chunk_id for (chunk_id, _, _), cosine in zip(rows, agreement) if cosine < SAME_MODEL]
     if strangers:
         shown = ", ".join(map(str, strangers[:5])) + (" ..." if len(strangers) > 5 else "")
-        return Audit(False, f"{len(strangers)} of {len(rows)} sampled vectors were not made by {model} (chunks "
-                            f"{shown}); run `captain-memo reindex` to embed everything again with it")
+        return Audit(
+            False,
+            f"{len(strangers)} of {len(rows)} sampled vectors were not made by {model} (chunks "
+            f"{shown}); run `captain-memo reindex` to embed everything again with it",
+        )
     return Audit(True, f"{len(rows)} sampled vectors are {model}'s (lowest agreement {agreement.min():.3f})")

@@ -28,9 +28,16 @@ from captain_memo.chunking import chunk_texts  # noqa: E402
 from captain_memo.commands.demo import SAMPLE  # noqa: E402
 from captain_memo.commands.importer import read_records  # noqa: E402
 
-QUERIES = ["get_effective_contract_price rounding", "why was the invoice total off by a cent",
-           "webhook retry backoff", "who owns the tier table", "decimal places in currency conversion",
-           "how do we migrate the ledger", "flaky test in the pricing suite", "tenant cache key"]
+QUERIES = [
+    "get_effective_contract_price rounding",
+    "why was the invoice total off by a cent",
+    "webhook retry backoff",
+    "who owns the tier table",
+    "decimal places in currency conversion",
+    "how do we migrate the ledger",
+    "flaky test in the pricing suite",
+    "tenant cache key",
+]
 
 
 def note_texts(n: int) -> list[str]:
@@ -43,7 +50,7 @@ def throughput(embedder, texts: list[str], batch: int) -> float:
     embedder.embed(texts[:batch])  # connection open, model warm
     started = time.perf_counter()
     for i in range(0, len(texts), batch):
-        embedder.embed(texts[i: i + batch])
+        embedder.embed(texts[i : i + batch])
     return len(texts) / (time.perf_counter() - started)
 
 
@@ -58,8 +65,12 @@ def latency_ms(embedder, texts: list[str]) -> tuple[float, float]:
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", "0"],
-                            stderr=subprocess.PIPE, text=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     line = proc.stderr.readline()
     match = re.search(r"on (http://\S+)", line)
     if not match:
@@ -96,8 +107,9 @@ def recall_latency(embedder, texts: list[str], label: str) -> None:
         engine = Engine(Store(Path(folder) / "memo.db"), embedder)
         try:
             started = time.perf_counter()
-            engine.remember_many([NewMemory(body=t, project=("billing", "search", None)[i % 3])
-                                  for i, t in enumerate(texts)])
+            engine.remember_many(
+                [NewMemory(body=t, project=("billing", "search", None)[i % 3]) for i, t in enumerate(texts)]
+            )
             print(f"  store of {len(texts)} memories built in {time.perf_counter() - started:.1f} s")
             cold = []
             for q in QUERIES:
@@ -111,9 +123,11 @@ def recall_latency(embedder, texts: list[str], label: str) -> None:
                     engine.recall(q, project="billing", record=False)
                     warm.append((time.perf_counter() - started) * 1000)
             warm.sort()
-            print(f"  {label}: recall p50 {statistics.median(cold):.1f} ms with the query embedded, "
-                  f"{statistics.median(warm):.1f} ms (p95 {warm[int(len(warm) * 0.95) - 1]:.1f}) with it cached "
-                  f"({engine.queries.hits} cache hits, {engine.queries.misses} misses)")
+            print(
+                f"  {label}: recall p50 {statistics.median(cold):.1f} ms with the query embedded, "
+                f"{statistics.median(warm):.1f} ms (p95 {warm[int(len(warm) * 0.95) - 1]:.1f}) with it cached "
+                f"({engine.queries.hits} cache hits, {engine.queries.misses} misses)"
+            )
         finally:
             engine.close()
 
@@ -137,20 +151,26 @@ def main() -> int:
     proc, url = start_server()
     try:
         model = "all-MiniLM-L6-v2-int8"
-        rows += [("server, ollama /api/embed", OllamaEmbedder(url, model)),
-                 ("server, openai float", OpenAIEmbedder(url, model)),
-                 ("server, openai base64", OpenAIEmbedder(url, model, encoding="base64"))]
+        rows += [
+            ("server, ollama /api/embed", OllamaEmbedder(url, model)),
+            ("server, openai float", OpenAIEmbedder(url, model)),
+            ("server, openai base64", OpenAIEmbedder(url, model, encoding="base64")),
+        ]
         print(f"throughput over {n} note chunks, in batches of 32 and one at a time; latency of one short query")
         for label, embedder in rows:
             batch32 = throughput(embedder, texts, 32)
             batch1 = throughput(embedder, texts, 1)
             p50, p95 = latency_ms(embedder, queries)
-            print(f"  {label:<28} batch 32 {batch32:6.1f} texts/s   batch 1 {batch1:6.1f} texts/s   "
-                  f"query p50 {p50:5.1f} ms p95 {p95:5.1f} ms")
+            print(
+                f"  {label:<28} batch 32 {batch32:6.1f} texts/s   batch 1 {batch1:6.1f} texts/s   "
+                f"query p50 {p50:5.1f} ms p95 {p95:5.1f} ms"
+            )
         with_nodelay = thread_server_latency(local, queries, True)
         without = thread_server_latency(local, queries, False)
-        print(f"  server thread in this process: query p50 {with_nodelay:5.1f} ms with TCP_NODELAY, "
-              f"{without:5.1f} ms without")
+        print(
+            f"  server thread in this process: query p50 {with_nodelay:5.1f} ms with TCP_NODELAY, "
+            f"{without:5.1f} ms without"
+        )
         print("recall latency (project scope, v2 profile)")
         size = 300 if args.quick else 1000
         store_texts = [f"({i}) {QUERIES[i % len(QUERIES)]}: " + texts[i % len(texts)][:300] for i in range(size)]

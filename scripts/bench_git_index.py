@@ -28,9 +28,36 @@ import time
 from pathlib import Path
 
 EVALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "evaldata" / "pytest_changelog"
-WORDS = ("cache", "index", "query", "latency", "deploy", "rollback", "schema", "migration", "worker", "queue",
-         "timeout", "retry", "token", "session", "fixture", "capture", "plugin", "config", "marker", "assert",
-         "rewrite", "collection", "warning", "terminal", "report", "parametrize", "tmp_path", "monkeypatch")
+WORDS = (
+    "cache",
+    "index",
+    "query",
+    "latency",
+    "deploy",
+    "rollback",
+    "schema",
+    "migration",
+    "worker",
+    "queue",
+    "timeout",
+    "retry",
+    "token",
+    "session",
+    "fixture",
+    "capture",
+    "plugin",
+    "config",
+    "marker",
+    "assert",
+    "rewrite",
+    "collection",
+    "warning",
+    "terminal",
+    "report",
+    "parametrize",
+    "tmp_path",
+    "monkeypatch",
+)
 VERBS = ("Fix", "Add", "Remove", "Refactor", "Document", "Handle", "Support", "Deprecate", "Improve", "Test")
 AREAS = ("src/core", "src/plugins", "src/assertion", "src/config", "testing", "doc/en", "changelog", "scripts")
 
@@ -42,13 +69,22 @@ def texts(rng: random.Random) -> tuple[list[str], list[str]]:
         bodies = [json.loads(line)["text"] for line in (EVALDATA / "corpus.jsonl").open(encoding="utf-8")]
         return subjects, bodies
     subjects = [f"{rng.choice(VERBS)} {rng.choice(WORDS)} {rng.choice(WORDS)} handling" for _ in range(800)]
-    bodies = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 60))).capitalize() + "."
-              for _ in range(800)]
+    bodies = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 60))).capitalize() + "." for _ in range(800)]
     return subjects, bodies
 
 
-DEPENDENCIES = ("pytest-asyncio", "hypothesis", "django", "twisted", "pytest-cov", "setuptools-scm", "sphinx",
-                "actions/checkout", "pre-commit", "coverage")
+DEPENDENCIES = (
+    "pytest-asyncio",
+    "hypothesis",
+    "django",
+    "twisted",
+    "pytest-cov",
+    "setuptools-scm",
+    "sphinx",
+    "actions/checkout",
+    "pre-commit",
+    "coverage",
+)
 
 
 def dependency_bump(rng: random.Random, pins: dict[str, list[int]], bodies: list[str]) -> str:
@@ -58,13 +94,16 @@ def dependency_bump(rng: random.Random, pins: dict[str, list[int]], bodies: list
     new = [old[0], old[1] + 1, 0] if rng.random() < 0.3 else [old[0], old[1], old[2] + 1]
     before, after = ".".join(map(str, old)), ".".join(map(str, new))
     pins[name] = new
-    return (f"build(deps): Bump {name} from {before} to {after}\n\nBumps [{name}] from {before} to {after}.\n"
-            f"- [Release notes](https://example.org/{name}/releases)\n- [Changelog]\n\n{rng.choice(bodies)}\n\n"
-            f"---\nupdated-dependencies:\n- dependency-name: {name}\n  dependency-type: direct:development\n")
+    return (
+        f"build(deps): Bump {name} from {before} to {after}\n\nBumps [{name}] from {before} to {after}.\n"
+        f"- [Release notes](https://example.org/{name}/releases)\n- [Changelog]\n\n{rng.choice(bodies)}\n\n"
+        f"---\nupdated-dependencies:\n- dependency-name: {name}\n  dependency-type: direct:development\n"
+    )
 
 
-def message(rng: random.Random, n: int, subjects: list[str], bodies: list[str], release: list[int],
-            pins: dict[str, list[int]]) -> str:
+def message(
+    rng: random.Random, n: int, subjects: list[str], bodies: list[str], release: list[int], pins: dict[str, list[int]]
+) -> str:
     roll = rng.random()
     if roll > 0.90:  # one commit in ten is a bot's dependency update, as in many active projects
         return dependency_bump(rng, pins, bodies)
@@ -111,16 +150,19 @@ def fast_import_stream(count: int, seed: int) -> bytes:
             text = f"Merge pull request #{n} from dev/{rng.choice(WORDS)}\n\n{rng.choice(subjects)}"
             head += f"merge :{other}\n"
         raw = text.encode()
-        out.append(f"commit refs/heads/main\nmark :{mark}\nauthor {author} {stamp} +0000\n"
-                   f"committer {author} {stamp} +0000\ndata {len(raw)}\n{text}\n{head}{''.join(changes)}\n")
+        out.append(
+            f"commit refs/heads/main\nmark :{mark}\nauthor {author} {stamp} +0000\n"
+            f"committer {author} {stamp} +0000\ndata {len(raw)}\n{text}\n{head}{''.join(changes)}\n"
+        )
         commit_marks.append(mark)
     return "".join(out).encode()
 
 
 def generate(repo: Path, count: int, seed: int) -> None:
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=fast_import_stream(count, seed),
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "fast-import", "--quiet"], input=fast_import_stream(count, seed), check=True
+    )
     subprocess.run(["git", "-C", str(repo), "reset", "-q", "--hard", "main"], check=True)
 
 
@@ -144,8 +186,9 @@ def main() -> int:
     parser.add_argument("--repo", help="an existing repository to index instead of a generated one")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", help="write a cProfile of the first run to this file")
-    parser.add_argument("--sample", type=int, default=0, help="time the embedder alone on N of the stored chunks "
-                                                              "(default: all of them)")
+    parser.add_argument(
+        "--sample", type=int, default=0, help="time the embedder alone on N of the stored chunks (default: all of them)"
+    )
     args = parser.parse_args()
 
     from captain_memo.config import embed_config
@@ -161,12 +204,15 @@ def main() -> int:
             generate(repo, args.commits, args.seed)
             source = "real messages from the evaluation data" if EVALDATA.is_dir() else "generated messages"
             print(f"generated {args.commits} commits ({source}) in {time.perf_counter() - started:.1f} s")
-        total = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True,
-                               text=True, check=True).stdout.strip()
+        total = subprocess.run(
+            ["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
         embedder = Counted(make_embedder(embed_config()))
         embedder.embed(["warm up"])
-        print(f"{repo}: {total} commits; embedder {embedder.model_id}; {os.cpu_count()} cores; "
-              f"load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"{repo}: {total} commits; embedder {embedder.model_id}; {os.cpu_count()} cores; "
+            f"load average {os.getloadavg()[0]:.2f}"
+        )
         engine = Engine(Store(Path(tmp) / "memo.db"), embedder)
         try:
             profiler = None
@@ -182,24 +228,31 @@ def main() -> int:
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(args.profile)
-            print(f"{'index --git, first run':<24} {seconds:8.1f} s  {report.chunks_embedded / seconds:6.1f} chunks/s  "
-                  f"({report.indexed} commits stored, {report.chunks_embedded} chunks, {report.skipped} skipped, "
-                  f"{report.left_out} older left out; load average {os.getloadavg()[0]:.2f})")
-            print(f"{'texts embedded':<24} {embedder.texts:8,}  ({embedder.texts - report.chunks_embedded:,} of them by the "
-                  f"supersession rule)")
+            print(
+                f"{'index --git, first run':<24} {seconds:8.1f} s  {report.chunks_embedded / seconds:6.1f} chunks/s  "
+                f"({report.indexed} commits stored, {report.chunks_embedded} chunks, {report.skipped} skipped, "
+                f"{report.left_out} older left out; load average {os.getloadavg()[0]:.2f})"
+            )
+            print(
+                f"{'texts embedded':<24} {embedder.texts:8,}  ({embedder.texts - report.chunks_embedded:,} of them by the "
+                f"supersession rule)"
+            )
             chunks = [t for (t,) in engine.store.conn.execute("SELECT text FROM chunks ORDER BY id")]
             if args.sample:
                 chunks = chunks[:: max(len(chunks) // args.sample, 1)][: args.sample]
             started = time.perf_counter()
             for start in range(0, len(chunks), 256):
-                embedder.embed(sorted(chunks[start: start + 256], key=len))
+                embedder.embed(sorted(chunks[start : start + 256], key=len))
             seconds = time.perf_counter() - started
-            print(f"{'embedder alone':<24} {seconds:8.1f} s  {len(chunks) / seconds:6.1f} chunks/s  "
-                  f"(the same {len(chunks)} chunk texts, batches of 256; load average {os.getloadavg()[0]:.2f})")
+            print(
+                f"{'embedder alone':<24} {seconds:8.1f} s  {len(chunks) / seconds:6.1f} chunks/s  "
+                f"(the same {len(chunks)} chunk texts, batches of 256; load average {os.getloadavg()[0]:.2f})"
+            )
             started = time.perf_counter()
             again = index_history(engine, repo)
-            print(f"{'rerun, nothing new':<24} {time.perf_counter() - started:8.2f} s  "
-                  f"({again.indexed} commits stored)")
+            print(
+                f"{'rerun, nothing new':<24} {time.perf_counter() - started:8.2f} s  ({again.indexed} commits stored)"
+            )
         finally:
             engine.close()
     return 0

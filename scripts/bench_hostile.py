@@ -70,7 +70,7 @@ def drip(where: str):
         if where == "body":
             conn.sendall(head)
         for i in range(len(slow)):
-            conn.sendall(slow[i:i + 1])
+            conn.sendall(slow[i : i + 1])
             time.sleep(0.4)
 
     return send
@@ -78,10 +78,9 @@ def drip(where: str):
 
 def endless(sent: list):
     def send(conn):
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
-                     b'{"embeddings": [[')
+        conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"embeddings": [[')
         block = b"0.125," * 100_000
-        while sent[0] < 1024 ** 3:
+        while sent[0] < 1024**3:
             conn.sendall(block)
             sent[0] += len(block)
 
@@ -104,22 +103,28 @@ def main() -> int:
         listener, url = raw_server(drip(where))
         seconds, said = timed_failure(url, timeout=1.5)
         listener.close()
-        print(f"client, server dripping its {where} a byte per 0.4 s, timeout 1.5 s: ended after {seconds:.2f} s ({said})")
+        print(
+            f"client, server dripping its {where} a byte per 0.4 s, timeout 1.5 s: ended after {seconds:.2f} s ({said})"
+        )
 
     sent = [0]
     listener, url = raw_server(endless(sent))
     seconds, said = timed_failure(url)
     time.sleep(0.2)
     listener.close()
-    print(f"client, endless answer: ended after {seconds:.2f} s, the server had sent {sent[0] / 2 ** 20:.0f} MiB ({said})")
+    print(
+        f"client, endless answer: ended after {seconds:.2f} s, the server had sent {sent[0] / 2**20:.0f} MiB ({said})"
+    )
 
     server = EmbeddingServer(ConstantEmbedder(), "constant", "127.0.0.1", 0)
     serve_in_thread(server)
     before = threading.active_count()
     crowd = [socket.create_connection(("127.0.0.1", server.server_address[1])) for _ in range(300)]
     time.sleep(3)
-    print(f"serve-embeddings, 300 idle connections after 3 s: {threading.active_count() - before} handler threads "
-          f"(cap {server.max_connections}), {server.turned_away} answered 503")
+    print(
+        f"serve-embeddings, 300 idle connections after 3 s: {threading.active_count() - before} handler threads "
+        f"(cap {server.max_connections}), {server.turned_away} answered 503"
+    )
     for sock in crowd:
         sock.close()
     server.shutdown()

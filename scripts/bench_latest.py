@@ -46,7 +46,9 @@ def main() -> None:
     print("|---|" + "---:|" * len(FORMS))
     for profile in args.profiles.split(","):
         result = measure(engine, git_context(root).project, newest, profile=profile)
-        print(f"| {profile} | " + " | ".join(f"{result.share(form):.0%} ({result.found[form]})" for form in FORMS) + " |")
+        print(
+            f"| {profile} | " + " | ".join(f"{result.share(form):.0%} ({result.found[form]})" for form in FORMS) + " |"
+        )
     engine.close()
 
 

@@ -49,8 +49,12 @@ def client(db: Path, cwd: Path, errlog):
     from mcp import Client
     from mcp.client.stdio import stdio_client
 
-    return Client(stdio_client(params(db, cwd), errlog=errlog), mode="legacy", read_timeout_seconds=120,
-                  client_info=types.Implementation(name="bench", version="1"))
+    return Client(
+        stdio_client(params(db, cwd), errlog=errlog),
+        mode="legacy",
+        read_timeout_seconds=120,
+        client_info=types.Implementation(name="bench", version="1"),
+    )
 
 
 async def spawn_times(db: Path, cwd: Path, spawns: int, errlog) -> list[float]:
@@ -97,8 +101,10 @@ async def recall_times(db: Path, repo: Path, queries: list[str], warmup: int, er
 
 
 def summary(name: str, values: list[float]) -> str:
-    return (f"  {name:<34} p50 {statistics.median(values):7.1f} ms   p95 {percentile(values, 0.95):7.1f} ms   "
-            f"min {min(values):6.1f}   max {max(values):7.1f}")
+    return (
+        f"  {name:<34} p50 {statistics.median(values):7.1f} ms   p95 {percentile(values, 0.95):7.1f} ms   "
+        f"min {min(values):6.1f}   max {max(values):7.1f}"
+    )
 
 
 def import_ms(module: str, runs: int = 5) -> float:
@@ -135,15 +141,19 @@ def main() -> int:
             found = anyio.run(recall_times, db, repo, queries, args.warmup, errlog)
         print(f"spawn -> first tools/list answered ({args.spawns} spawns, handshake included):")
         print(summary("captain-memo mcp", spawns))
-        print(f"  for scale: a bare python {import_ms('sys'):.0f} ms; python importing the MCP SDK's server "
-              f"{import_ms('mcp.server.lowlevel, mcp.server.stdio'):.0f} ms (medians of 5)")
+        print(
+            f"  for scale: a bare python {import_ms('sys'):.0f} ms; python importing the MCP SDK's server "
+            f"{import_ms('mcp.server.lowlevel, mcp.server.stdio'):.0f} ms (medians of 5)"
+        )
         print(f"recall, warm, {args.memories:,} memories, {args.runs} distinct identifiers, alternating:")
         print(summary("MCP tool call (client round trip)", found["tool"]))
         print(summary("  of which in the engine (server)", found["server"]))
         print(summary("library (engine.recall in-process)", found["library"]))
         print(f"  the identifier's own note ranked first in {found['top_hit']}/{args.runs} tool calls")
-        print(f"  the first recall (store opened, model loaded, index build started): tool call "
-              f"{found['first'][0]:.0f} ms, library {found['first'][1]:.0f} ms (after Engine.open)")
+        print(
+            f"  the first recall (store opened, model loaded, index build started): tool call "
+            f"{found['first'][0]:.0f} ms, library {found['first'][1]:.0f} ms (after Engine.open)"
+        )
     print(f"load after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1/5/15 min)")
     return 0
 

@@ -30,12 +30,33 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 VERBS = ["get", "compute", "load", "parse", "render", "sync", "apply", "build", "check", "resolve", "flush", "merge"]
-NOUNS = ["contract_price", "invoice_total", "user_session", "cache_entry", "retry_budget", "tax_rate", "feature_flag",
-         "order_line", "audit_event", "search_index", "payment_intent", "shipping_quote", "refund_window"]
-TOPICS = ["rounds to two decimals only at the end", "must run inside one transaction", "is cached for five minutes",
-          "retries three times with backoff", "is called on every request, keep it cheap",
-          "was rewritten after the March outage", "reads the tenant from the request context",
-          "logs a JSON line per call", "is deprecated; use the v2 endpoint", "needs the feature flag on staging"]
+NOUNS = [
+    "contract_price",
+    "invoice_total",
+    "user_session",
+    "cache_entry",
+    "retry_budget",
+    "tax_rate",
+    "feature_flag",
+    "order_line",
+    "audit_event",
+    "search_index",
+    "payment_intent",
+    "shipping_quote",
+    "refund_window",
+]
+TOPICS = [
+    "rounds to two decimals only at the end",
+    "must run inside one transaction",
+    "is cached for five minutes",
+    "retries three times with backoff",
+    "is called on every request, keep it cheap",
+    "was rewritten after the March outage",
+    "reads the tenant from the request context",
+    "logs a JSON line per call",
+    "is deprecated; use the v2 endpoint",
+    "needs the feature flag on staging",
+]
 
 
 def nvim_binary() -> str:
@@ -61,8 +82,10 @@ def identifier(i: int) -> str:
 
 def note(i: int, rng: random.Random) -> tuple[str, str]:
     name = identifier(i)
-    body = (f"{name} {rng.choice(TOPICS)}. It {rng.choice(TOPICS)}, and the caller in "
-            f"src/{NOUNS[i % len(NOUNS)].split('_')[0]}/module_{i % 97}.py {rng.choice(TOPICS)}.")
+    body = (
+        f"{name} {rng.choice(TOPICS)}. It {rng.choice(TOPICS)}, and the caller in "
+        f"src/{NOUNS[i % len(NOUNS)].split('_')[0]}/module_{i % 97}.py {rng.choice(TOPICS)}."
+    )
     return f"About {name}", body
 
 
@@ -98,8 +121,10 @@ def fill(db: Path, count: int, vectors: str, project: str) -> None:
     started = time.perf_counter()
     batch = 500
     for first in range(have, count, batch):
-        memories = [NewMemory(body=b, title=t, project=project, branch="main")
-                    for t, b in (note(i, rng) for i in range(first, min(count, first + batch)))]
+        memories = [
+            NewMemory(body=b, title=t, project=project, branch="main")
+            for t, b in (note(i, rng) for i in range(first, min(count, first + batch)))
+        ]
         if vectors == "model":
             engine.remember_many(memories, skip_duplicates=False)
         else:
@@ -108,8 +133,11 @@ def fill(db: Path, count: int, vectors: str, project: str) -> None:
                 clean, chunks = engine.prepare(memory)
                 rows = np.random.default_rng(first).standard_normal((len(chunks), 384)).astype(np.float32)
                 store.add(clean, chunks, rows / np.linalg.norm(rows, axis=1, keepdims=True))
-        print(f"\rstore: {min(count, first + batch)}/{count} memories ({time.perf_counter() - started:.0f} s)",
-              end="", flush=True)
+        print(
+            f"\rstore: {min(count, first + batch)}/{count} memories ({time.perf_counter() - started:.0f} s)",
+            end="",
+            flush=True,
+        )
     print()
     engine.close()
 
@@ -124,8 +152,13 @@ def argv(nvim: str, plugin: bool, *extra: str) -> list[str]:
 def make_manifest(nvim: str, folder: Path) -> Path:
     path = folder / "rplugin.vim"
     env = {**os.environ, "NVIM_RPLUGIN_MANIFEST": str(path)}
-    subprocess.run(argv(nvim, True, "--cmd", f"let g:python3_host_prog = '{sys.executable}'",
-                        "+UpdateRemotePlugins", "+qall!"), env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        argv(nvim, True, "--cmd", f"let g:python3_host_prog = '{sys.executable}'", "+UpdateRemotePlugins", "+qall!"),
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return path
 
 
@@ -141,7 +174,8 @@ def bench_lookup(nvim: str, manifest: Path, db: Path, repo: Path, runs: int, war
 
     env = {**os.environ, "NVIM_RPLUGIN_MANIFEST": str(manifest), "CAPTAIN_MEMO_DB": str(db)}
     cmd = ["env", "-i", *(f"{k}={v}" for k, v in env.items())] + argv(
-        nvim, True, "--embed", "--cmd", f"let g:python3_host_prog = '{sys.executable}'")
+        nvim, True, "--embed", "--cmd", f"let g:python3_host_prog = '{sys.executable}'"
+    )
     editor = pynvim.attach("child", argv=cmd)
     try:
         editor.command(f"edit {repo / 'lookups.txt'}")
@@ -177,8 +211,9 @@ def startup_ms(nvim: str, manifest: Path | None, folder: Path, plugin: bool) -> 
     log = folder / "startup.log"
     log.unlink(missing_ok=True)
     env = {**os.environ, "NVIM_RPLUGIN_MANIFEST": str(manifest if plugin else folder / "none.vim")}
-    subprocess.run(argv(nvim, plugin, "--startuptime", str(log), "+qall!"), env=env, check=True,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        argv(nvim, plugin, "--startuptime", str(log), "+qall!"), env=env, check=True, capture_output=True, timeout=60
+    )
     started, ours = None, 0.0
     for line in log.read_text().splitlines():
         parts = line.split()
@@ -208,8 +243,9 @@ def main() -> int:
         repo = stored_project(args.db) or (args.db.with_name(args.db.stem + "-repo") if args.db else folder / "repo")
         repo.mkdir(parents=True, exist_ok=True)
         subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-        lines = [f"    result = self.{identifier(i * 97 % args.memories)}(request)"
-                 for i in range(args.warmup + args.runs)]
+        lines = [
+            f"    result = self.{identifier(i * 97 % args.memories)}(request)" for i in range(args.warmup + args.runs)
+        ]
         (repo / "lookups.txt").write_text("\n".join(lines) + "\n")
         db = args.db or folder / "memo.db"
         fill(db, args.memories, args.vectors, str(repo.resolve()))
@@ -218,12 +254,16 @@ def main() -> int:
         found = bench_lookup(nvim, manifest, db, repo, args.runs, args.warmup)
         total, engine = found["total"], found["engine"]
         print(f"lookup -> float filled, {args.memories:,} memories, {args.runs} warm runs, distinct identifiers:")
-        print(f"  median {statistics.median(total):6.1f} ms   p95 {percentile(total, 0.95):6.1f} ms   "
-              f"min {min(total):5.1f}   max {max(total):5.1f}")
-        print(f"  of which recall in the engine: median {statistics.median(engine):5.1f} ms, "
-              f"p95 {percentile(engine, 0.95):5.1f} ms; hits per lookup {min(found['hits'])}-{max(found['hits'])}, "
-              f"both legs answered in {found['both_legs']}/{args.runs}, {len(found['queries'])} distinct queries "
-              f"(e.g. {sorted(found['queries'])[0]!r})")
+        print(
+            f"  median {statistics.median(total):6.1f} ms   p95 {percentile(total, 0.95):6.1f} ms   "
+            f"min {min(total):5.1f}   max {max(total):5.1f}"
+        )
+        print(
+            f"  of which recall in the engine: median {statistics.median(engine):5.1f} ms, "
+            f"p95 {percentile(engine, 0.95):5.1f} ms; hits per lookup {min(found['hits'])}-{max(found['hits'])}, "
+            f"both legs answered in {found['both_legs']}/{args.runs}, {len(found['queries'])} distinct queries "
+            f"(e.g. {sorted(found['queries'])[0]!r})"
+        )
 
         # Interleaved pairs: on a shared machine the load drifts, and a paired difference cancels it.
         with_plugin, without = [], []
@@ -234,9 +274,11 @@ def main() -> int:
         withp = statistics.median(t for t, _ in with_plugin)
         paired = statistics.median(w[0] - b[0] for w, b in zip(with_plugin, without))
         sourcing = statistics.median(s for _, s in with_plugin) - statistics.median(s for _, s in without)
-        print(f"start-up (--startuptime, {args.startup_runs} interleaved pairs): median without {base:.2f} ms, "
-              f"with the plugin {withp:.2f} ms; added: median of paired differences {paired:+.2f} ms, "
-              f"difference of minimums {min(t for t, _ in with_plugin) - min(t for t, _ in without):+.2f} ms")
+        print(
+            f"start-up (--startuptime, {args.startup_runs} interleaved pairs): median without {base:.2f} ms, "
+            f"with the plugin {withp:.2f} ms; added: median of paired differences {paired:+.2f} ms, "
+            f"difference of minimums {min(t for t, _ in with_plugin) - min(t for t, _ in without):+.2f} ms"
+        )
         print(f"  sourcing plugin/captain_memo.lua and the rplugin manifest entry: {sourcing:+.2f} ms (median)")
     return 0
 

@@ -19,8 +19,10 @@ from captain_memo import secrets
 from captain_memo.errors import InputError
 
 MB = 1_000_000
-PROSE = ("The cache is warmed at start-up, so the first query after a deploy does not pay for the "
-         "index; see the note on rollback and the review of the worker queue. ")
+PROSE = (
+    "The cache is warmed at start-up, so the first query after a deploy does not pay for the "
+    "index; see the note on rollback and the review of the worker queue. "
+)
 
 
 def dotenv(size: int) -> str:

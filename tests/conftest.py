@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from fakes import HashEmbedder
 
 
@@ -102,3 +101,19 @@ def hostile():
     yield make
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def shared_tmp():
+    """A folder the unprivileged user can reach (pytest's own tmp folders are private to root)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="captain-memo-ro-"))
+    folder.chmod(0o711)
+    yield folder
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o700)
+    shutil.rmtree(folder)

@@ -51,8 +51,14 @@ def stop_server(server) -> None:
 
 def cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``captain-memo`` in a child process with the test's environment plus ``env``."""
-    return subprocess.run([sys.executable, "-m", "captain_memo.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "captain_memo.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        cwd=REPO,
+    )
 
 
 def provider_env(provider: str, url: str, model: str = MODEL, **extra: str) -> dict:

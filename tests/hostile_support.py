@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler
 
-
 from captain_memo.embeddings.server import ClosingHTTPServer
 
 
@@ -49,8 +48,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.server.posts += 1
         self.server.behave(self)
-
-
 
 
 def answer(handler, status: int, body: bytes, **headers) -> None:

@@ -35,24 +35,39 @@ def file_uri(path: Path) -> str:
 
 
 @asynccontextmanager
-async def connect(db: Path, cwd: Path, roots: list[Path] | None = None, env: dict | None = None,
-                  client: str = CLIENT, mode: str = "legacy", stderr: Path | None = None, options: tuple = ()):
+async def connect(
+    db: Path,
+    cwd: Path,
+    roots: list[Path] | None = None,
+    env: dict | None = None,
+    client: str = CLIENT,
+    mode: str = "legacy",
+    stderr: Path | None = None,
+    options: tuple = (),
+):
     import mcp_types as types
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     command, args = server_command()
-    params = StdioServerParameters(command=command, args=[*args, *options], cwd=str(cwd),
-                                   env={"CAPTAIN_MEMO_DB": str(db), **(env or {})})
+    params = StdioServerParameters(
+        command=command, args=[*args, *options], cwd=str(cwd), env={"CAPTAIN_MEMO_DB": str(db), **(env or {})}
+    )
     callback = None
     if roots is not None:
+
         async def callback(context):
             return types.ListRootsResult(roots=[types.Root(uri=file_uri(p), name=Path(p).name) for p in roots])
+
     log = stderr or Path(db).with_suffix(".mcp-stderr.log")
     with open(log, "a", encoding="utf-8") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), mode=mode, list_roots_callback=callback,
-                          client_info=types.Implementation(name=client, version="1.0"),
-                          read_timeout_seconds=120) as session:
+        async with Client(
+            stdio_client(params, errlog=errlog),
+            mode=mode,
+            list_roots_callback=callback,
+            client_info=types.Implementation(name=client, version="1.0"),
+            read_timeout_seconds=120,
+        ) as session:
             yield session
 
 

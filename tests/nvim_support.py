@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from sources_support import git
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,11 +42,25 @@ requires_nvim = pytest.mark.skipif(NVIM is None, reason="Neovim is not installed
 
 def base_argv(*extra: str) -> list[str]:
     """Neovim without user config but with plugins loading, this repository first in 'runtimepath'."""
-    return [NVIM, "--embed", "--headless", "-u", "NONE", "-i", "NONE", "-n",
-            "--cmd", "set loadplugins", "--cmd", "filetype on",
-            "--cmd", f"set runtimepath^={REPO}",
-            "--cmd", f"let g:python3_host_prog = '{sys.executable}'",
-            *extra]
+    return [
+        NVIM,
+        "--embed",
+        "--headless",
+        "-u",
+        "NONE",
+        "-i",
+        "NONE",
+        "-n",
+        "--cmd",
+        "set loadplugins",
+        "--cmd",
+        "filetype on",
+        "--cmd",
+        f"set runtimepath^={REPO}",
+        "--cmd",
+        f"let g:python3_host_prog = '{sys.executable}'",
+        *extra,
+    ]
 
 
 def child_env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -68,11 +81,21 @@ def rplugin_manifest() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="captain-memo-rplugin-"))
     atexit.register(shutil.rmtree, folder, True)
     path = folder / "rplugin.vim"
-    env = {**os.environ, "NVIM_RPLUGIN_MANIFEST": str(path), "XDG_STATE_HOME": str(folder / "state"),
-           "XDG_DATA_HOME": str(folder / "data")}
+    env = {
+        **os.environ,
+        "NVIM_RPLUGIN_MANIFEST": str(path),
+        "XDG_STATE_HOME": str(folder / "state"),
+        "XDG_DATA_HOME": str(folder / "data"),
+    }
     argv = [a for a in base_argv() if a != "--embed"]
-    subprocess.run(argv + ["+UpdateRemotePlugins", "+qall!"], env=env, check=True, timeout=120,
-                   stdin=subprocess.DEVNULL, capture_output=True)
+    subprocess.run(
+        argv + ["+UpdateRemotePlugins", "+qall!"],
+        env=env,
+        check=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
     if "CaptainMemoRequest" not in path.read_text(encoding="utf-8"):
         raise RuntimeError(f"UpdateRemotePlugins did not register the plugin: {path.read_text()}")
     _manifest = path
@@ -101,10 +124,13 @@ class Editor:
             time.sleep(0.02)
 
     def buffer_named(self, name: str) -> int | None:
-        return self.lua("""
+        return self.lua(
+            """
             for _, b in ipairs(vim.api.nvim_list_bufs()) do
               if vim.api.nvim_buf_get_name(b) == ... then return b end
-            end""", name)
+            end""",
+            name,
+        )
 
     def lines_of(self, name: str) -> list[str]:
         buf = self.buffer_named(name)
@@ -130,8 +156,11 @@ class Editor:
 
 def saved_id(editor: Editor) -> int:
     """The id a save from the editor reports (its "saved #N" notification)."""
-    editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-                    "if n.msg:find('saved #') then return true end end end)()", what="the save")
+    editor.wait_for(
+        "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+        "if n.msg:find('saved #') then return true end end end)()",
+        what="the save",
+    )
     for note in editor.notifications():
         if m := re.search(r"saved #(\d+)", note["msg"]):
             return int(m[1])
@@ -158,8 +187,13 @@ vim.o.lines = 50
 """
 
 
-def start_editor(tmp: Path, env: dict[str, str] | None = None, cwd: Path | None = None, observe: bool = True,
-                 prefix: tuple[str, ...] = ()):
+def start_editor(
+    tmp: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    observe: bool = True,
+    prefix: tuple[str, ...] = (),
+):
     """A Neovim child with its own environment (through ``env -i``: pynvim passes none) and folder;
     ``prefix`` runs it through another command first (another user's, with setpriv)."""
     import pynvim
@@ -174,7 +208,7 @@ def start_editor(tmp: Path, env: dict[str, str] | None = None, cwd: Path | None 
     return editor
 
 
-BILLING = '''class Billing:
+BILLING = """class Billing:
     def total(self, contract):
         price = self.get_effective_contract_price(contract)
         return round(price * contract.quantity, 2)
@@ -182,7 +216,7 @@ BILLING = '''class Billing:
     def get_effective_contract_price(self, contract):
         base = contract.list_price
         return base * (1 - contract.discount)
-'''
+"""
 
 
 def make_repo(root: Path, branch: str = "main") -> Path:

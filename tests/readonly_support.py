@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,18 +23,6 @@ def as_reader() -> list[str]:
     return [SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 
 
-@pytest.fixture
-def shared_tmp():
-    """A folder the unprivileged user can reach (pytest's own tmp folders are private to root)."""
-    folder = Path(tempfile.mkdtemp(prefix="captain-memo-ro-"))
-    folder.chmod(0o711)
-    yield folder
-    for path in [folder, *folder.rglob("*")]:
-        if path.is_dir():
-            path.chmod(0o700)
-    shutil.rmtree(folder)
-
-
 def make_store(folder: Path, embedder=None) -> Path:
     from fakes import HashEmbedder
 
@@ -45,8 +32,14 @@ def make_store(folder: Path, embedder=None) -> Path:
     folder.mkdir()
     path = folder / "memo.db"
     engine = Engine(Store(path), embedder or HashEmbedder())
-    engine.remember_many([NewMemory(body=f"the deploy of service {i} listens on port {8000 + i}", title=f"service {i}",
-                                    kind="observation") for i in range(20)])
+    engine.remember_many(
+        [
+            NewMemory(
+                body=f"the deploy of service {i} listens on port {8000 + i}", title=f"service {i}", kind="observation"
+            )
+            for i in range(20)
+        ]
+    )
     engine.close()  # the last connection checkpoints: no -wal or -shm stays beside the file
     return path
 
@@ -84,8 +77,9 @@ def reader_python(home: Path) -> Path | None:
         return None
     repo = Path(__file__).resolve().parent.parent
     host = home / "python3-host"
-    host.write_text(f'#!/bin/sh\nPYTHONPATH="{repo}:{sysconfig.get_paths()["purelib"]}" exec "{system}" "$@"\n',
-                    encoding="utf-8")
+    host.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{repo}:{sysconfig.get_paths()["purelib"]}" exec "{system}" "$@"\n', encoding="utf-8"
+    )
     host.chmod(0o755)
     os.chown(host, NOBODY, NOBODY)
     return host

@@ -18,21 +18,58 @@ SAMPLE = Path(__file__).resolve().parent.parent / "captain_memo" / "data" / "sam
 NOW = 1_795_000_000.0  # a fixed "now" for the pure stages (late 2026)
 
 
-def memory(mid: int = 1, kind: str = "memory", age_days: float | None = 10.0, branch: str | None = None,
-           superseded_by: int | None = None, stability: float = 7.0, surfaced_days_ago: float | None = None,
-           opened: bool = False, now: float = NOW, body: str = "") -> Memory:
+def memory(
+    mid: int = 1,
+    kind: str = "memory",
+    age_days: float | None = 10.0,
+    branch: str | None = None,
+    superseded_by: int | None = None,
+    stability: float = 7.0,
+    surfaced_days_ago: float | None = None,
+    opened: bool = False,
+    now: float = NOW,
+    body: str = "",
+) -> Memory:
     """A stored memory as the ranker sees it; ``age_days=None`` means no date (created_at 0)."""
     created = 0.0 if age_days is None else now - age_days * DAY
     surfaced = None if surfaced_days_ago is None else now - surfaced_days_ago * DAY
-    return Memory(id=mid, kind=kind, title="", body=body or f"memory {mid}", created_at=created, updated_at=created,
-                  project=None, branch=branch, source=Source(), content_hash=str(mid), superseded_by=superseded_by,
-                  stability=stability, last_surfaced=surfaced, opened_in_full=opened)
+    return Memory(
+        id=mid,
+        kind=kind,
+        title="",
+        body=body or f"memory {mid}",
+        created_at=created,
+        updated_at=created,
+        project=None,
+        branch=branch,
+        source=Source(),
+        content_hash=str(mid),
+        superseded_by=superseded_by,
+        stability=stability,
+        last_surfaced=surfaced,
+        opened_in_full=opened,
+    )
 
 
-def candidate(mem: Memory, text: str = "", vector: float | None = None, keyword: float | None = None,
-              vector_rank: int | None = None, keyword_rank: int | None = None, chunk_id: int | None = None) -> Candidate:
-    return Candidate(chunk_id=chunk_id or mem.id, memory=mem, text=text or mem.body, vector=vector, keyword=keyword,
-                     bm25=keyword, vector_rank=vector_rank, keyword_rank=keyword_rank)
+def candidate(
+    mem: Memory,
+    text: str = "",
+    vector: float | None = None,
+    keyword: float | None = None,
+    vector_rank: int | None = None,
+    keyword_rank: int | None = None,
+    chunk_id: int | None = None,
+) -> Candidate:
+    return Candidate(
+        chunk_id=chunk_id or mem.id,
+        memory=mem,
+        text=text or mem.body,
+        vector=vector,
+        keyword=keyword,
+        bm25=keyword,
+        vector_rank=vector_rank,
+        keyword_rank=keyword_rank,
+    )
 
 
 def trace_product(hit) -> float:
@@ -66,9 +103,9 @@ def sample_db(tmp_path_factory, embedder) -> Path:
     session); copy it before writing to it."""
     key = embedder.model_id
     if key not in _sample_cache:
-        from captain_memo.memo import Memo
         from captain_memo.commands.importer import read_records
         from captain_memo.engine import Engine
+        from captain_memo.memo import Memo
         from captain_memo.store import Store
 
         path = tmp_path_factory.mktemp("sample") / "sample.db"

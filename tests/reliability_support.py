@@ -29,8 +29,14 @@ def child_env(**extra: str) -> dict[str, str]:
 
 def spawn(*args: str, **popen) -> subprocess.Popen:
     """Start this file as a child process with the given arguments."""
-    return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], env=popen.pop("env", child_env()),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), *args],
+        env=popen.pop("env", child_env()),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
 # -- checks on a database file ----------------------------------------------------------------
@@ -50,8 +56,7 @@ def agreement(db_file: Path) -> dict:
         fts_ids = {r[0] for r in conn.execute("SELECT rowid FROM chunks_fts")}
         with_vector = {r[0] for r in conn.execute("SELECT id FROM chunks WHERE has_vector = 1")}
         table = store.vec_table
-        vec_ids = ({r[0] for r in conn.execute(f"SELECT rowid FROM {table}")}
-                   if store.table_exists(table) else set())
+        vec_ids = {r[0] for r in conn.execute(f"SELECT rowid FROM {table}")} if store.table_exists(table) else set()
         try:
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
             fts_check = "ok"
@@ -67,8 +72,12 @@ def agreement(db_file: Path) -> dict:
             "vectors": len(vec_ids),
             "fts_not_chunks": sorted(fts_ids ^ chunk_ids),
             "vectors_not_flagged": sorted(vec_ids ^ with_vector),
-            "memories_without_chunks": [r[0] for r in conn.execute(
-                "SELECT id FROM memories m WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id)")],
+            "memories_without_chunks": [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM memories m WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
+                )
+            ],
             "pending": len(chunk_ids - with_vector),
         }
     finally:
@@ -101,12 +110,17 @@ def write(db: str, writer: str, count: str, batch: str) -> int:
 
     engine = _engine(db)
     size = int(batch)
-    memories = [NewMemory(body=f"writer {writer} note {i}: the deploy of service {i % 17} uses port {8000 + i}",
-                          title=f"w{writer}-{i}", project=None if i % 3 else f"project-{writer}")
-                for i in range(int(count))]
+    memories = [
+        NewMemory(
+            body=f"writer {writer} note {i}: the deploy of service {i % 17} uses port {8000 + i}",
+            title=f"w{writer}-{i}",
+            project=None if i % 3 else f"project-{writer}",
+        )
+        for i in range(int(count))
+    ]
     saved = 0
     for start in range(0, len(memories), size):
-        part = memories[start: start + size]
+        part = memories[start : start + size]
         if size == 1:
             engine.remember(part[0])
             saved += 1
@@ -136,8 +150,9 @@ def recall(db: str, stop_file: str) -> int:
 
 def cli(*argv: str) -> int:
     """The real CLI with the hash embedder in place of the configured one (see the module doc)."""
-    import captain_memo.engine
     from fakes import HashEmbedder
+
+    import captain_memo.engine
 
     captain_memo.engine.make_embedder = lambda cfg: HashEmbedder()
     from captain_memo.cli import main

@@ -7,8 +7,18 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-GIT_CONFIG = ("-c", "user.name=Test Dev", "-c", "user.email=dev@example.com", "-c", "commit.gpgsign=false",
-              "-c", "init.defaultBranch=main", "-c", "core.hooksPath=/dev/null")
+GIT_CONFIG = (
+    "-c",
+    "user.name=Test Dev",
+    "-c",
+    "user.email=dev@example.com",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "init.defaultBranch=main",
+    "-c",
+    "core.hooksPath=/dev/null",
+)
 BASE_DAY = datetime(2024, 1, 1, 9, 0, tzinfo=timezone.utc).timestamp()
 
 DECISION_SQLITE = """---
@@ -110,14 +120,27 @@ def make_project(root: Path, commits: int = 30) -> list[str]:
     """A repository with two decisions, two skills and ``commits`` commits, one a day from 2024-01-01;
     returns the commit ids, oldest first. The first commit adds the notes."""
     init_repo(root)
-    shas = [commit(root, "Add decisions and skills\n\nThe first notes of the project.", {
-        "docs/decisions/0001-sqlite.md": DECISION_SQLITE,
-        "docs/decisions/0002-ports.md": DECISION_PORTS,
-        ".captain-memo/skills/release/SKILL.md": SKILL_RELEASE,
-        ".captain-memo/skills/rollback.md": SKILL_ROLLBACK,
-        "README.md": "# Demo service\n",
-    }, when=BASE_DAY)]
+    shas = [
+        commit(
+            root,
+            "Add decisions and skills\n\nThe first notes of the project.",
+            {
+                "docs/decisions/0001-sqlite.md": DECISION_SQLITE,
+                "docs/decisions/0002-ports.md": DECISION_PORTS,
+                ".captain-memo/skills/release/SKILL.md": SKILL_RELEASE,
+                ".captain-memo/skills/rollback.md": SKILL_ROLLBACK,
+                "README.md": "# Demo service\n",
+            },
+            when=BASE_DAY,
+        )
+    ]
     for n in range(1, commits):
-        shas.append(commit(root, f"Tune worker pool step {n}\n\nRaise the pool size to {n + 4} workers.",
-                           {f"src/worker_{n % 5}.py": f"POOL = {n + 4}\n"}, when=BASE_DAY + n * 86400))
+        shas.append(
+            commit(
+                root,
+                f"Tune worker pool step {n}\n\nRaise the pool size to {n + 4} workers.",
+                {f"src/worker_{n % 5}.py": f"POOL = {n + 4}\n"},
+                when=BASE_DAY + n * 86400,
+            )
+        )
     return shas

@@ -8,28 +8,76 @@ import json
 from datetime import datetime, timezone
 
 import pytest
-
-
 from recall_support import cli_error, run_cli
 
 NOTES = [
-    {"kind": "memory", "title": "Money is Decimal", "text": "All amounts are billing.money.Money; floats are refused.",
-     "created_at": "2026-05-19T09:02:00", "branch": "main", "source": "billing/money/__init__.py", "tags": ["money"]},
-    {"kind": "skill", "title": "Cut a release", "text": "scripts/release.sh 2.5.0 bumps the version and tags v2.5.0.",
-     "created_at": "2026-08-18", "branch": None, "source": {"path": "scripts/release.sh", "line_start": 1,
-                                                                  "line_end": 20, "commit": "abc123"}},
-    {"kind": "observation", "title": "", "text": "production is on version 2.5.0 since this morning",
-     "created_at": "2026-11-18T08:30:00Z", "branch": "main", "source": None},
-    {"kind": "observation", "title": "", "text": "the tax service answers 429 during the month-end run",
-     "created_at": "2026-09-01T07:55:00+02:00"},
+    {
+        "kind": "memory",
+        "title": "Money is Decimal",
+        "text": "All amounts are billing.money.Money; floats are refused.",
+        "created_at": "2026-05-19T09:02:00",
+        "branch": "main",
+        "source": "billing/money/__init__.py",
+        "tags": ["money"],
+    },
+    {
+        "kind": "skill",
+        "title": "Cut a release",
+        "text": "scripts/release.sh 2.5.0 bumps the version and tags v2.5.0.",
+        "created_at": "2026-08-18",
+        "branch": None,
+        "source": {"path": "scripts/release.sh", "line_start": 1, "line_end": 20, "commit": "abc123"},
+    },
+    {
+        "kind": "observation",
+        "title": "",
+        "text": "production is on version 2.5.0 since this morning",
+        "created_at": "2026-11-18T08:30:00Z",
+        "branch": "main",
+        "source": None,
+    },
+    {
+        "kind": "observation",
+        "title": "",
+        "text": "the tax service answers 429 during the month-end run",
+        "created_at": "2026-09-01T07:55:00+02:00",
+    },
 ]
 
-HIT_KEYS = {"rank", "id", "chunk_id", "kind", "title", "text", "score", "created_at", "age_days", "project", "branch",
-            "source", "superseded_by", "explain"}
+HIT_KEYS = {
+    "rank",
+    "id",
+    "chunk_id",
+    "kind",
+    "title",
+    "text",
+    "score",
+    "created_at",
+    "age_days",
+    "project",
+    "branch",
+    "source",
+    "superseded_by",
+    "explain",
+}
 SOURCE_KEYS = {"path", "line_start", "line_end", "commit", "origin", "filetype", "label"}
 EXPLAIN_KEYS = {"vector", "keyword", "bm25", "fused", "factors", "product"}
-MEMORY_KEYS = {"id", "kind", "title", "body", "created_at", "updated_at", "project", "branch", "source",
-               "superseded_by", "stability", "last_surfaced", "opened_in_full", "tags"}
+MEMORY_KEYS = {
+    "id",
+    "kind",
+    "title",
+    "body",
+    "created_at",
+    "updated_at",
+    "project",
+    "branch",
+    "source",
+    "superseded_by",
+    "stability",
+    "last_surfaced",
+    "opened_in_full",
+    "tags",
+}
 
 
 AUG_18 = datetime(2026, 8, 18, tzinfo=timezone.utc).timestamp()  # a date alone means midnight UTC
@@ -59,16 +107,42 @@ def remembered_id(out: str) -> int:
 
 
 def test_remember_from_an_argument_and_show(cli_env, capsys):
-    out = run_cli(capsys, "--db", cli_env, "remember", "--kind", "skill", "--title", "Cut a release", "--branch",
-                  "main", "--date", "2026-08-18", "--file", "scripts/release.sh", "--lines", "3-9",
-                  "scripts/release.sh", "bumps", "the", "version")
+    out = run_cli(
+        capsys,
+        "--db",
+        cli_env,
+        "remember",
+        "--kind",
+        "skill",
+        "--title",
+        "Cut a release",
+        "--branch",
+        "main",
+        "--date",
+        "2026-08-18",
+        "--file",
+        "scripts/release.sh",
+        "--lines",
+        "3-9",
+        "scripts/release.sh",
+        "bumps",
+        "the",
+        "version",
+    )
     mid = remembered_id(out)
     shown = json.loads(run_cli(capsys, "--db", cli_env, "show", "--json", mid))
     assert set(shown) == MEMORY_KEYS
     assert (shown["kind"], shown["title"], shown["body"], shown["branch"]) == (
-        "skill", "Cut a release", "scripts/release.sh bumps the version", "main")
+        "skill",
+        "Cut a release",
+        "scripts/release.sh bumps the version",
+        "main",
+    )
     assert (shown["source"]["path"], shown["source"]["line_start"], shown["source"]["line_end"]) == (
-        "scripts/release.sh", 3, 9)
+        "scripts/release.sh",
+        3,
+        9,
+    )
     assert shown["created_at"] == AUG_18
     assert shown["project"] is None  # not inside a repository: a personal note
     # Opening in full is the strongest surfacing; seconds after saving, spaced repetition (v3, the
@@ -148,8 +222,14 @@ def test_import_shows_progress_and_a_rerun_skips_duplicates(cli_env, notes_file,
     assert "importing [" in terminal.getvalue() and "4/4" in terminal.getvalue()
     assert run_cli(capsys, "--db", cli_env, "import", notes_file).strip() == "imported 0 memories, 4 already present"
     first = json.loads(run_cli(capsys, "--db", cli_env, "show", "--json", "2"))
-    assert first["source"] == {"path": "scripts/release.sh", "line_start": 1, "line_end": 20, "commit": "abc123",
-                               "origin": "import", "filetype": None}
+    assert first["source"] == {
+        "path": "scripts/release.sh",
+        "line_start": 1,
+        "line_end": 20,
+        "commit": "abc123",
+        "origin": "import",
+        "filetype": None,
+    }
     assert first["created_at"] == AUG_18
 
 
@@ -198,10 +278,35 @@ def test_the_json_document_names_every_key():
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parent.parent / "doc" / "json.md").read_text(encoding="utf-8")
-    keys = (HIT_KEYS | SOURCE_KEYS | EXPLAIN_KEYS | MEMORY_KEYS
-            | {"query", "profile", "legs", "failures", "elapsed_ms", "pool_size", "hits", "pending_vectors",
-               "database", "memories", "chunks", "fts_rows", "vectors", "strengthening", "active", "dormant",
-               "item", "ok", "detail", "name", "value"})
+    keys = (
+        HIT_KEYS
+        | SOURCE_KEYS
+        | EXPLAIN_KEYS
+        | MEMORY_KEYS
+        | {
+            "query",
+            "profile",
+            "legs",
+            "failures",
+            "elapsed_ms",
+            "pool_size",
+            "hits",
+            "pending_vectors",
+            "database",
+            "memories",
+            "chunks",
+            "fts_rows",
+            "vectors",
+            "strengthening",
+            "active",
+            "dormant",
+            "item",
+            "ok",
+            "detail",
+            "name",
+            "value",
+        }
+    )
     for key in keys:
         assert f"`{key}`" in doc or f'"{key}"' in doc, key
     for factor in ("identifier", "rare_token", "branch", "superseded", "recency", "tide"):

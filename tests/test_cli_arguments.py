@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from recall_support import cli_error, run_cli
 
 
@@ -24,8 +23,15 @@ def test_remember_takes_a_line_or_a_range(cli_env, capsys):
     assert [(s["line_start"], s["line_end"]) for s in sources] == [(7, 7), (3, 9)]
 
 
-@pytest.mark.parametrize("argv", [["show", "99999999999999999999"], ["forget", "99999999999999999999"],
-                                  ["supersede", "--undo", "99999999999999999999"], ["show", "-9999999999999999999999"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "99999999999999999999"],
+        ["forget", "99999999999999999999"],
+        ["supersede", "--undo", "99999999999999999999"],
+        ["show", "-9999999999999999999999"],
+    ],
+)
 def test_an_id_too_large_for_sqlite_is_simply_not_found(cli_env, capsys, argv):
     err = cli_error(capsys, "--db", cli_env, *argv)
     assert err == f"captain-memo: no memory with id {argv[-1]}\n"

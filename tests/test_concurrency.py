@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from reliability_support import agreement, assert_consistent, spawn
 
 WRITERS = 4

@@ -33,8 +33,12 @@ def other_value(value, name: str = "fusion_mode"):
     return new, new
 
 
-BAD = {bool: ["maybe", "2", ""], int: ["ten", "2.5", "-3", ""], float: ["abc", "nan", "inf", "-1", "1e999", ""],
-       str: ["bogus", ""]}
+BAD = {
+    bool: ["maybe", "2", ""],
+    int: ["ten", "2.5", "-3", ""],
+    float: ["abc", "nan", "inf", "-1", "1e999", ""],
+    str: ["bogus", ""],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -122,30 +126,61 @@ def test_several_overrides_together():
 def test_v2_defaults_match_the_documented_constants():
     v2 = PROFILES["v2"]
     assert (v2.fusion_mode, v2.vector_weight, v2.keyword_weight, v2.candidates_per_leg, v2.result_limit) == (
-        "weighted", 0.7, 0.3, 25, 10)
-    assert (v2.identifier_boost_step, v2.identifier_boost_cap, v2.rare_token_weight, v2.branch_weight,
-            v2.supersede_penalty) == (0.3, 2.0, 1.15, 1.1, 0.5)
+        "weighted",
+        0.7,
+        0.3,
+        25,
+        10,
+    )
+    assert (
+        v2.identifier_boost_step,
+        v2.identifier_boost_cap,
+        v2.rare_token_weight,
+        v2.branch_weight,
+        v2.supersede_penalty,
+    ) == (0.3, 2.0, 1.15, 1.1, 0.5)
     assert (v2.temporal_half_life_days, v2.temporal_floor, v2.temporal_top_n) == (21.0, 0.5, 10)
-    assert (v2.tide_initial_stability, v2.tide_max_stability, v2.tide_age_weight, v2.tide_floor, v2.tide_growth,
-            v2.tide_gain_auto, v2.tide_gain_search, v2.tide_gain_open) == (7.0, 365.0, 0.15, 0.30, 0.5, 0.5, 1.0,
-                                                                           1.5)
+    assert (
+        v2.tide_initial_stability,
+        v2.tide_max_stability,
+        v2.tide_age_weight,
+        v2.tide_floor,
+        v2.tide_growth,
+        v2.tide_gain_auto,
+        v2.tide_gain_search,
+        v2.tide_gain_open,
+    ) == (7.0, 365.0, 0.15, 0.30, 0.5, 0.5, 1.0, 1.5)
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({"CAPTAIN_MEMO_DB": "/data/x.db", "CAPTAIN_MEMO_HOME": "/h"}, "/data/x.db"),
-    ({"CAPTAIN_MEMO_HOME": "/h"}, "/h/memo.db"),
-    ({"XDG_DATA_HOME": "/xdg"}, "/xdg/captain-memo/memo.db"),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"CAPTAIN_MEMO_DB": "/data/x.db", "CAPTAIN_MEMO_HOME": "/h"}, "/data/x.db"),
+        ({"CAPTAIN_MEMO_HOME": "/h"}, "/h/memo.db"),
+        ({"XDG_DATA_HOME": "/xdg"}, "/xdg/captain-memo/memo.db"),
+    ],
+)
 def test_database_location(env, expected):
     assert str(db_path(env)) == expected
 
 
 def test_embedding_settings_from_the_environment(caplog):
-    cfg = embed_config({"CAPTAIN_MEMO_EMBED_PROVIDER": " Ollama ", "CAPTAIN_MEMO_EMBED_URL": "http://127.0.0.1:11434",
-                        "CAPTAIN_MEMO_EMBED_MODEL": "nomic-embed-text", "CAPTAIN_MEMO_EMBED_BATCH_SIZE": "8",
-                        "CAPTAIN_MEMO_EMBED_TIMEOUT": "2.5"})
+    cfg = embed_config(
+        {
+            "CAPTAIN_MEMO_EMBED_PROVIDER": " Ollama ",
+            "CAPTAIN_MEMO_EMBED_URL": "http://127.0.0.1:11434",
+            "CAPTAIN_MEMO_EMBED_MODEL": "nomic-embed-text",
+            "CAPTAIN_MEMO_EMBED_BATCH_SIZE": "8",
+            "CAPTAIN_MEMO_EMBED_TIMEOUT": "2.5",
+        }
+    )
     assert (cfg.provider, cfg.url, cfg.model, cfg.batch_size, cfg.timeout) == (
-        "ollama", "http://127.0.0.1:11434", "nomic-embed-text", 8, 2.5)
+        "ollama",
+        "http://127.0.0.1:11434",
+        "nomic-embed-text",
+        8,
+        2.5,
+    )
     with caplog.at_level(logging.WARNING, logger="captain_memo"):
         bad = embed_config({"CAPTAIN_MEMO_EMBED_BATCH_SIZE": "0", "CAPTAIN_MEMO_EMBED_TIMEOUT": "soon"})
     assert (bad.batch_size, bad.timeout) == (32, 30.0)
@@ -177,9 +212,18 @@ def test_the_configuration_table_lists_every_variable_with_its_profile_values():
         documented = [parsed(cell) for cell in rows[var(name)]]
         assert documented == [getattr(PROFILES[p], name) for p in ("v2", "legacy", "v3")], name
     text = doc.read_text(encoding="utf-8")
-    for other in ("CAPTAIN_MEMO_HOME", "CAPTAIN_MEMO_DB", "CAPTAIN_MEMO_RANK_PROFILE", "CAPTAIN_MEMO_EMBED_PROVIDER",
-                  "CAPTAIN_MEMO_EMBED_URL", "CAPTAIN_MEMO_EMBED_MODEL", "CAPTAIN_MEMO_EMBED_API_KEY",
-                  "CAPTAIN_MEMO_EMBED_BATCH_SIZE", "CAPTAIN_MEMO_EMBED_TIMEOUT", "CAPTAIN_MEMO_EMBED_ENCODING"):
+    for other in (
+        "CAPTAIN_MEMO_HOME",
+        "CAPTAIN_MEMO_DB",
+        "CAPTAIN_MEMO_RANK_PROFILE",
+        "CAPTAIN_MEMO_EMBED_PROVIDER",
+        "CAPTAIN_MEMO_EMBED_URL",
+        "CAPTAIN_MEMO_EMBED_MODEL",
+        "CAPTAIN_MEMO_EMBED_API_KEY",
+        "CAPTAIN_MEMO_EMBED_BATCH_SIZE",
+        "CAPTAIN_MEMO_EMBED_TIMEOUT",
+        "CAPTAIN_MEMO_EMBED_ENCODING",
+    ):
         assert f"`{other}`" in text, other
 
 
@@ -221,8 +265,14 @@ def test_huge_weights_never_give_an_infinite_score(engine, monkeypatch):
 
     for text in ("deploy the billing service on main", "billing deploys wait for the freeze", "deploy checklist"):
         engine.remember(NewMemory(body=text, kind="observation", branch="main"))
-    for name in ("vector_weight", "keyword_weight", "branch_weight", "rare_token_weight", "identifier_boost_cap",
-                 "identifier_boost_step"):
+    for name in (
+        "vector_weight",
+        "keyword_weight",
+        "branch_weight",
+        "rare_token_weight",
+        "identifier_boost_cap",
+        "identifier_boost_step",
+    ):
         monkeypatch.setenv(var(name), "1e308")
     result = engine.recall("deploy billing_service", branch="main", all_projects=True)
     assert result.hits and all(math.isfinite(hit.score) for hit in result.hits)

@@ -19,7 +19,6 @@ import signal
 import time
 
 import pytest
-
 from reliability_support import agreement, assert_consistent, spawn
 
 RECORDS = 2000
@@ -106,8 +105,12 @@ def write_notes(folder, count: int, revision: int = 0) -> None:
     for i in range(count):
         change = f" Revised ({revision}): entries now expire sooner." if revision and i % 2 == revision % 2 else ""
         (folder / f"note-{i:04}.md").write_text(
-            f"# Note {i}\n\n## Context\n\n" + "The service keeps a cache for ten minutes. " * (5 + i % 20)
-            + change + f"\n\n## Decision\n\nService {i} listens on port {8000 + i}.\n", encoding="utf-8")
+            f"# Note {i}\n\n## Context\n\n"
+            + "The service keeps a cache for ten minutes. " * (5 + i % 20)
+            + change
+            + f"\n\n## Decision\n\nService {i} listens on port {8000 + i}.\n",
+            encoding="utf-8",
+        )
 
 
 def stored_notes(db) -> set[tuple]:

@@ -15,7 +15,6 @@ import subprocess
 import sys
 
 import pytest
-
 from reliability_support import child_env, spawn
 
 MEMORIES = 200
@@ -32,8 +31,14 @@ def healthy(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("healthy") / "memo.db"
     engine = Engine(Store(path), HashEmbedder())
-    engine.remember_many([NewMemory(body=f"note {i}: the deploy of service {i} listens on port {8000 + i}. " * 8,
-                                    title=f"service {i}") for i in range(MEMORIES)])
+    engine.remember_many(
+        [
+            NewMemory(
+                body=f"note {i}: the deploy of service {i} listens on port {8000 + i}. " * 8, title=f"service {i}"
+            )
+            for i in range(MEMORIES)
+        ]
+    )
     engine.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     engine.close()
     return path
@@ -58,8 +63,9 @@ def root_page(healthy, table: str) -> int:
 
 
 def run_cli(db: str, *argv: str, without_vec: bool = False, env: dict | None = None):
-    proc = spawn("cli-without-vec" if without_vec else "cli", "--db", db, *argv, cwd=os.path.dirname(db),
-                 env=env or child_env())
+    proc = spawn(
+        "cli-without-vec" if without_vec else "cli", "--db", db, *argv, cwd=os.path.dirname(db), env=env or child_env()
+    )
     out, err = proc.communicate(timeout=120)
     return proc.returncode, out.removeprefix("started\n"), err
 
@@ -68,7 +74,10 @@ DAMAGE = {
     "truncated to half": lambda h, size: h.truncate(size // 2),
     "truncated to one page": lambda h, size: h.truncate(4096),
     "truncated inside the header": lambda h, size: h.truncate(60),
-    "overwritten with text": lambda h, size: (h.truncate(0), h.write(b"these are not the pages you are looking for\n" * 500)),
+    "overwritten with text": lambda h, size: (
+        h.truncate(0),
+        h.write(b"these are not the pages you are looking for\n" * 500),
+    ),
     "header zeroed": lambda h, size: h.write(b"\0" * 4096),
     "schema page garbled": lambda h, size: (h.seek(0), h.write(h.read(100)), h.write(os.urandom(4096 - 100))),
 }
@@ -175,8 +184,7 @@ def test_without_sqlite_vec_the_store_works_on_keywords_and_says_so(healthy, tmp
     assert "#8 " in out.splitlines()[0], out  # note 7 is memory #8, found by keywords alone
     assert "warning: only the keyword leg answered" in out and "sqlite-vec" in out, out
 
-    code, out, err = run_cli(str(db), "remember", "the cache for service 7 expires after ten minutes",
-                             without_vec=True)
+    code, out, err = run_cli(str(db), "remember", "the cache for service 7 expires after ten minutes", without_vec=True)
     assert code == 0 and "no vector yet" in out, out + err
     code, out, err = run_cli(str(db), "doctor", without_vec=True)
     assert code == 1 and any(line.startswith("FAIL sqlite-vec") for line in out.splitlines()), out
@@ -224,15 +232,29 @@ def closed_port() -> int:
 
 def test_a_failing_embedding_endpoint_degrades_to_keywords_with_a_warning(healthy, tmp_path):
     """A real failure: the configured Ollama endpoint is a loopback port nobody listens on."""
-    env = child_env(CAPTAIN_MEMO_EMBED_PROVIDER="ollama", CAPTAIN_MEMO_EMBED_URL=f"http://127.0.0.1:{closed_port()}",
-                    CAPTAIN_MEMO_DB=str(tmp_path / "memo.db"), CAPTAIN_MEMO_HOME=str(tmp_path))
+    env = child_env(
+        CAPTAIN_MEMO_EMBED_PROVIDER="ollama",
+        CAPTAIN_MEMO_EMBED_URL=f"http://127.0.0.1:{closed_port()}",
+        CAPTAIN_MEMO_DB=str(tmp_path / "memo.db"),
+        CAPTAIN_MEMO_HOME=str(tmp_path),
+    )
     cli = [sys.executable, "-m", "captain_memo.cli"]
-    saved = subprocess.run([*cli, "remember", "--project", "none", "the staging database is rebuilt nightly"],
-                           env=env, capture_output=True, text=True, timeout=120)
+    saved = subprocess.run(
+        [*cli, "remember", "--project", "none", "the staging database is rebuilt nightly"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert saved.returncode == 0, saved.stderr
     assert "no vector yet" in saved.stdout
-    found = subprocess.run([*cli, "recall", "--project", "none", "staging database rebuilt"], env=env,
-                           capture_output=True, text=True, timeout=120)
+    found = subprocess.run(
+        [*cli, "recall", "--project", "none", "staging database rebuilt"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert found.returncode == 0, found.stderr
     assert "#1 " in found.stdout.splitlines()[0], found.stdout
     assert "warning: only the keyword leg answered" in found.stdout and "vector leg failed" in found.stdout

@@ -38,14 +38,16 @@ def test_doctor_is_clean_without_one(db_file, capsys):
 
 
 def test_doctor_finds_a_vector_table_of_two_models(db_file, local_embedder, capsys):
+    from fakes import HashEmbedder
+
     from captain_memo.engine import Engine
     from captain_memo.store import NewMemory
     from captain_memo.store.db import vector_blob
-    from fakes import HashEmbedder
 
     engine = Engine(Store(db_file), local_embedder)
-    engine.remember_many([NewMemory(body=f"Note {i}: step {i * 7} of the runbook for service {i % 5}.")
-                          for i in range(30)])
+    engine.remember_many(
+        [NewMemory(body=f"Note {i}: step {i * 7} of the runbook for service {i % 5}.") for i in range(30)]
+    )
     engine.close()
     code, items = doctor(db_file, capsys)
     assert code == 0

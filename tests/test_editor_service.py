@@ -8,13 +8,13 @@ import queue
 import threading
 
 import pytest
-
-from captain_memo.memo import Memo
-from captain_memo.editor import ContextCache, EditorService, health_report
-from captain_memo.engine import Engine
-from captain_memo.store import NewMemory, Store
 from nvim_support import make_repo
 from sources_support import git
+
+from captain_memo.editor import ContextCache, EditorService, health_report
+from captain_memo.engine import Engine
+from captain_memo.memo import Memo
+from captain_memo.store import NewMemory, Store
 
 
 class Replies:
@@ -61,8 +61,18 @@ def test_save_records_the_buffers_repository_not_the_working_folder(service, db_
     monkeypatch.chdir(tmp_path)  # the editor's folder is outside the repository
     git(repo, "checkout", "-q", "-b", "feature/x")
     path = str(repo / "src" / "billing" / "price.py")
-    saved = ask(service, db_file, "save", text="price = base * (1 - discount)", title="Price formula",
-                path=path, context=path, line_start=7, line_end=8, filetype="python")
+    saved = ask(
+        service,
+        db_file,
+        "save",
+        text="price = base * (1 - discount)",
+        title="Price formula",
+        path=path,
+        context=path,
+        line_start=7,
+        line_end=8,
+        filetype="python",
+    )
     memory = Store(db_file).get(saved["id"])
     assert memory.source.path == "src/billing/price.py" and (memory.source.line_start, memory.source.line_end) == (7, 8)
     assert memory.branch == "feature/x" and memory.project == str(repo.resolve())
@@ -80,8 +90,17 @@ def test_a_file_outside_any_repository_has_no_project_or_branch(service, db_file
 
 def test_recall_answers_plain_data_with_context_and_located_sources(service, db_file, repo):
     path = str(repo / "src" / "billing" / "price.py")
-    ask(service, db_file, "save", text="get_effective_contract_price applies the discount", title="Price",
-        path=path, context=path, line_start=6, line_end=8)
+    ask(
+        service,
+        db_file,
+        "save",
+        text="get_effective_contract_price applies the discount",
+        title="Price",
+        path=path,
+        context=path,
+        line_start=6,
+        line_end=8,
+    )
     result = ask(service, db_file, "recall", query="get_effective_contract_price", context=path)
     assert result["context"]["branch"] == "main" and result["context"]["root"] == str(repo)
     [hit] = result["hits"]
@@ -99,8 +118,12 @@ def test_open_returns_the_memory_in_full_and_counts_for_tide(service, db_file, r
 
 def test_hint_counts_memories_naming_the_token_exactly(service, db_file, repo):
     path = str(repo / "src" / "billing" / "price.py")
-    for text in ("get_effective_contract_price rounds late", "see get_effective_contract_price()",
-                 "get effective contract price, in words", "Get_Effective_Contract_Price shouting"):
+    for text in (
+        "get_effective_contract_price rounds late",
+        "see get_effective_contract_price()",
+        "get effective contract price, in words",
+        "Get_Effective_Contract_Price shouting",
+    ):
         ask(service, db_file, "save", text=text, context=path)
     hint = ask(service, db_file, "hint", token="get_effective_contract_price", context=path)
     assert hint["count"] == 2
@@ -117,14 +140,17 @@ def test_forget_and_supersede(service, db_file, repo):
     assert [m.id for m in Store(db_file).list_memories()] == [new]
 
 
-@pytest.mark.parametrize("op, args, message", [
-    ("recall", {"query": "   "}, "the query is empty"),
-    ("save", {"text": ""}, "nothing to remember"),
-    ("save", {"text": "x", "kind": "diary"}, "unknown kind 'diary'"),
-    ("open", {"id": 999}, "no memory with id 999"),
-    ("forget", {"id": "seven"}, "id must be a whole number"),
-    ("launch", {}, "unknown request 'launch'"),
-])
+@pytest.mark.parametrize(
+    "op, args, message",
+    [
+        ("recall", {"query": "   "}, "the query is empty"),
+        ("save", {"text": ""}, "nothing to remember"),
+        ("save", {"text": "x", "kind": "diary"}, "unknown kind 'diary'"),
+        ("open", {"id": 999}, "no memory with id 999"),
+        ("forget", {"id": "seven"}, "id must be a whole number"),
+        ("launch", {}, "unknown request 'launch'"),
+    ],
+)
 def test_bad_requests_answer_one_readable_line(service, db_file, op, args, message):
     reply = service.handle(request(db_file, op, **args))
     assert not reply["ok"] and message in reply["error"] and "\n" not in reply["error"]
@@ -139,8 +165,9 @@ def test_an_unexpected_failure_is_marked_internal_and_logged(db_file, tmp_path):
 
     svc = EditorService(replies, memo_factory=broken)
     log_file = tmp_path / "log" / "captain-memo.log"
-    reply = svc.handle({"id": 3, "op": "recall", "settings": {"db": str(db_file), "log_file": str(log_file)},
-                        "args": {"query": "x"}})
+    reply = svc.handle(
+        {"id": 3, "op": "recall", "settings": {"db": str(db_file), "log_file": str(log_file)}, "args": {"query": "x"}}
+    )
     svc.close()
     import logging
 
@@ -150,8 +177,13 @@ def test_an_unexpected_failure_is_marked_internal_and_logged(db_file, tmp_path):
             logger.removeHandler(handler)
             handler.close()
     logger.propagate = True
-    assert reply == {"id": 3, "op": "recall", "ok": False, "internal": True,
-                     "error": "RuntimeError: disk on fire second line"}
+    assert reply == {
+        "id": 3,
+        "op": "recall",
+        "ok": False,
+        "internal": True,
+        "error": "RuntimeError: disk on fire second line",
+    }
     assert "Traceback" in log_file.read_text() and "disk on fire" in log_file.read_text()
 
 
@@ -202,8 +234,14 @@ def test_worktrees_share_a_project_unless_isolated(service, db_file, repo, tmp_p
     git(repo, "worktree", "add", "-q", "-b", "side", str(worktree))
     path = str(worktree / "src" / "billing" / "price.py")
     shared = ask(service, db_file, "recall", query="price", context=path)["context"]
-    isolated = service.handle({"id": 1, "op": "recall", "settings": {"db": str(db_file), "share_worktrees": False},
-                               "args": {"query": "price", "context": path}})["result"]["context"]
+    isolated = service.handle(
+        {
+            "id": 1,
+            "op": "recall",
+            "settings": {"db": str(db_file), "share_worktrees": False},
+            "args": {"query": "price", "context": path},
+        }
+    )["result"]["context"]
     assert shared["project"] == str(repo.resolve()) and shared["branch"] == "side"
     assert isolated["project"] == str(worktree.resolve())
 
@@ -246,13 +284,25 @@ def test_save_asks_before_storing_credentials_then_follows_the_choice(service, d
 
 def test_the_secrets_setting_decides_without_asking(service, db_file, repo):
     path = str(repo / "src" / "billing" / "price.py")
-    saved = service.handle({"id": 1, "op": "save", "settings": {"db": str(db_file), "secrets": "redact"},
-                            "args": {"text": CONFIG, "context": path}})["result"]
+    saved = service.handle(
+        {
+            "id": 1,
+            "op": "save",
+            "settings": {"db": str(db_file), "secrets": "redact"},
+            "args": {"text": CONFIG, "context": path},
+        }
+    )["result"]
     assert saved["saved"] and TOKEN not in Store(db_file).get(saved["id"]).body
     private = ask(service, db_file, "save", text=f"token <private>{TOKEN}</private> elided", context=path)
     assert private["saved"] and private["kept"] == [], "a private span is never stored, so never flagged"
-    reply = service.handle({"id": 2, "op": "save", "settings": {"db": str(db_file), "secrets": "sometimes"},
-                            "args": {"text": CONFIG, "context": path}})
+    reply = service.handle(
+        {
+            "id": 2,
+            "op": "save",
+            "settings": {"db": str(db_file), "secrets": "sometimes"},
+            "args": {"text": CONFIG, "context": path},
+        }
+    )
     assert not reply["ok"] and "secrets must be one of ask, redact, allow, not 'sometimes'" in reply["error"]
 
 
@@ -288,8 +338,9 @@ def test_a_damaged_database_mid_request_is_one_line_and_the_file_is_reopened_nex
 
     db = tmp_path / "memo.db"
     engine = Engine(Store(db), hash_embedder)
-    engine.remember_many([NewMemory(body=f"service {i} listens on port {8000 + i}", title=f"service {i}")
-                          for i in range(30)])
+    engine.remember_many(
+        [NewMemory(body=f"service {i} listens on port {8000 + i}", title=f"service {i}") for i in range(30)]
+    )
     engine.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     engine.close()
     shutil.copy(db, tmp_path / "healthy.db")

@@ -13,7 +13,6 @@ import threading
 import httpx
 import numpy as np
 import pytest
-
 from embed_support import MODEL, REPO, start_server, stop_server
 
 TEXTS = ["the webhook retries three times", "prices are rounded once, on the invoice total"]
@@ -46,8 +45,10 @@ def test_official_openai_client(encoding, embed_server, local_embedder):
     answer = client.embeddings.create(model=MODEL, input=TEXTS, **extra)
     assert [d.index for d in answer.data] == [0, 1] and answer.model == MODEL
     # Asked for base64 by name, the client hands back the strings as they came.
-    rows = [np.frombuffer(base64.b64decode(d.embedding), "<f4") if encoding == "base64" else d.embedding
-            for d in answer.data]
+    rows = [
+        np.frombuffer(base64.b64decode(d.embedding), "<f4") if encoding == "base64" else d.embedding
+        for d in answer.data
+    ]
     close(rows, local_embedder.embed(TEXTS))
     assert [m.id for m in client.models.list()] == [MODEL]
     with pytest.raises(openai.NotFoundError):
@@ -80,20 +81,27 @@ def test_health_and_listing_routes(embed_server):
         assert client.get("/api/version").json()["version"]
 
 
-@pytest.mark.parametrize("path, body, status, words", [
-    ("/api/embed", b"{not json", 400, "not valid JSON"),
-    ("/api/embed", b'["a list"]', 400, "JSON object"),
-    ("/api/embed", json.dumps({"model": MODEL, "input": [1, 2, 3]}).encode(), 400, "token ids"),
-    ("/api/embed", json.dumps({"model": MODEL, "input": [{"a": 1}]}).encode(), 400, "list of strings"),
-    ("/api/embed", json.dumps({"model": MODEL, "input": "x", "dimensions": 768}).encode(), 400, "384 dimensions"),
-    ("/api/embed", json.dumps({"model": "other", "input": "x"}).encode(), 404, "'other' not found"),
-    ("/api/embeddings", json.dumps({"model": MODEL, "prompt": 5}).encode(), 400, "'prompt' must be a string"),
-    ("/v1/embeddings", json.dumps({"model": MODEL}).encode(), 400, "'input' is required"),
-    ("/v1/embeddings", json.dumps({"model": MODEL, "input": ["x"] * 2049}).encode(), 400, "at most 2048"),
-    ("/v1/embeddings", json.dumps({"model": MODEL, "input": "x", "encoding_format": "hex"}).encode(), 400,
-     "encoding_format"),
-    ("/v1/nothing", b"{}", 404, "no route"),
-])
+@pytest.mark.parametrize(
+    "path, body, status, words",
+    [
+        ("/api/embed", b"{not json", 400, "not valid JSON"),
+        ("/api/embed", b'["a list"]', 400, "JSON object"),
+        ("/api/embed", json.dumps({"model": MODEL, "input": [1, 2, 3]}).encode(), 400, "token ids"),
+        ("/api/embed", json.dumps({"model": MODEL, "input": [{"a": 1}]}).encode(), 400, "list of strings"),
+        ("/api/embed", json.dumps({"model": MODEL, "input": "x", "dimensions": 768}).encode(), 400, "384 dimensions"),
+        ("/api/embed", json.dumps({"model": "other", "input": "x"}).encode(), 404, "'other' not found"),
+        ("/api/embeddings", json.dumps({"model": MODEL, "prompt": 5}).encode(), 400, "'prompt' must be a string"),
+        ("/v1/embeddings", json.dumps({"model": MODEL}).encode(), 400, "'input' is required"),
+        ("/v1/embeddings", json.dumps({"model": MODEL, "input": ["x"] * 2049}).encode(), 400, "at most 2048"),
+        (
+            "/v1/embeddings",
+            json.dumps({"model": MODEL, "input": "x", "encoding_format": "hex"}).encode(),
+            400,
+            "encoding_format",
+        ),
+        ("/v1/nothing", b"{}", 404, "no route"),
+    ],
+)
 def test_bad_requests_get_a_clear_error_and_the_connection_stays_usable(path, body, status, words, embed_server):
     before = embed_server.connections
     with httpx.Client(base_url=embed_server.url) as client:
@@ -137,8 +145,12 @@ def test_concurrent_clients_all_get_their_own_vectors(embed_server, local_embedd
 
 
 def test_the_cli_serves_on_a_free_port_and_stops_cleanly():
-    proc = subprocess.Popen([sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", "0"],
-                            stderr=subprocess.PIPE, text=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     try:
         line = proc.stderr.readline()
         match = re.search(r"serving (\S+) \((\d+)-d\) on (http://127\.0\.0\.1:\d+)", line)
@@ -155,7 +167,12 @@ def test_the_cli_serves_on_a_free_port_and_stops_cleanly():
 
 def test_the_cli_reports_a_port_in_use(embed_server):
     taken = str(embed_server.server_address[1])
-    done = subprocess.run([sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", taken],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", taken],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert f"cannot listen on 127.0.0.1:{taken}" in done.stderr

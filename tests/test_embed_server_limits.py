@@ -12,9 +12,9 @@ import time
 
 import httpx
 import pytest
+from embed_support import MODEL, stop_server
 
 from captain_memo.embeddings.server import EmbeddingServer, serve_in_thread
-from embed_support import MODEL, stop_server
 
 
 @pytest.fixture
@@ -23,8 +23,9 @@ def make_server(local_embedder):
     servers = []
 
     def make(idle_timeout: float, max_connections: int) -> EmbeddingServer:
-        server = EmbeddingServer(local_embedder, MODEL, "127.0.0.1", 0, idle_timeout=idle_timeout,
-                                 max_connections=max_connections)
+        server = EmbeddingServer(
+            local_embedder, MODEL, "127.0.0.1", 0, idle_timeout=idle_timeout, max_connections=max_connections
+        )
         serve_in_thread(server)
         servers.append(server)
         return server
@@ -58,8 +59,10 @@ def read_head(sock: socket.socket) -> str:
 def test_a_content_length_that_is_not_a_byte_count_is_refused(small_server, length):
     with connect(small_server) as sock:
         # The connection stays open after the body: a server that reads to EOF would wait here.
-        sock.sendall(f"POST /api/embed HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n".encode()
-                     + b'{"model": "%s", "input": "x"}' % MODEL.encode())
+        sock.sendall(
+            f"POST /api/embed HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n".encode()
+            + b'{"model": "%s", "input": "x"}' % MODEL.encode()
+        )
         head = read_head(sock)
     assert head.startswith("HTTP/1.1 400"), head
     assert "Connection: close" in head
@@ -67,7 +70,7 @@ def test_a_content_length_that_is_not_a_byte_count_is_refused(small_server, leng
 
 def test_a_body_shorter_than_announced_is_refused_when_the_client_goes_quiet(small_server):
     with connect(small_server) as sock:
-        sock.sendall(b"POST /api/embed HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"model\"")
+        sock.sendall(b'POST /api/embed HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"model"')
         started = time.monotonic()
         head = read_head(sock)
     assert head.startswith("HTTP/1.1 408"), head

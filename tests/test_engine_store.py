@@ -10,17 +10,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import sqlean
+from fakes import TableEmbedder
+from recall_support import assert_trace, at_similarity, days_ago
 
 from captain_memo.config import PROFILES
 from captain_memo.engine import Engine
 from captain_memo.ranking import lifecycle
 from captain_memo.store import NewMemory, Store
 
-from fakes import TableEmbedder
-from recall_support import assert_trace, at_similarity, days_ago
-
-LONG = "\n\n".join(f"Paragraph {i}: the invoice builder prices line {i} with tier tables and overrides. " * 6
-                   for i in range(8))
+LONG = "\n\n".join(
+    f"Paragraph {i}: the invoice builder prices line {i} with tier tables and overrides. " * 6 for i in range(8)
+)
 
 
 def id_sets(store: Store) -> dict[str, set[int]]:
@@ -43,6 +43,7 @@ def assert_consistent(store: Store) -> None:
 
 
 # -- consistency ---------------------------------------------------------------------------------
+
 
 def test_add_update_delete_keep_rows_fts_and_vectors_in_step(engine):
     store = engine.store
@@ -81,6 +82,7 @@ def test_a_failed_write_leaves_nothing_behind(engine):
 
 
 # -- scope ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def scoped(engine):
@@ -130,6 +132,7 @@ def test_candidates_per_leg_and_result_limit_come_from_the_environment(engine, m
 
 # -- supersession and Tide over the real store ----------------------------------------------------
 
+
 def test_a_superseded_memory_is_demoted_and_still_returned(engine):
     old = engine.remember(NewMemory(body="Production runs version 2.4.0"))
     new = engine.remember(NewMemory(body="Production runs version 2.5.0"))
@@ -154,13 +157,13 @@ def test_a_recall_strengthens_what_it_returns(engine, how, gain):
 
 
 def test_opening_in_full_is_the_strongest_surfacing_and_stops_demotion(engine):
-    mid = engine.remember(NewMemory(body="outbox worker picked up a webhook twice", kind="observation",
-                                    created_at=days_ago(300)))
+    mid = engine.remember(
+        NewMemory(body="outbox worker picked up a webhook twice", kind="observation", created_at=days_ago(300))
+    )
     first = engine.recall("outbox webhook", record=False, profile="v2").hits[0]
     assert 0.30 <= first.factor("tide") < 0.5
     shown = engine.show(mid, PROFILES["v2"])
-    assert shown.opened_in_full and shown.stability == pytest.approx(
-        lifecycle.strengthened(7.0, 1.5, PROFILES["v2"]))
+    assert shown.opened_in_full and shown.stability == pytest.approx(lifecycle.strengthened(7.0, 1.5, PROFILES["v2"]))
     # Even once it has gone unseen for a long time again, an opened observation is not demoted.
     with engine.store.write() as conn:
         conn.execute("UPDATE memories SET last_surfaced = ? WHERE id = ?", (days_ago(400), mid))
@@ -174,6 +177,7 @@ def test_recall_without_recording_changes_nothing(engine):
 
 
 # -- the cut comes last ----------------------------------------------------------------------------
+
 
 def test_the_cut_comes_after_tide(db_file):
     """Ten stale captures are closer in meaning than the one observation that holds the exact answer.
@@ -193,8 +197,9 @@ def test_the_cut_comes_after_tide(db_file):
         for text in stale:
             engine.remember(NewMemory(body=text, chunks=(text,), kind="observation", created_at=days_ago(730)))
         # 99 days unseen at S = 7: buoyancy 0.32, just above the dormant line.
-        answer_id = engine.remember(NewMemory(body=answer, chunks=(answer,), kind="observation",
-                                              created_at=days_ago(99)))
+        answer_id = engine.remember(
+            NewMemory(body=answer, chunks=(answer,), kind="observation", created_at=days_ago(99))
+        )
         result = engine.recall(query, limit=10, record=False, profile="v2")
         assert answer_id in [h.memory.id for h in result.hits]
         hit = next(h for h in result.hits if h.memory.id == answer_id)

@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from fakes import HashEmbedder
 
 from captain_memo.errors import InputError
 from captain_memo.evaluation import metrics
@@ -14,7 +15,6 @@ from captain_memo.evaluation.data import load
 from captain_memo.evaluation.methods import Method, default_methods, single_leg
 from captain_memo.evaluation.runner import build_store, evaluate
 from captain_memo.store.search import Scope
-from fakes import HashEmbedder
 
 DOCS = [
     {"id": "d1", "title": "Rounding", "text": "Never round intermediate prices; keep full decimal places."},
@@ -42,6 +42,7 @@ def write_set(folder, docs=DOCS, queries=QUERIES, qrels=QRELS):
 
 
 # -- metrics, against values worked out by hand --------------------------------------------------
+
 
 def test_ndcg_one_relevant_at_rank_two():
     assert metrics.ndcg_at(["x", "a", "y"], {"a": 1}) == pytest.approx(1 / math.log2(3))
@@ -71,6 +72,7 @@ def test_recall_and_mrr():
 
 # -- loading -------------------------------------------------------------------------------------
 
+
 def test_load_reads_a_beir_folder(tmp_path):
     ds = load(write_set(tmp_path / "toy"))
     assert ds.name == "toy"
@@ -94,6 +96,7 @@ def test_load_names_what_is_wrong(tmp_path):
 
 # -- the embedding cache -------------------------------------------------------------------------
 
+
 def test_cache_embeds_each_text_once_and_keys_by_model(tmp_path):
     inner = HashEmbedder()
     cached = CachedEmbedder(inner, EmbeddingCache(tmp_path / "cache"), progress=False)
@@ -108,6 +111,7 @@ def test_cache_embeds_each_text_once_and_keys_by_model(tmp_path):
 
 
 # -- runs through recall -------------------------------------------------------------------------
+
 
 @pytest.fixture
 def cached_hash(tmp_path):
@@ -161,8 +165,10 @@ def test_long_documents_are_chunked_but_counted_once(tmp_path, cached_hash):
 
 
 def test_a_query_with_a_group_searches_only_its_group(tmp_path, cached_hash):
-    docs = [{"id": "a1", "text": "pool size setting for the web app", "group": "web"},
-            {"id": "b1", "text": "pool size setting for the batch jobs", "group": "batch"}]
+    docs = [
+        {"id": "a1", "text": "pool size setting for the web app", "group": "web"},
+        {"id": "b1", "text": "pool size setting for the batch jobs", "group": "batch"},
+    ]
     queries = [{"id": "q", "text": "pool size setting", "group": "batch"}]
     ds = load(write_set(tmp_path / "grouped", docs=docs, queries=queries, qrels=[("q", "b1", 1)]))
     result = evaluate(ds, cached_hash, default_methods(with_ablations=False), progress=False)
@@ -176,8 +182,21 @@ def test_eval_command_writes_tables_json_and_dump(tmp_path, capsys, monkeypatch)
 
     folder = write_set(tmp_path / "toy")
     out, dump = tmp_path / "eval.md", tmp_path / "dump.jsonl"
-    code = main(["eval", "--data", str(folder), "--json", "--out", str(out), "--dump", str(dump),
-                 "--cache", str(tmp_path / "cache"), "--no-ablations"])
+    code = main(
+        [
+            "eval",
+            "--data",
+            str(folder),
+            "--json",
+            "--out",
+            str(out),
+            "--dump",
+            str(dump),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--no-ablations",
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     (toy,) = report["sets"]
@@ -191,6 +210,7 @@ def test_eval_command_writes_tables_json_and_dump(tmp_path, capsys, monkeypatch)
 
 
 # -- the keyword query and the v3 fusion the measurements led to ---------------------------------
+
 
 def test_words_joined_by_punctuation_also_match_alone(engine):
     from captain_memo.ranking.query import fts_match
@@ -228,10 +248,12 @@ def test_v3_puts_both_legs_on_one_scale_and_weighs_them_equally(engine):
     from captain_memo.store import NewMemory
 
     memory = engine.store.get(engine.remember(NewMemory(body="x")))
-    pool = [Candidate(1, memory, "a", vector=0.90, bm25=2.0),  # best vector, weak keyword
-            Candidate(2, memory, "b", vector=0.70, bm25=10.0),  # worst vector, best keyword
-            Candidate(3, memory, "c", vector=0.85, bm25=8.0),  # both legs agree it is good
-            Candidate(4, memory, "d", vector=0.80, bm25=None)]  # no query term at all: bm25 0
+    pool = [
+        Candidate(1, memory, "a", vector=0.90, bm25=2.0),  # best vector, weak keyword
+        Candidate(2, memory, "b", vector=0.70, bm25=10.0),  # worst vector, best keyword
+        Candidate(3, memory, "c", vector=0.85, bm25=8.0),  # both legs agree it is good
+        Candidate(4, memory, "d", vector=0.80, bm25=None),
+    ]  # no query term at all: bm25 0
     fused = {c.chunk_id: c.fused for c in union_fuse(pool, PROFILES["v3"], None)}
     assert fused[1] == pytest.approx(0.5 * 1.0 + 0.5 * 0.2)
     assert fused[2] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
@@ -242,15 +264,17 @@ def test_v3_puts_both_legs_on_one_scale_and_weighs_them_equally(engine):
 
 def test_a_failing_leg_stops_the_evaluation_instead_of_skewing_it(tmp_path):
     """The embedder is made to fail (a fake: an outage cannot be produced on demand here)."""
+    from fakes import failing
+
     from captain_memo.config import PROFILES
     from captain_memo.errors import RecallError
     from captain_memo.evaluation.runner import run_query
-    from fakes import failing
 
     ds = load(write_set(tmp_path / "toy"))
     inner = HashEmbedder()
-    engine, doc_of = build_store(ds, CachedEmbedder(inner, EmbeddingCache(tmp_path / "c"), progress=False),
-                                 tmp_path, progress=False)
+    engine, doc_of = build_store(
+        ds, CachedEmbedder(inner, EmbeddingCache(tmp_path / "c"), progress=False), tmp_path, progress=False
+    )
     try:
         inner.fail = failing()
         v2 = Method("v2", PROFILES["v2"])  # the keyword leg still answers: recall itself would not raise

@@ -38,20 +38,92 @@ FAST = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fi
 
 ATOMS = [
     # quotes and FTS5 syntax
-    '"', "'", "`", "(", ")", "*", "^", ":", "-", "+", "{", "}", "AND", "OR", "NOT", "NEAR", "NEAR(a b, 2)",
-    "text:", "{text}: x", "chunks_fts:", '"unbalanced', "NEAR/3", "a*", "^start",
+    '"',
+    "'",
+    "`",
+    "(",
+    ")",
+    "*",
+    "^",
+    ":",
+    "-",
+    "+",
+    "{",
+    "}",
+    "AND",
+    "OR",
+    "NOT",
+    "NEAR",
+    "NEAR(a b, 2)",
+    "text:",
+    "{text}: x",
+    "chunks_fts:",
+    '"unbalanced',
+    "NEAR/3",
+    "a*",
+    "^start",
     # SQL fragments
-    "'; DROP TABLE memories; --", "' OR '1'='1", "1; DELETE FROM chunks", "UNION SELECT * FROM meta", "/*", "*/",
-    "%", "_", "\\", "?", "?1", ":name", "@p", "$x",
+    "'; DROP TABLE memories; --",
+    "' OR '1'='1",
+    "1; DELETE FROM chunks",
+    "UNION SELECT * FROM meta",
+    "/*",
+    "*/",
+    "%",
+    "_",
+    "\\",
+    "?",
+    "?1",
+    ":name",
+    "@p",
+    "$x",
     # control characters, NUL, lone surrogates, direction marks, odd spaces
-    "\x00", "\x01", "\x1b[31m", "\t", "\n", "\r\n", "\ud800", "\udfff", "\udcff", "\u200f", "\u200e", "\u202e",
-    "\u2066", "\ufeff", "\u00a0", "\u2028", "\u3000",
+    "\x00",
+    "\x01",
+    "\x1b[31m",
+    "\t",
+    "\n",
+    "\r\n",
+    "\ud800",
+    "\udfff",
+    "\udcff",
+    "\u200f",
+    "\u200e",
+    "\u202e",
+    "\u2066",
+    "\ufeff",
+    "\u00a0",
+    "\u2028",
+    "\u3000",
     # emoji, CJK, other scripts, combining marks
-    "🙂", "👩‍💻", "🇳🇱", "🔥" * 3, "価格の丸め", "契約", "记忆", "계약", "Привет", "שלום", "مرحبا", "e\u0301", "İstanbul",
-    "ﬁ", "Ⅻ", "²", "𝔘𝔫𝔦",
+    "🙂",
+    "👩‍💻",
+    "🇳🇱",
+    "🔥" * 3,
+    "価格の丸め",
+    "契約",
+    "记忆",
+    "계약",
+    "Привет",
+    "שלום",
+    "مرحبا",
+    "e\u0301",
+    "İstanbul",
+    "ﬁ",
+    "Ⅻ",
+    "²",
+    "𝔘𝔫𝔦",
     # code-shaped tokens and plain words the ranker reacts to
-    "get_effective_contract_price", "billing.money.Money", "api/routes/quotes.py", "formatMoney", "__init__",
-    "latest", "recent", "invoice", "rounding", "deploy",
+    "get_effective_contract_price",
+    "billing.money.Money",
+    "api/routes/quotes.py",
+    "formatMoney",
+    "__init__",
+    "latest",
+    "recent",
+    "invoice",
+    "rounding",
+    "deploy",
 ]
 hostile = st.lists(st.one_of(st.sampled_from(ATOMS), st.text(max_size=12)), max_size=10).map(" ".join)
 MATCH_SHAPE = re.compile(r'^"(?:[^"]|"")+"(?: OR "(?:[^"]|"")+")*$')  # quoted terms, quotes doubled
@@ -65,9 +137,17 @@ def store_engine(tmp_path_factory):
     from captain_memo.store import Store
 
     engine = Engine(Store(tmp_path_factory.mktemp("hostile") / "memo.db"), HashEmbedder())
-    engine.remember_many([NewMemory(body=f"{' '.join(ATOMS[i:i + 6])} note {i}".replace("\x00", "")
-                                    .encode("utf-8", "ignore").decode("utf-8"), project="p" if i % 2 else None)
-                          for i in range(0, len(ATOMS), 3)])
+    engine.remember_many(
+        [
+            NewMemory(
+                body=f"{' '.join(ATOMS[i : i + 6])} note {i}".replace("\x00", "")
+                .encode("utf-8", "ignore")
+                .decode("utf-8"),
+                project="p" if i % 2 else None,
+            )
+            for i in range(0, len(ATOMS), 3)
+        ]
+    )
     yield engine
     engine.close()
 
@@ -128,8 +208,23 @@ def _scratch_fts():
 
 DAY = 86400.0
 NOW = 1_795_000_000.0
-TOKENS = ["get_effective_contract_price", "billing.money.Money", "formatMoney", "api/routes/quotes.py", "invoice",
-          "rounding", "latest", "recent", "deploy", "the", "of", "价格", "🙂", '"', "NOT"]
+TOKENS = [
+    "get_effective_contract_price",
+    "billing.money.Money",
+    "formatMoney",
+    "api/routes/quotes.py",
+    "invoice",
+    "rounding",
+    "latest",
+    "recent",
+    "deploy",
+    "the",
+    "of",
+    "价格",
+    "🙂",
+    '"',
+    "NOT",
+]
 words = st.lists(st.sampled_from(TOKENS), min_size=1, max_size=8).map(" ".join)
 unit_float = st.floats(0.0, 1.0, allow_nan=False)
 
@@ -138,10 +233,22 @@ unit_float = st.floats(0.0, 1.0, allow_nan=False)
 def memories(draw, mid: int) -> Memory:
     created = NOW - draw(st.floats(-30.0, 3000.0)) * DAY  # includes dates in the future
     surfaced = draw(st.none() | st.floats(-1.0, 3000.0).map(lambda days: NOW - days * DAY))
-    return Memory(id=mid, kind=draw(st.sampled_from(KINDS)), title="", body="", created_at=created,
-                  updated_at=created, project=None, branch=draw(st.sampled_from([None, "main", "feature/x"])),
-                  source=Source(), content_hash=str(mid), superseded_by=draw(st.none() | st.integers(1, 50)),
-                  stability=draw(st.floats(0.0, 400.0)), last_surfaced=surfaced, opened_in_full=draw(st.booleans()))
+    return Memory(
+        id=mid,
+        kind=draw(st.sampled_from(KINDS)),
+        title="",
+        body="",
+        created_at=created,
+        updated_at=created,
+        project=None,
+        branch=draw(st.sampled_from([None, "main", "feature/x"])),
+        source=Source(),
+        content_hash=str(mid),
+        superseded_by=draw(st.none() | st.integers(1, 50)),
+        stability=draw(st.floats(0.0, 400.0)),
+        last_surfaced=surfaced,
+        opened_in_full=draw(st.booleans()),
+    )
 
 
 @st.composite
@@ -155,26 +262,54 @@ def pools(draw) -> list[Candidate]:
         bm25 = draw(st.floats(0.0, 40.0)) if legs != "vector" else None
         raw.append((chunk_id, draw(st.sampled_from(mems)), draw(words), vector, bm25))
     keyword = min_max({cid: bm25 for cid, _, _, _, bm25 in raw if bm25 is not None})
-    vrank = {cid: i + 1 for i, (cid, *_rest) in enumerate(sorted((r for r in raw if r[3] is not None), key=lambda r: -r[3]))}
-    krank = {cid: i + 1 for i, (cid, *_rest) in enumerate(sorted((r for r in raw if r[4] is not None), key=lambda r: -r[4]))}
-    return [Candidate(chunk_id=cid, memory=m, text=text, vector=vector, keyword=keyword.get(cid), bm25=bm25,
-                      vector_rank=vrank.get(cid), keyword_rank=krank.get(cid)) for cid, m, text, vector, bm25 in raw]
+    vrank = {
+        cid: i + 1 for i, (cid, *_rest) in enumerate(sorted((r for r in raw if r[3] is not None), key=lambda r: -r[3]))
+    }
+    krank = {
+        cid: i + 1 for i, (cid, *_rest) in enumerate(sorted((r for r in raw if r[4] is not None), key=lambda r: -r[4]))
+    }
+    return [
+        Candidate(
+            chunk_id=cid,
+            memory=m,
+            text=text,
+            vector=vector,
+            keyword=keyword.get(cid),
+            bm25=bm25,
+            vector_rank=vrank.get(cid),
+            keyword_rank=krank.get(cid),
+        )
+        for cid, m, text, vector, bm25 in raw
+    ]
 
 
 @st.composite
 def configs(draw):
     base = draw(st.sampled_from(list(PROFILES.values())))
-    return replace(base, identifier_boost_step=draw(st.floats(0.0, 2.0)), identifier_boost_cap=draw(st.floats(0.5, 5.0)),
-                   temporal_floor=draw(unit_float), temporal_half_life_days=draw(st.floats(0.01, 400.0)),
-                   tide_age_weight=draw(st.floats(0.0, 5.0)), supersede_penalty=draw(unit_float),
-                   branch_weight=draw(st.floats(1.0, 2.0)), rare_token_weight=draw(st.floats(1.0, 2.0)),
-                   vector_weight=draw(unit_float), keyword_weight=draw(unit_float))
+    return replace(
+        base,
+        identifier_boost_step=draw(st.floats(0.0, 2.0)),
+        identifier_boost_cap=draw(st.floats(0.5, 5.0)),
+        temporal_floor=draw(unit_float),
+        temporal_half_life_days=draw(st.floats(0.01, 400.0)),
+        tide_age_weight=draw(st.floats(0.0, 5.0)),
+        supersede_penalty=draw(unit_float),
+        branch_weight=draw(st.floats(1.0, 2.0)),
+        rare_token_weight=draw(st.floats(1.0, 2.0)),
+        vector_weight=draw(unit_float),
+        keyword_weight=draw(unit_float),
+    )
 
 
 @pytest.mark.slow  # ~10 s: building 300 pools of up to 30 candidates is most of it
 @settings(max_examples=POOL_EXAMPLES, **FAST)
-@given(pool=pools(), cfg=configs(), query=words, branch=st.sampled_from([None, "main", "feature/x"]),
-       limit=st.integers(1, 15))
+@given(
+    pool=pools(),
+    cfg=configs(),
+    query=words,
+    branch=st.sampled_from([None, "main", "feature/x"]),
+    limit=st.integers(1, 15),
+)
 def test_ranking_invariants_hold_for_any_pool(pool, cfg, query, branch, limit):
     assert cfg.tide_floor == 0.30  # every profile's Tide floor
     ranked = rank_pool(pool, RankRequest(analyse(query, cfg.rare_token_min_length), branch, NOW, limit), cfg)
@@ -220,25 +355,41 @@ def _refusals(fields: dict[str, str]) -> set[tuple[str, str]]:
 
 
 @settings(max_examples=STORE_EXAMPLES, **FAST)
-@given(body=field_text, title=field_text, project=field_text, branch=field_text, path=field_text,
-       kind=st.sampled_from(KINDS))
-@example(body="'; DROP TABLE memories; --", title='"', project="p\u202e", branch="feature/🙂", path="src/契約.py",
-         kind="memory")
-def test_hostile_fields_round_trip_byte_equal_or_are_refused_by_name(store_engine, body, title, project, branch,
-                                                                      path, kind):
+@given(
+    body=field_text,
+    title=field_text,
+    project=field_text,
+    branch=field_text,
+    path=field_text,
+    kind=st.sampled_from(KINDS),
+)
+@example(
+    body="'; DROP TABLE memories; --",
+    title='"',
+    project="p\u202e",
+    branch="feature/🙂",
+    path="src/契約.py",
+    kind="memory",
+)
+def test_hostile_fields_round_trip_byte_equal_or_are_refused_by_name(
+    store_engine, body, title, project, branch, path, kind
+):
     body, title = body.replace("<private>", ""), title.replace("<private>", "")  # private spans: tested below
     fields = {"text": body, "title": title, "project": project, "branch": branch, "file path": path}
     refusals = _refusals(fields)
-    memory = NewMemory(body=body, kind=kind, title=title, project=project, branch=branch,
-                       source=Source(path=path, origin="editor"))
+    memory = NewMemory(
+        body=body, kind=kind, title=title, project=project, branch=branch, source=Source(path=path, origin="editor")
+    )
     try:
         memory_id = store_engine.remember(memory)
     except InputError as exc:
         message = str(exc)
         event("refused")
         assert refusals, f"refused valid input: {message}"
-        assert any(message.startswith(name) and reason in message or reason == "empty" and "empty" in message
-                   for name, reason in refusals), message
+        assert any(
+            message.startswith(name) and reason in message or reason == "empty" and "empty" in message
+            for name, reason in refusals
+        ), message
         return
     event("stored")
     assert not refusals, f"stored what should have been refused: {refusals}"
@@ -287,13 +438,16 @@ def test_a_one_megabyte_text_of_emoji_and_cjk_round_trips(engine):
     assert engine.recall("契約価格 rounding").hits[0].memory.id == memory_id
 
 
-@pytest.mark.parametrize("field, make, limit", [
-    ("text", lambda n: NewMemory(body="x" * n), MAX_BODY_CHARS),
-    ("title", lambda n: NewMemory(body="x", title="t" * n), MAX_TITLE_CHARS),
-    ("project", lambda n: NewMemory(body="x", project="p" * n), MAX_FIELD_CHARS),
-    ("branch", lambda n: NewMemory(body="x", branch="b" * n), MAX_FIELD_CHARS),
-    ("file path", lambda n: NewMemory(body="x", source=Source(path="f" * n)), MAX_FIELD_CHARS),
-])
+@pytest.mark.parametrize(
+    "field, make, limit",
+    [
+        ("text", lambda n: NewMemory(body="x" * n), MAX_BODY_CHARS),
+        ("title", lambda n: NewMemory(body="x", title="t" * n), MAX_TITLE_CHARS),
+        ("project", lambda n: NewMemory(body="x", project="p" * n), MAX_FIELD_CHARS),
+        ("branch", lambda n: NewMemory(body="x", branch="b" * n), MAX_FIELD_CHARS),
+        ("file path", lambda n: NewMemory(body="x", source=Source(path="f" * n)), MAX_FIELD_CHARS),
+    ],
+)
 def test_oversized_fields_are_refused_naming_the_limit(engine, field, make, limit):
     with pytest.raises(InputError, match=rf"^{field} is {limit + 1:,} characters; the limit is {limit:,}$"):
         engine.remember(make(limit + 1))
@@ -305,16 +459,19 @@ def test_oversized_fields_are_refused_naming_the_limit(engine, field, make, limi
 # -- private spans ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body, stored", [
-    ("deploy key <private>hunter2</private> rotated", "deploy key  rotated"),
-    ("a <PRIVATE>multi\nline\nsecret</Private> b", "a  b"),
-    ("x <private>1</private> y <private>2</private> z", "x  y  z"),
-    ("kept <private>an opening tag never closed hides the rest", "kept "),
-    ("public <private>A <private>B</private> C secret</private> end", "public  end"),
-    ("public <private>A</private> B secret </private> end", "public  end"),
-    ("x <private>1</private> y <private>2 <private>3</private> z", "x  y "),
-    ("a secret</private> b </private> c", " c"),
-])
+@pytest.mark.parametrize(
+    "body, stored",
+    [
+        ("deploy key <private>hunter2</private> rotated", "deploy key  rotated"),
+        ("a <PRIVATE>multi\nline\nsecret</Private> b", "a  b"),
+        ("x <private>1</private> y <private>2</private> z", "x  y  z"),
+        ("kept <private>an opening tag never closed hides the rest", "kept "),
+        ("public <private>A <private>B</private> C secret</private> end", "public  end"),
+        ("public <private>A</private> B secret </private> end", "public  end"),
+        ("x <private>1</private> y <private>2 <private>3</private> z", "x  y "),
+        ("a secret</private> b </private> c", " c"),
+    ],
+)
 def test_private_spans_are_never_stored_or_indexed(engine, body, stored):
     memory_id = engine.remember(NewMemory(body=body, title="t <private>title secret</private>"))
     memory = engine.store.get(memory_id)
@@ -328,8 +485,12 @@ def test_private_spans_are_never_stored_or_indexed(engine, body, stored):
 
 
 def test_private_spans_in_given_chunks_are_removed(engine):
-    memory_id = engine.remember(NewMemory(body="## Deploy\nthe token is <private>abc</private> rotated",
-                                          chunks=("## Deploy\nthe token is <private>abc", "rotated</private> daily")))
+    memory_id = engine.remember(
+        NewMemory(
+            body="## Deploy\nthe token is <private>abc</private> rotated",
+            chunks=("## Deploy\nthe token is <private>abc", "rotated</private> daily"),
+        )
+    )
     texts = [c.text for c in engine.store.chunks_of(memory_id)]
     assert texts == ["## Deploy\nthe token is ", " daily"]
 
@@ -374,9 +535,9 @@ def test_cli_refuses_undecodable_bytes_and_searches_operators_literally(tmp_path
 
     code, out, err = cli("remember", "--project", "none", b"caf\xe9 latin-1 bytes")  # not UTF-8: a lone surrogate
     assert code == 1 and "unpaired surrogate" in err and "Traceback" not in err, err
-    code, out, err = cli("remember", "--project", "none", "--branch", "feature/🙂\u202e", "NEAR(a b) AND \"x\" OR *")
+    code, out, err = cli("remember", "--project", "none", "--branch", "feature/🙂\u202e", 'NEAR(a b) AND "x" OR *')
     assert code == 0, err
-    code, out, err = cli("recall", "--project", "none", "NEAR(a b) AND \"x\" OR *")
+    code, out, err = cli("recall", "--project", "none", 'NEAR(a b) AND "x" OR *')
     assert code == 0 and "#1 " in out, out + err
     code, out, err = cli("recall", "--project", "none", "'; DROP TABLE memories; --")
     assert code == 0 and "Traceback" not in err, err

@@ -7,37 +7,157 @@ from __future__ import annotations
 import random
 
 import pytest
+from recall_support import assert_trace
 
 from captain_memo.errors import InputError
 from captain_memo.ranking.query import fts_match
 from captain_memo.store import NewMemory
 from captain_memo.store.search import Scope, keyword_leg
 
-from recall_support import assert_trace
-
 ATOMS = [
-    '"', "'", "`", "(", ")", "[", "]", "{", "}", "*", "-", "+", "^", ":", "~", "%", "$", "#", "@", "!", "\\", "|",
-    "AND", "OR", "NOT", "NEAR", "NEAR(", "NEAR/3", "and", "or", "not", "near(a b, 2)",
-    "text:", "text:invoice", "{text}:", "{text title}: x", "chunks_fts:", "-text:", "rowid:1", "^text",
-    "'; DROP TABLE memories; --", "' OR 1=1 --", '" OR ""="', "/*", "*/", "UNION SELECT * FROM meta",
-    "1; DELETE FROM chunks", "%' --", "x' UNION SELECT", "bm25(chunks_fts)",
-    "🙂", "🔥🔥", "👩‍💻", "🇳🇱", "价格", "契約価格", "계약", "Привет", "\u200f", "\u200e", "\u202e", "שלום",
-    "مرحبا", "e\u0301", "\ufeff", "\u00a0", "\u2028", "𝔘𝔫𝔦", "ﬁ", "Ⅻ", "²", "\t", "\n", "\r",
-    "get_effective_contract_price", "billing.money.Money", "api/routes/quotes.py", "formatMoney", "__init__",
-    "a.b", "./", "../..", "//", "_", ".", "/", "...", "foo_bar*", "*foo", '"unbalanced', "(unbalanced", "((((",
-    "))))", "[[", "}}", "invoice", "price", "tier", "gapless", "x" * 300,
+    '"',
+    "'",
+    "`",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "*",
+    "-",
+    "+",
+    "^",
+    ":",
+    "~",
+    "%",
+    "$",
+    "#",
+    "@",
+    "!",
+    "\\",
+    "|",
+    "AND",
+    "OR",
+    "NOT",
+    "NEAR",
+    "NEAR(",
+    "NEAR/3",
+    "and",
+    "or",
+    "not",
+    "near(a b, 2)",
+    "text:",
+    "text:invoice",
+    "{text}:",
+    "{text title}: x",
+    "chunks_fts:",
+    "-text:",
+    "rowid:1",
+    "^text",
+    "'; DROP TABLE memories; --",
+    "' OR 1=1 --",
+    '" OR ""="',
+    "/*",
+    "*/",
+    "UNION SELECT * FROM meta",
+    "1; DELETE FROM chunks",
+    "%' --",
+    "x' UNION SELECT",
+    "bm25(chunks_fts)",
+    "🙂",
+    "🔥🔥",
+    "👩‍💻",
+    "🇳🇱",
+    "价格",
+    "契約価格",
+    "계약",
+    "Привет",
+    "\u200f",
+    "\u200e",
+    "\u202e",
+    "שלום",
+    "مرحبا",
+    "e\u0301",
+    "\ufeff",
+    "\u00a0",
+    "\u2028",
+    "𝔘𝔫𝔦",
+    "ﬁ",
+    "Ⅻ",
+    "²",
+    "\t",
+    "\n",
+    "\r",
+    "get_effective_contract_price",
+    "billing.money.Money",
+    "api/routes/quotes.py",
+    "formatMoney",
+    "__init__",
+    "a.b",
+    "./",
+    "../..",
+    "//",
+    "_",
+    ".",
+    "/",
+    "...",
+    "foo_bar*",
+    "*foo",
+    '"unbalanced',
+    "(unbalanced",
+    "((((",
+    "))))",
+    "[[",
+    "}}",
+    "invoice",
+    "price",
+    "tier",
+    "gapless",
+    "x" * 300,
 ]
 
 
 def hostile_queries(n: int = 300) -> list[str]:
     rng = random.Random(20261129)
     fixed = [
-        '"', "(", ")", "*", "-", "^", ":", "AND", "OR", "NOT", "NEAR", "AND OR NOT", "NEAR(invoice price)",
-        '"invoice" AND "price"', "text:invoice", "{text}: invoice", "-invoice", "invoice*", "^invoice",
-        '"unbalanced quote', "unbalanced (paren", "price)", "[tier", "a:b:c", "' OR '1'='1",
-        "SELECT * FROM memories", "🙂", "价格の丸め", "\u200fprice\u200f", "\u202eecirp",
-        "a" * 10_000, "(" * 10_000, "🙂" * 10_000, ("get_effective_contract_price " * 400)[:10_000],
-        "NOT " * 2_500, ("x" * 9_999) + '"', "".join(chr(c) for c in range(0x21, 0x7f)),
+        '"',
+        "(",
+        ")",
+        "*",
+        "-",
+        "^",
+        ":",
+        "AND",
+        "OR",
+        "NOT",
+        "NEAR",
+        "AND OR NOT",
+        "NEAR(invoice price)",
+        '"invoice" AND "price"',
+        "text:invoice",
+        "{text}: invoice",
+        "-invoice",
+        "invoice*",
+        "^invoice",
+        '"unbalanced quote',
+        "unbalanced (paren",
+        "price)",
+        "[tier",
+        "a:b:c",
+        "' OR '1'='1",
+        "SELECT * FROM memories",
+        "🙂",
+        "价格の丸め",
+        "\u200fprice\u200f",
+        "\u202eecirp",
+        "a" * 10_000,
+        "(" * 10_000,
+        "🙂" * 10_000,
+        ("get_effective_contract_price " * 400)[:10_000],
+        "NOT " * 2_500,
+        ("x" * 9_999) + '"',
+        "".join(chr(c) for c in range(0x21, 0x7F)),
     ]
     out = list(fixed)
     while len(out) < n:
@@ -66,10 +186,10 @@ NOTES = [
 
 @pytest.fixture(scope="module")
 def hostile_engine(tmp_path_factory):
+    from fakes import HashEmbedder
+
     from captain_memo.engine import Engine
     from captain_memo.store import Store
-
-    from fakes import HashEmbedder
 
     engine = Engine(Store(tmp_path_factory.mktemp("hostile") / "memo.db"), HashEmbedder())
     ids = {}
@@ -86,7 +206,7 @@ def test_three_hundred_distinct_queries():
 @pytest.mark.parametrize("index", range(0, 300, 30))
 def test_hostile_queries_never_raise(hostile_engine, index):
     engine, _ = hostile_engine
-    for query in QUERIES[index: index + 30]:
+    for query in QUERIES[index : index + 30]:
         result = engine.recall(query, record=False)
         assert result.failures == {}, (query[:80], result.failures)
         assert result.legs == ("vector", "keyword")
@@ -94,15 +214,18 @@ def test_hostile_queries_never_raise(hostile_engine, index):
         keyword_leg(engine.store, fts_match(query), Scope(), 25)  # and the keyword leg on its own
 
 
-@pytest.mark.parametrize("query, what", [
-    ("price\x00", "NUL"),
-    ("\x00", "NUL"),
-    ("price \ud800", "unpaired surrogate"),
-    ("\udfff", "unpaired surrogate"),
-    ("   ", "empty"),
-    ("", "empty"),
-    ("x" * 10_001, "limit"),
-])
+@pytest.mark.parametrize(
+    "query, what",
+    [
+        ("price\x00", "NUL"),
+        ("\x00", "NUL"),
+        ("price \ud800", "unpaired surrogate"),
+        ("\udfff", "unpaired surrogate"),
+        ("   ", "empty"),
+        ("", "empty"),
+        ("x" * 10_001, "limit"),
+    ],
+)
 def test_unsearchable_text_is_a_clear_input_error(hostile_engine, query, what):
     engine, _ = hostile_engine
     with pytest.raises(InputError) as caught:
@@ -110,20 +233,23 @@ def test_unsearchable_text_is_a_clear_input_error(hostile_engine, query, what):
     assert what in str(caught.value)
 
 
-@pytest.mark.parametrize("query, note", [
-    ("get_effective_contract_price", 0),
-    ("get_effective_contract_price?", 0),
-    ("billing.money.Money", 1),
-    ("billing.money.Money.", 1),
-    ("api/routes/quotes.py", 2),
-    ("`api/routes/quotes.py`,", 2),
-    ("web/src/lib/formatMoney.ts", 3),
-    ("formatMoney", 3),
-    ("tests/__init__.py", 4),
-    ("__init__", 4),
-    ("2.5.0-rc1", 5),
-    ("contract_pricing_v2", 5),
-])
+@pytest.mark.parametrize(
+    "query, note",
+    [
+        ("get_effective_contract_price", 0),
+        ("get_effective_contract_price?", 0),
+        ("billing.money.Money", 1),
+        ("billing.money.Money.", 1),
+        ("api/routes/quotes.py", 2),
+        ("`api/routes/quotes.py`,", 2),
+        ("web/src/lib/formatMoney.ts", 3),
+        ("formatMoney", 3),
+        ("tests/__init__.py", 4),
+        ("__init__", 4),
+        ("2.5.0-rc1", 5),
+        ("contract_pricing_v2", 5),
+    ],
+)
 def test_identifiers_find_the_chunks_that_contain_them(hostile_engine, query, note):
     engine, ids = hostile_engine
     expected = ids[NOTES[note]]
@@ -135,11 +261,14 @@ def test_identifiers_find_the_chunks_that_contain_them(hostile_engine, query, no
     assert_trace(both.hits)
 
 
-@pytest.mark.parametrize("query, note", [
-    ("is it billing.money.Money.", 1),
-    ("where is api/routes/quotes.py", 2),
-    ("who calls get_effective_contract_price?", 0),
-])
+@pytest.mark.parametrize(
+    "query, note",
+    [
+        ("is it billing.money.Money.", 1),
+        ("where is api/routes/quotes.py", 2),
+        ("who calls get_effective_contract_price?", 0),
+    ],
+)
 def test_identifiers_inside_sentences_are_found(hostile_engine, query, note):
     engine, ids = hostile_engine
     keyword_only = engine.recall(query, legs=("keyword",), record=False)

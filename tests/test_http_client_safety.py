@@ -11,12 +11,12 @@ import json
 import time
 
 import pytest
+from embed_support import cli
+from hostile_support import answer
 
 from captain_memo.embeddings.http import MAX_ANSWER_BYTES, OllamaEmbedder, OpenAIEmbedder
 from captain_memo.embeddings.urls import masked_url
 from captain_memo.errors import EmbeddingError
-from embed_support import cli
-from hostile_support import answer
 
 
 def vectors_body(count: int = 1) -> bytes:
@@ -68,7 +68,7 @@ def drip(where: str):
         for i in range(30):
             if handler.server.stop.is_set():
                 return
-            handler.wfile.write((slow or body)[i:i + 1])
+            handler.wfile.write((slow or body)[i : i + 1])
             handler.wfile.flush()
             time.sleep(0.4)
 
@@ -87,9 +87,13 @@ def test_a_dripping_server_cannot_hold_a_request_past_its_deadline(hostile, wher
 
 def test_remember_stores_for_keyword_search_when_the_server_drips(hostile, tmp_path):
     server = hostile(drip("body"))
-    env = {"CAPTAIN_MEMO_EMBED_PROVIDER": "ollama", "CAPTAIN_MEMO_EMBED_URL": server.url,
-           "CAPTAIN_MEMO_EMBED_MODEL": "m", "CAPTAIN_MEMO_EMBED_TIMEOUT": "1.5",
-           "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
+    env = {
+        "CAPTAIN_MEMO_EMBED_PROVIDER": "ollama",
+        "CAPTAIN_MEMO_EMBED_URL": server.url,
+        "CAPTAIN_MEMO_EMBED_MODEL": "m",
+        "CAPTAIN_MEMO_EMBED_TIMEOUT": "1.5",
+        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
+    }
     started = time.monotonic()
     done = cli("remember", "the nightly job rebuilds the search index", env=env, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -110,7 +114,7 @@ def endless(handler):
     handler.wfile.write(b'{"embeddings": [[')
     block = b"0.125," * 100_000
     try:
-        while handler.server.sent < 1024 ** 3 and not handler.server.stop.is_set():
+        while handler.server.sent < 1024**3 and not handler.server.stop.is_set():
             handler.wfile.write(block)
             handler.server.sent += len(block)
     except OSError:
@@ -128,7 +132,7 @@ def test_an_endless_answer_is_cut_at_the_cap(hostile):
 def test_a_declared_oversized_answer_is_refused_before_reading(hostile):
     def behave(handler):
         handler.send_response(200)
-        handler.send_header("Content-Length", str(1024 ** 3))
+        handler.send_header("Content-Length", str(1024**3))
         handler.end_headers()
         handler.wfile.write(b"{")
 
@@ -141,8 +145,10 @@ def test_a_declared_oversized_answer_is_refused_before_reading(hostile):
 
 
 def test_masked_url_hides_user_password_and_query_values():
-    assert masked_url("https://bob:hunter2@embed.example:8443/v1?key=abc&x=1") == \
-        "https://***@embed.example:8443/v1?key=***&x=***"
+    assert (
+        masked_url("https://bob:hunter2@embed.example:8443/v1?key=abc&x=1")
+        == "https://***@embed.example:8443/v1?key=***&x=***"
+    )
     assert masked_url("http://127.0.0.1:11434") == "http://127.0.0.1:11434"
     assert masked_url("http://:only-pass@[::1]:80") == "http://***@[::1]:80"
 
@@ -155,10 +161,14 @@ def test_a_password_in_the_url_is_never_printed(hostile, tmp_path, status):
 
     server = hostile(behave)
     url = server.url.replace("http://", "http://alice:pa55-w0rd-XYZ@")
-    env = {"CAPTAIN_MEMO_EMBED_PROVIDER": "ollama", "CAPTAIN_MEMO_EMBED_URL": url, "CAPTAIN_MEMO_EMBED_MODEL": "m",
-           "CAPTAIN_MEMO_EMBED_TIMEOUT": "2", "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
-    outputs = [cli("-v", "remember", "a note", env=env), cli("-v", "recall", "note", env=env),
-               cli("doctor", env=env)]
+    env = {
+        "CAPTAIN_MEMO_EMBED_PROVIDER": "ollama",
+        "CAPTAIN_MEMO_EMBED_URL": url,
+        "CAPTAIN_MEMO_EMBED_MODEL": "m",
+        "CAPTAIN_MEMO_EMBED_TIMEOUT": "2",
+        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
+    }
+    outputs = [cli("-v", "remember", "a note", env=env), cli("-v", "recall", "note", env=env), cli("doctor", env=env)]
     for done in outputs:
         text = done.stdout + done.stderr
         assert "pa55-w0rd-XYZ" not in text and "alice" not in text, text

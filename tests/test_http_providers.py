@@ -7,21 +7,25 @@ import time
 
 import numpy as np
 import pytest
+from embed_support import MODEL, free_port, start_server, stop_server
 
-from captain_memo.commands.importer import read_records
 from captain_memo.commands.demo import SAMPLE
+from captain_memo.commands.importer import read_records
 from captain_memo.config import EmbedConfig, embed_config
 from captain_memo.embeddings import make_embedder
 from captain_memo.embeddings.http import OllamaEmbedder, OpenAIEmbedder, make_http_embedder
 from captain_memo.engine import Engine
 from captain_memo.errors import ConfigError, EmbeddingError
 from captain_memo.store import Store
-from embed_support import (MODEL, free_port, start_server,
-                           stop_server)
 
 TEXTS = ["parse_config reads the YAML file once", "rounding happens only at the end", "a third, longer note " * 20]
-QUERIES = ["get_effective_contract_price rounding", "why did the invoice total change", "retry webhook delivery",
-           "decimal places", "who owns the pricing tables"]
+QUERIES = [
+    "get_effective_contract_price rounding",
+    "why did the invoice total change",
+    "retry webhook delivery",
+    "decimal places",
+    "who owns the pricing tables",
+]
 
 
 def provider(kind: str, url: str, **kwargs):
@@ -66,9 +70,11 @@ def test_remember_and_recall_rank_as_the_local_model_does(tmp_path, embed_server
     # last digits of vectors sent as JSON text can move the fifth decimal).
     for kind in ("ollama", "openai"):
         assert [[title for title, _ in hits] for hits in rankings[kind]] == [
-            [title for title, _ in hits] for hits in rankings["local"]]
+            [title for title, _ in hits] for hits in rankings["local"]
+        ]
         assert [[score for _, score in hits] for hits in rankings[kind]] == [
-            pytest.approx([score for _, score in hits], abs=1e-4) for hits in rankings["local"]]
+            pytest.approx([score for _, score in hits], abs=1e-4) for hits in rankings["local"]
+        ]
 
 
 def test_batches_of_the_configured_size(embed_server):
@@ -110,8 +116,9 @@ def test_model_not_found_names_model_endpoint_and_fix(embed_server):
     with pytest.raises(EmbeddingError) as err:
         embedder.embed(["x"])
     message = str(err.value)
-    assert message.startswith(f"model 'nomic-embed-text' not found on {embed_server.url}: "
-                              "run `ollama pull nomic-embed-text`")
+    assert message.startswith(
+        f"model 'nomic-embed-text' not found on {embed_server.url}: run `ollama pull nomic-embed-text`"
+    )
     assert embed_server.requests == before  # refused before the model ran
 
 
@@ -154,8 +161,9 @@ def test_too_few_vectors_is_an_error(kind, fault_server):
 
 def test_openai_answers_out_of_order_are_put_back_in_order(fault_server, local_embedder):
     fault_server.mode = "shuffled"
-    np.testing.assert_allclose(OpenAIEmbedder(fault_server.url, MODEL).embed(TEXTS), local_embedder.embed(TEXTS),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        OpenAIEmbedder(fault_server.url, MODEL).embed(TEXTS), local_embedder.embed(TEXTS), atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("kind", ["ollama", "openai"])
@@ -250,12 +258,15 @@ def test_ollama_defaults():
     assert (embedder.url, embedder.model_id) == ("http://127.0.0.1:11434", "ollama:nomic-embed-text")
 
 
-@pytest.mark.parametrize("cfg, message", [
-    (EmbedConfig(provider="openai", model="m"), "needs CAPTAIN_MEMO_EMBED_URL"),
-    (EmbedConfig(provider="openai", url="http://127.0.0.1:8080"), "needs CAPTAIN_MEMO_EMBED_MODEL"),
-    (EmbedConfig(provider="ollama", url="127.0.0.1:11434"), "must start with http"),
-    (EmbedConfig(provider="openai", url="http://x", model="m", encoding="hex"), "unknown embedding encoding"),
-])
+@pytest.mark.parametrize(
+    "cfg, message",
+    [
+        (EmbedConfig(provider="openai", model="m"), "needs CAPTAIN_MEMO_EMBED_URL"),
+        (EmbedConfig(provider="openai", url="http://127.0.0.1:8080"), "needs CAPTAIN_MEMO_EMBED_MODEL"),
+        (EmbedConfig(provider="ollama", url="127.0.0.1:11434"), "must start with http"),
+        (EmbedConfig(provider="openai", url="http://x", model="m", encoding="hex"), "unknown embedding encoding"),
+    ],
+)
 def test_unusable_configuration_is_reported(cfg, message):
     with pytest.raises(ConfigError, match=message):
         make_http_embedder(cfg)

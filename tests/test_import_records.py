@@ -7,15 +7,21 @@ from __future__ import annotations
 import json
 
 import pytest
+from recall_support import cli_error, run_cli
 
 from captain_memo.import_records import read_import
-from recall_support import cli_error, run_cli
 
 GOOD = {"text": "the tax service answers 429 during the month-end run", "kind": "observation"}
 # (record as written in the file, what the refusal names)
 BAD = [
-    ('{"text": "a date as an object", "created_at": {"year": 2026}}', "created_at must be an ISO date or epoch seconds, not an object"),
-    ('{"text": "a date as a list", "created_at": [2026, 1, 1]}', "created_at must be an ISO date or epoch seconds, not a list"),
+    (
+        '{"text": "a date as an object", "created_at": {"year": 2026}}',
+        "created_at must be an ISO date or epoch seconds, not an object",
+    ),
+    (
+        '{"text": "a date as a list", "created_at": [2026, 1, 1]}',
+        "created_at must be an ISO date or epoch seconds, not a list",
+    ),
     ('{"text": "a date as NaN", "created_at": NaN}', "not valid JSON (NaN is not a number JSON allows)"),
     ('{"text": "an infinite date", "created_at": Infinity}', "not valid JSON (Infinity is not a number JSON allows)"),
     ('{"text": "a huge date", "created_at": 1e300}', "created_at 1e+300 is outside 1970-01-01 .. 9999-12-31"),
@@ -25,20 +31,31 @@ BAD = [
     ('{"text": "a tag as a number", "tags": ["money", 5]}', "tags[1] must be a string, not 5"),
     ('{"text": "a lone surrogate \\ud800 here"}', "text contains an unpaired surrogate"),
     ('{"text": "ok", "title": "\\udfff"}', "title contains an unpaired surrogate"),
-    ('{"text": "a line number as an object", "source": {"path": "a.py", "line_start": {"n": 3}}}',
-     "source.line_start must be a whole number, not an object"),
-    ('{"text": "a line number as text", "source": {"path": "a.py", "line_start": "12"}}',
-     "source.line_start must be a whole number, not a string"),
-    ('{"text": "a huge line number", "source": {"path": "a.py", "line_start": 99999999999999999999999}}',
-     "source.line_start is 99999999999999999999999; a line number is between 1 and 1,000,000,000"),
-    ('{"text": "lines backwards", "source": {"path": "a.py", "line_start": 9, "line_end": 3}}',
-     "source.line_end 3 is before source.line_start 9"),
+    (
+        '{"text": "a line number as an object", "source": {"path": "a.py", "line_start": {"n": 3}}}',
+        "source.line_start must be a whole number, not an object",
+    ),
+    (
+        '{"text": "a line number as text", "source": {"path": "a.py", "line_start": "12"}}',
+        "source.line_start must be a whole number, not a string",
+    ),
+    (
+        '{"text": "a huge line number", "source": {"path": "a.py", "line_start": 99999999999999999999999}}',
+        "source.line_start is 99999999999999999999999; a line number is between 1 and 1,000,000,000",
+    ),
+    (
+        '{"text": "lines backwards", "source": {"path": "a.py", "line_start": 9, "line_end": 3}}',
+        "source.line_end 3 is before source.line_start 9",
+    ),
     ('{"text": "a path as a number", "source": 12}', "source must be a path or an object, not 12"),
     ('{"text": "a commit as a list", "source": {"commit": ["abc"]}}', "source.commit must be a string, not a list"),
     ('{"text": "a branch as true", "branch": true}', "branch must be a string, not true or false"),
     ('{"text": "a bad kind", "kind": "secret"}', "kind must be one of memory, skill, observation, not 'secret'"),
     ('{"text": 42}', "text must be a string, not 42"),
-    ('{"text": "a fractional line", "source": {"line_start": 12.5}}', "source.line_start must be a whole number, not 12.5"),
+    (
+        '{"text": "a fractional line", "source": {"line_start": 12.5}}',
+        "source.line_start must be a whole number, not 12.5",
+    ),
     ('{"text": "<private>only this</private>"}', "'text' is empty once its <private> spans are removed"),
     ('["a list, not an object"]', "expected a JSON object, not a list"),
     ('{"text": "NUL \\u0000 inside"}', "text contains a NUL character"),
@@ -67,9 +84,18 @@ def test_a_raw_line_separator_inside_a_string_does_not_split_the_record():
 
 def test_import_stores_the_good_lines_names_every_bad_one_and_exits_1(cli_env, tmp_path, capsys):
     path = tmp_path / "mixed.jsonl"
-    path.write_text("\n".join([json.dumps(GOOD), BAD[0][0], json.dumps({**GOOD, "text": "second good"}), BAD[3][0],
-                               '{"text": "numbers", "source": {"path": "a.py", "line_start": 3, "line_end": 4}}']),
-                    encoding="utf-8")
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(GOOD),
+                BAD[0][0],
+                json.dumps({**GOOD, "text": "second good"}),
+                BAD[3][0],
+                '{"text": "numbers", "source": {"path": "a.py", "line_start": 3, "line_end": 4}}',
+            ]
+        ),
+        encoding="utf-8",
+    )
     from captain_memo import cli
 
     capsys.readouterr()

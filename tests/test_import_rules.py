@@ -50,8 +50,11 @@ def test_sql_is_written_and_executed_only_inside_the_store():
         if within(module, ("captain_memo.store",)):
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in ("execute", "executemany", "executescript"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("execute", "executemany", "executescript")
+            ):
                 found.append(f"{module}:{node.lineno} calls {node.func.attr}()")
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(node.value):
                 found.append(f"{module}:{node.lineno} holds SQL {node.value[:40]!r}")
@@ -60,29 +63,40 @@ def test_sql_is_written_and_executed_only_inside_the_store():
 
 def test_front_ends_go_through_the_application_interface():
     """A front end sees the interface (memo.py), the records and the result formatting (ranking/result.py)."""
-    found = [f"{module}:{line} imports {name}"
-             for module, _, tree in modules() if within(module, FRONT_ENDS)
-             for name, line in imports(tree, module)
-             if within(name, BELOW_THE_DOOR + ("captain_memo.engine",))
-             or within(name, ("captain_memo.ranking",)) and not within(name, ("captain_memo.ranking.result",))]
+    found = [
+        f"{module}:{line} imports {name}"
+        for module, _, tree in modules()
+        if within(module, FRONT_ENDS)
+        for name, line in imports(tree, module)
+        if within(name, BELOW_THE_DOOR + ("captain_memo.engine",))
+        or within(name, ("captain_memo.ranking",))
+        and not within(name, ("captain_memo.ranking.result",))
+    ]
     assert found == []
 
 
 def test_ranking_needs_only_the_records_and_the_settings():
     allowed = ("captain_memo.ranking", "captain_memo.records", "captain_memo.config", "numpy")
-    found = [f"{module}:{line} imports {name}"
-             for module, _, tree in modules() if within(module, ("captain_memo.ranking",))
-             for name, line in imports(tree, module)
-             if not within(name, allowed) and name.split(".")[0] not in sys.stdlib_module_names
-             and name != "__future__.annotations"]
+    found = [
+        f"{module}:{line} imports {name}"
+        for module, _, tree in modules()
+        if within(module, ("captain_memo.ranking",))
+        for name, line in imports(tree, module)
+        if not within(name, allowed)
+        and name.split(".")[0] not in sys.stdlib_module_names
+        and name != "__future__.annotations"
+    ]
     assert found == []
 
 
 def test_nothing_below_the_front_ends_imports_them():
-    found = [f"{module}:{line} imports {name}"
-             for module, _, tree in modules() if not within(module, FRONT_ENDS)
-             for name, line in imports(tree, module)
-             if within(name, FRONT_ENDS) or within(name, ("captain_memo_nvim", "pynvim"))]
+    found = [
+        f"{module}:{line} imports {name}"
+        for module, _, tree in modules()
+        if not within(module, FRONT_ENDS)
+        for name, line in imports(tree, module)
+        if within(name, FRONT_ENDS) or within(name, ("captain_memo_nvim", "pynvim"))
+    ]
     assert found == []
 
 

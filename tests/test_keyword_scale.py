@@ -6,14 +6,15 @@ from __future__ import annotations
 import pytest
 
 from captain_memo.ranking.query import STOPWORDS, fts_match
-from captain_memo.store import NewMemory, Store
-from captain_memo.store import search
+from captain_memo.store import NewMemory, Store, search
 from captain_memo.store.search import Scope, keyword_leg, selective_match
 
 # The scoped keyword leg as it was written before: every hit joined to its memory, then ranked.
-JOINED = ("WITH hits AS MATERIALIZED (SELECT rowid AS chunk_id, bm25(chunks_fts) AS rank FROM chunks_fts"
-          " WHERE chunks_fts MATCH ?) SELECT h.chunk_id, h.rank FROM hits h JOIN chunks c ON c.id = h.chunk_id"
-          " JOIN memories m ON m.id = c.memory_id WHERE m.project IS NULL OR m.project = ? ORDER BY h.rank LIMIT ?")
+JOINED = (
+    "WITH hits AS MATERIALIZED (SELECT rowid AS chunk_id, bm25(chunks_fts) AS rank FROM chunks_fts"
+    " WHERE chunks_fts MATCH ?) SELECT h.chunk_id, h.rank FROM hits h JOIN chunks c ON c.id = h.chunk_id"
+    " JOIN memories m ON m.id = c.memory_id WHERE m.project IS NULL OR m.project = ? ORDER BY h.rank LIMIT ?"
+)
 
 
 @pytest.fixture
@@ -22,8 +23,12 @@ def store(db_file):
     for i in range(150):
         # "deploy" is everywhere; "cache" in every third note; "zebra" in five; "tiny" has 3 notes.
         project = "tiny" if i in (7, 70, 140) else ("big" if i % 5 else None)
-        words = ["the deploy step", "cache" if i % 3 == 0 else "queue", "zebra" if i % 30 == 0 else "lion",
-                 "deploy " * (i % 4)]
+        words = [
+            "the deploy step",
+            "cache" if i % 3 == 0 else "queue",
+            "zebra" if i % 30 == 0 else "lion",
+            "deploy " * (i % 4),
+        ]
         s.add(NewMemory(body=" ".join(words), project=project), [" ".join(words) + f" note {i}"], None)
     yield s
     s.close()
@@ -36,8 +41,9 @@ def test_scoped_leg_ranks_as_the_joined_query_did(store, project, query):
     for k in (1, 3, 25):
         expected = [(cid, -rank) for cid, rank in store.conn.execute(JOINED, (match, project, k))]
         found = keyword_leg(store, match, Scope(project), k)
-        assert sorted(found.items(), key=lambda item: (-item[1], item[0])) == \
-            sorted(expected, key=lambda item: (-item[1], item[0]))
+        assert sorted(found.items(), key=lambda item: (-item[1], item[0])) == sorted(
+            expected, key=lambda item: (-item[1], item[0])
+        )
 
 
 def test_a_small_projects_hits_deep_in_the_ranking_are_found(store):

@@ -1,4 +1,4 @@
-""""latest" finds the newest: on a generated history of dated commits indexed with ``index --git``,
+""" "latest" finds the newest: on a generated history of dated commits indexed with ``index --git``,
 the newest commit that touched a module is in the top 3 for "latest change to <module>" and "what
 changed most recently in <module>"."""
 

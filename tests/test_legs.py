@@ -7,12 +7,11 @@ import logging
 
 import pytest
 import sqlean
+from recall_support import assert_trace
 
 from captain_memo.errors import EmbeddingError, RecallError
 from captain_memo.store import NewMemory
 from captain_memo.store.search import Scope, keyword_leg
-
-from recall_support import assert_trace
 
 NOTES = [
     "get_effective_contract_price walks the contract override, the tiers and the list price.",
@@ -105,14 +104,14 @@ def test_degraded_result_is_announced_by_the_cli(stored, db_file, monkeypatch, c
 
 # -- what each leg scores -----------------------------------------------------------------------------
 
+
 def test_vector_similarity_from_the_l2_distance(db_file):
     """sqlite-vec returns L2 distances; the leg turns them into 1 - d²/4 with no tuning constant."""
     import numpy as np
+    from fakes import TableEmbedder
 
     from captain_memo.engine import Engine
     from captain_memo.store import Store
-
-    from fakes import TableEmbedder
 
     dim = 4
     e0, e1 = np.eye(dim)[0], np.eye(dim)[1]
@@ -125,7 +124,7 @@ def test_vector_similarity_from_the_l2_distance(db_file):
         assert sims[ids["same"]] == pytest.approx(1.0, abs=1e-6)
         assert sims[ids["orthogonal"]] == pytest.approx(0.5, abs=1e-6)
         assert sims[ids["opposite"]] == pytest.approx(0.0, abs=1e-6)
-        assert sims[ids["between"]] == pytest.approx((1 + 2 ** -0.5) / 2, abs=1e-6)  # (1 + cos) / 2
+        assert sims[ids["between"]] == pytest.approx((1 + 2**-0.5) / 2, abs=1e-6)  # (1 + cos) / 2
     finally:
         engine.close()
 
@@ -136,8 +135,12 @@ def test_keyword_scores_are_min_max_normalised(engine):
     only = engine.recall("ledger", legs=("keyword",), record=False)
     assert {h.memory.id: h.keyword for h in only.hits} == {a: 1.0, b: 1.0}  # all tied: all 1.0
     c = engine.remember(NewMemory(body="ledger ledger ledger export of the quarterly ledger"))
-    d = engine.remember(NewMemory(body="a long note that mentions the ledger once among many other words "
-                                       "about payouts, refunds, chargebacks, disputes and settlement files"))
+    d = engine.remember(
+        NewMemory(
+            body="a long note that mentions the ledger once among many other words "
+            "about payouts, refunds, chargebacks, disputes and settlement files"
+        )
+    )
     scores = {h.memory.id: h.keyword for h in engine.recall("ledger", legs=("keyword",), record=False).hits}
     assert max(scores.values()) == 1.0 and min(scores.values()) == 0.0
     assert scores[c] == 1.0 and scores[d] == 0.0

@@ -5,7 +5,6 @@ result names the failed leg, in its data and in the text a model reads."""
 from __future__ import annotations
 
 import pytest
-
 from embed_support import provider_env
 from mcp_support import connect, run
 from nvim_support import make_repo

@@ -8,7 +8,6 @@ import subprocess
 import threading
 
 import pytest
-
 from mcp_support import connect, run, server_command
 from nvim_support import make_repo
 
@@ -72,9 +71,16 @@ def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
     command, args = server_command()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
     lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         "{this is not json",
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": ["a", "list"]}},
@@ -85,8 +91,9 @@ def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
         {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "show", "arguments": {"id": 1}}},
         {"jsonrpc": "2.0", "id": 8, "method": "tools/list"},
     ]
-    proc = subprocess.Popen([command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=repo, env=env)
+    proc = subprocess.Popen(
+        [command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo, env=env
+    )
     stderr = []
     threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True).start()
     for line in lines:
@@ -107,8 +114,14 @@ def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
     rest = proc.stdout.read()
     assert rc == 0 and all(json.loads(line) for line in rest.splitlines()), rest
     assert "result" in answers[1] and answers[8]["result"]["tools"]
-    for request_id, code in ((2, INVALID_PARAMS), (3, INVALID_PARAMS), (4, INVALID_PARAMS),
-                             (5, -32601), (6, -32002), (7, INVALID_PARAMS)):
+    for request_id, code in (
+        (2, INVALID_PARAMS),
+        (3, INVALID_PARAMS),
+        (4, INVALID_PARAMS),
+        (5, -32601),
+        (6, -32002),
+        (7, INVALID_PARAMS),
+    ):
         assert answers[request_id]["error"]["code"] == code, answers[request_id]
     assert "no memory with id 1" in answers[7]["error"]["message"]
 

@@ -5,13 +5,11 @@ Neovim is found by the agent's recall."""
 from __future__ import annotations
 
 import pytest
-
 from mcp_support import CLIENT, connect, run
 from nvim_support import child_env, close, make_repo, requires_nvim, saved_id, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.mcp, pytest.mark.slow]
-AGENT_NOTE = ("get_effective_contract_price must stay the only place a price is computed: the tax report "
-              "calls it too.")
+AGENT_NOTE = "get_effective_contract_price must stay the only place a price is computed: the tax report calls it too."
 
 
 def test_agent_and_editor_share_one_memory(tmp_path):
@@ -21,9 +19,17 @@ def test_agent_and_editor_share_one_memory(tmp_path):
 
     async def agent_saves():
         async with connect(db, repo) as client:
-            result = await client.call_tool("remember", {"text": AGENT_NOTE, "title": "Single price entry point",
-                                                         "kind": "memory", "file": "src/billing/price.py",
-                                                         "line_start": 6, "line_end": 8})
+            result = await client.call_tool(
+                "remember",
+                {
+                    "text": AGENT_NOTE,
+                    "title": "Single price entry point",
+                    "kind": "memory",
+                    "file": "src/billing/price.py",
+                    "line_start": 6,
+                    "line_end": 8,
+                },
+            )
             return result.structured_content["id"]
 
     agent_id = run(agent_saves)

@@ -14,17 +14,24 @@ from captain_memo.records import Source
 
 def test_defaults_fill_in_and_null_counts_as_absent():
     assert checked_arguments(TOOLS["recall"], {"query": "price", "limit": None}) == {
-        "query": "price", "limit": 10, "all_projects": False, "explain": False}
+        "query": "price",
+        "limit": 10,
+        "all_projects": False,
+        "explain": False,
+    }
     assert checked_arguments(TOOLS["remember"], {"text": "a fact"})["kind"] == "observation"
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ("query", "recall: the arguments must be an object, not a string"),
-    ({"query": "x", "limit": 1.5}, "recall: limit must be an integer, not a number"),
-    ({"query": "x", "limit": 51}, "recall: limit must be a whole number from 1 to 50, not 51"),
-    ({"query": "x" * 10_001}, "recall: query is 10,001 characters; the limit is 10,000"),
-    ({"query": "x", "all_projects": "yes"}, "recall: all_projects must be a boolean, not a string"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ("query", "recall: the arguments must be an object, not a string"),
+        ({"query": "x", "limit": 1.5}, "recall: limit must be an integer, not a number"),
+        ({"query": "x", "limit": 51}, "recall: limit must be a whole number from 1 to 50, not 51"),
+        ({"query": "x" * 10_001}, "recall: query is 10,001 characters; the limit is 10,000"),
+        ({"query": "x", "all_projects": "yes"}, "recall: all_projects must be a boolean, not a string"),
+    ],
+)
 def test_each_wrong_argument_is_named(arguments, message):
     with pytest.raises(InputError) as caught:
         checked_arguments(TOOLS["recall"], arguments)
@@ -37,12 +44,15 @@ def test_the_origin_names_the_client_in_one_short_printable_line():
     assert origin_of("evil\nname\x00 " + "x" * 200) == "mcp:evilname " + "x" * 55, "64 characters at most"
 
 
-@pytest.mark.parametrize("source, label", [
-    (Source(path="src/a.py", line_start=6, line_end=8, origin="mcp:codex"), "src/a.py:6-8 · mcp:codex"),
-    (Source(commit="0123456789abcdef", origin="mcp:codex"), "commit 0123456789 · mcp:codex"),
-    (Source(origin="mcp:codex"), "mcp:codex"),
-    (Source(path="src/a.py", line_start=6, line_end=8, origin="editor"), "src/a.py:6-8"),
-])
+@pytest.mark.parametrize(
+    "source, label",
+    [
+        (Source(path="src/a.py", line_start=6, line_end=8, origin="mcp:codex"), "src/a.py:6-8 · mcp:codex"),
+        (Source(commit="0123456789abcdef", origin="mcp:codex"), "commit 0123456789 · mcp:codex"),
+        (Source(origin="mcp:codex"), "mcp:codex"),
+        (Source(path="src/a.py", line_start=6, line_end=8, origin="editor"), "src/a.py:6-8"),
+    ],
+)
 def test_the_label_says_an_agent_saved_it(source, label):
     assert source.describe() == label
 
@@ -64,12 +74,13 @@ def test_the_first_local_folder_root_names_the_workspace(tmp_path):
 def test_remember_says_no_vector_yet_even_behind_a_long_backlog(tmp_path):
     """The embedding endpoint refuses (a closed port on 127.0.0.1): a memory saved now has no
     vector, and the result says so even when hundreds of older chunks wait for theirs too."""
+    from embed_support import MODEL, free_port
+
     from captain_memo.embeddings.http import OllamaEmbedder
     from captain_memo.gitctx import NO_REPOSITORY
     from captain_memo.mcpserver.service import MemoryService
     from captain_memo.memo import Memo
     from captain_memo.records import NewMemory
-    from embed_support import MODEL, free_port
 
     embedder = OllamaEmbedder(f"http://127.0.0.1:{free_port()}", MODEL, timeout=1.0, retries=1, backoff=0.01)
     service = MemoryService(str(tmp_path / "memo.db"), open_memo=lambda db: Memo(db, embedder))

@@ -8,14 +8,15 @@ import sys
 
 import anyio
 import pytest
-
 from mcp_support import children_named, connect, maps_of, run
 from nvim_support import git, make_repo
 
 pytestmark = pytest.mark.mcp
 
-PRICE_NOTE = ("get_effective_contract_price applies the contract's discount to the list price; every invoice "
-              "line goes through it.")
+PRICE_NOTE = (
+    "get_effective_contract_price applies the contract's discount to the list price; every invoice "
+    "line goes through it."
+)
 
 
 def project_of(path):
@@ -58,8 +59,13 @@ def test_tools_and_the_memory_template_are_listed_and_the_model_loads_on_the_fir
     assert set(tools["recall"].input_schema["properties"]) == {"query", "limit", "all_projects", "explain"}
     assert tools["remember"].input_schema["properties"]["kind"]["default"] == "observation"
     hints = {name: (t.annotations.read_only_hint, t.annotations.destructive_hint) for name, t in tools.items()}
-    assert hints == {"recall": (True, False), "show": (True, False), "remember": (False, False),
-                     "supersede": (False, False), "forget": (False, True)}
+    assert hints == {
+        "recall": (True, False),
+        "show": (True, False),
+        "remember": (False, False),
+        "supersede": (False, False),
+        "forget": (False, True),
+    }
     assert [t.uri_template for t in templates] == ["captain-memo://memory/{id}"]
 
 
@@ -73,16 +79,24 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
     async def body():
         out = {}
         async with connect(db, repo) as client:
-            saved = await client.call_tool("remember", {"text": PRICE_NOTE, "title": "Contract price entry point",
-                                                        "file": "src/billing/price.py", "line_start": 6,
-                                                        "line_end": 8})
+            saved = await client.call_tool(
+                "remember",
+                {
+                    "text": PRICE_NOTE,
+                    "title": "Contract price entry point",
+                    "file": "src/billing/price.py",
+                    "line_start": 6,
+                    "line_end": 8,
+                },
+            )
             out["saved"] = saved.structured_content
-            newer = await client.call_tool("remember", {"text": PRICE_NOTE + " Discounts stack since 2.0.",
-                                                        "kind": "memory", "title": "Contract price, 2.0"})
+            newer = await client.call_tool(
+                "remember",
+                {"text": PRICE_NOTE + " Discounts stack since 2.0.", "kind": "memory", "title": "Contract price, 2.0"},
+            )
             out["newer"] = newer.structured_content["id"]
             first = out["saved"]["id"]
-            out["recall"] = await client.call_tool("recall", {"query": "get_effective_contract_price",
-                                                              "explain": True})
+            out["recall"] = await client.call_tool("recall", {"query": "get_effective_contract_price", "explain": True})
             out["show"] = await client.call_tool("show", {"id": first})
             await client.call_tool("supersede", {"old": first, "new": out["newer"]})
             after = await client.call_tool("recall", {"query": "contract discount"})
@@ -103,8 +117,15 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
     saved = out["saved"]
     assert saved["kind"] == "observation" and saved["project"] == project_of(repo) and saved["branch"] == "main"
     assert saved["source"] | {"file": None} == {
-        "path": "src/billing/price.py", "line_start": 6, "line_end": 8, "commit": head, "origin": "mcp:test-agent",
-        "filetype": None, "label": "src/billing/price.py:6-8 · mcp:test-agent", "file": None}
+        "path": "src/billing/price.py",
+        "line_start": 6,
+        "line_end": 8,
+        "commit": head,
+        "origin": "mcp:test-agent",
+        "filetype": None,
+        "label": "src/billing/price.py:6-8 · mcp:test-agent",
+        "file": None,
+    }
     assert saved["vector"] is True and saved["redacted"] == []
 
     recall = out["recall"].structured_content
@@ -114,7 +135,8 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
     assert top["excerpt"] == PRICE_NOTE and top["source"]["line_start"] == 6
     assert top["source"]["file"] == str(repo / "src" / "billing" / "price.py")
     assert top["explain"][-1].startswith("= ") and float(top["explain"][-1].rsplit("= ", 1)[1]) == pytest.approx(
-        top["score"], abs=1e-3), "the trace multiplies out to the score"
+        top["score"], abs=1e-3
+    ), "the trace multiplies out to the score"
     text = out["recall"].content[0].text
     assert f"#{saved['id']} [observation] Contract price entry point" in text and "mcp:test-agent" in text
 
@@ -140,8 +162,10 @@ def test_a_credential_is_redacted_and_the_result_says_so(tmp_path):
     repo = make_repo(tmp_path)
     db = tmp_path / "memo.db"
     key = "AKIA" + "QWERTYUIOPASDFGH"
-    text = (f"The deploy script reads the AWS key {key} from the environment.\n"
-            "<private>the staging pin is 4471</private>Rotate it every 90 days.")
+    text = (
+        f"The deploy script reads the AWS key {key} from the environment.\n"
+        "<private>the staging pin is 4471</private>Rotate it every 90 days."
+    )
 
     async def body():
         async with connect(db, repo, mode="auto") as client:
@@ -177,8 +201,9 @@ def test_the_client_roots_select_the_project(tmp_path):
             roots[:] = [beta]
             await client.send_roots_list_changed()
             out["in_beta"] = (await client.call_tool("recall", {"query": "ledger export"})).structured_content
-            out["everywhere"] = (await client.call_tool("recall", {"query": "ledger export",
-                                                                   "all_projects": True})).structured_content
+            out["everywhere"] = (
+                await client.call_tool("recall", {"query": "ledger export", "all_projects": True})
+            ).structured_content
         async with connect(db, plain, options=("--folder", str(alpha))) as client:
             out["cwd_alpha"] = (await client.call_tool("recall", {"query": "ledger export"})).structured_content
         return out
@@ -205,11 +230,25 @@ def test_a_memory_the_cli_saves_mid_session_is_found_by_the_warm_engine(tmp_path
             await client.call_tool("remember", {"text": "Invoices are numbered per tenant and per year."})
             await client.call_tool("recall", {"query": "invoice numbering"})
             await anyio.sleep(1.0)  # the in-memory index builds in the background meanwhile
-            subprocess.run([sys.executable, "-m", "captain_memo.cli", "remember", "--title", "Webhook retries",
-                            "Webhook deliveries are retried three times with exponential backoff."],
-                           cwd=repo, env=env, check=True, capture_output=True, timeout=120)
-            return (await client.call_tool("recall", {"query": "how often do we resend a failed callback",
-                                                      "explain": True})).structured_content
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "captain_memo.cli",
+                    "remember",
+                    "--title",
+                    "Webhook retries",
+                    "Webhook deliveries are retried three times with exponential backoff.",
+                ],
+                cwd=repo,
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
+            return (
+                await client.call_tool("recall", {"query": "how often do we resend a failed callback", "explain": True})
+            ).structured_content
 
     found = run(body)
     top = found["hits"][0]

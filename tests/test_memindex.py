@@ -14,8 +14,7 @@ import pytest
 from captain_memo.config import rank_config
 from captain_memo.engine import Engine
 from captain_memo.errors import StoreError
-from captain_memo.store import NewMemory, Store
-from captain_memo.store import vec0_rows
+from captain_memo.store import NewMemory, Store, vec0_rows
 from captain_memo.store.db import create_vec_table
 from captain_memo.store.memindex import MemIndex, nearest_counts, sign_bits
 from captain_memo.store.search import Scope, SqliteVecIndex
@@ -209,8 +208,12 @@ def test_bulk_reader_agrees_with_the_virtual_table(store, other, vectors):
 def test_engine_ranks_the_same_with_either_index(db_file, hash_embedder):
     engine = Engine(Store(db_file), hash_embedder)
     for i in range(40):
-        engine.remember(NewMemory(body=f"invoice {i} rounding rule {i % 7} for contract prices {'x' * i}",
-                                  project=("billing", None)[i % 2]))
+        engine.remember(
+            NewMemory(
+                body=f"invoice {i} rounding rule {i % 7} for contract prices {'x' * i}",
+                project=("billing", None)[i % 2],
+            )
+        )
     memory = Engine(engine.store, hash_embedder, vector_index=MemIndex(engine.store))
     everything = replace(rank_config(), candidates_per_leg=100)
     for query in ("invoice rounding", "contract prices rule 3", "nothing like it"):
@@ -219,7 +222,8 @@ def test_engine_ranks_the_same_with_either_index(db_file, hash_embedder):
         a = engine.recall(query, project="billing", limit=100, record=False, cfg=everything)
         b = memory.recall(query, project="billing", limit=100, record=False, cfg=everything)
         assert a.hits and {h.chunk_id: h.score for h in a.hits} == pytest.approx(
-            {h.chunk_id: h.score for h in b.hits}, abs=1e-6)
+            {h.chunk_id: h.score for h in b.hits}, abs=1e-6
+        )
     engine.close()
 
 

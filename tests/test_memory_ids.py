@@ -44,13 +44,19 @@ def old_store(path) -> None:
     store_db._m002_vector_changes(conn)
     conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
     conn.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(1,), (2,)])
-    for mid, body, superseded_by, opened in ((7, "deploy runbook for the billing service", None, 1),
-                                             (9, "billing deploy needs the feature flag first", 7, 0)):
-        conn.execute("INSERT INTO memories (id, kind, body, created_at, updated_at, content_hash, superseded_by,"
-                     " stability, last_surfaced, opened_in_full) VALUES (?, 'observation', ?, 1.0e9, 1.0e9, ?, ?,"
-                     " 12.5, 1.5e9, ?)", (mid, body, f"h{mid}", superseded_by, opened))
-        cur = conn.execute("INSERT INTO chunks (memory_id, seq, text, content_hash) VALUES (?, 0, ?, ?)",
-                           (mid, body, f"c{mid}"))
+    for mid, body, superseded_by, opened in (
+        (7, "deploy runbook for the billing service", None, 1),
+        (9, "billing deploy needs the feature flag first", 7, 0),
+    ):
+        conn.execute(
+            "INSERT INTO memories (id, kind, body, created_at, updated_at, content_hash, superseded_by,"
+            " stability, last_surfaced, opened_in_full) VALUES (?, 'observation', ?, 1.0e9, 1.0e9, ?, ?,"
+            " 12.5, 1.5e9, ?)",
+            (mid, body, f"h{mid}", superseded_by, opened),
+        )
+        cur = conn.execute(
+            "INSERT INTO chunks (memory_id, seq, text, content_hash) VALUES (?, 0, ?, ?)", (mid, body, f"c{mid}")
+        )
         conn.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, body))
     conn.execute("COMMIT")
     conn.close()
@@ -64,7 +70,11 @@ def test_an_existing_store_is_migrated_without_loss(db_file, hash_embedder):
     try:
         runbook, flag = engine.store.get(7), engine.store.get(9)
         assert (runbook.body, runbook.stability, runbook.last_surfaced, runbook.opened_in_full) == (
-            "deploy runbook for the billing service", 12.5, 1.5e9, True)
+            "deploy runbook for the billing service",
+            12.5,
+            1.5e9,
+            True,
+        )
         assert runbook.last_opened == 1.5e9  # the best estimate of when it was opened
         assert flag.superseded_by == 7 and flag.last_opened is None
         assert [c.text for c in engine.store.chunks_of(9)] == ["billing deploy needs the feature flag first"]

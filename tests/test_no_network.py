@@ -31,13 +31,12 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
-
 from reliability_support import child_env
 
 REMOTE_GIT = {"fetch", "pull", "push", "clone", "ls-remote", "remote", "submodule"}
 TRACED = "network,execve,open,openat,creat,mkdir,mkdirat,rename,renameat,renameat2,link,linkat,symlink,symlinkat"
 WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
-LOOPBACK = re.compile(r'^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$')
+LOOPBACK = re.compile(r"^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$")
 ADDRESS = re.compile(r'(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")')
 
 
@@ -45,8 +44,12 @@ def strace_unusable() -> str | None:
     """Why strace cannot trace here, or None when it can."""
     if shutil.which("strace") is None:
         return "strace is not installed (.ci/run installs it with apt-get where it can)"
-    probe = subprocess.run(["strace", "-f", "-qq", "-e", "trace=network", "-o", os.devnull, "true"],
-                           capture_output=True, text=True, timeout=30)
+    probe = subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=network", "-o", os.devnull, "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if probe.returncode != 0:
         return f"strace cannot trace in this environment (ptrace refused: {probe.stderr.strip()[:200]})"
     return None
@@ -71,9 +74,23 @@ def violations(trace: str, allowed: list[Path]) -> dict[str, list[str]]:
             program = os.path.basename(argv[0]) if argv else ""
             if not (program.startswith("python") or program == "git" and not REMOTE_GIT & set(argv)):
                 found["programs"].append(line)
-        writes = (name in ("open", "openat") and any(flag in line for flag in WRITE_FLAGS)
-                  or name in ("creat", "mkdir", "mkdirat", "rename", "renameat", "renameat2", "link", "linkat",
-                              "symlink", "symlinkat"))
+        writes = (
+            name in ("open", "openat")
+            and any(flag in line for flag in WRITE_FLAGS)
+            or name
+            in (
+                "creat",
+                "mkdir",
+                "mkdirat",
+                "rename",
+                "renameat",
+                "renameat2",
+                "link",
+                "linkat",
+                "symlink",
+                "symlinkat",
+            )
+        )
         if writes and " = -1 " not in line:  # a failed write changed nothing (a failed connect still tried)
             paths = re.findall(r'"([^"]*)"', line)
             targets = paths[-1:] if name.startswith(("rename", "link", "symlink")) else paths[:1]
@@ -104,7 +121,8 @@ def traced(tmp_path):
     for i in range(12):
         (repo / "docs" / "decisions" / f"{i:04d}-decision.md").write_text(
             f"# Decision {i}\n\n## Context\n\nService {i} answered slowly under load.\n\n"
-            f"## Decision\n\nPrices are integer cents in service {i}; rounding happens once, at invoice time.\n")
+            f"## Decision\n\nPrices are integer cents in service {i}; rounding happens once, at invoice time.\n"
+        )
     git = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
     for argv in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "Record the decisions"]):
         subprocess.run([*git, *argv], cwd=repo, check=True, env=env)
@@ -116,8 +134,21 @@ def traced(tmp_path):
         logs.append(log)
         # -s: strace cuts strings at 32 characters by default, which cut a long interpreter path (a
         # worktree's .venv/bin/python) before "python" and the check took it for another program.
-        return ["strace", "-f", "-qq", "-s", "4096", "-e", f"trace={TRACED}", "-o", str(log), sys.executable, "-m",
-                "captain_memo.cli", *argv], log
+        return [
+            "strace",
+            "-f",
+            "-qq",
+            "-s",
+            "4096",
+            "-e",
+            f"trace={TRACED}",
+            "-o",
+            str(log),
+            sys.executable,
+            "-m",
+            "captain_memo.cli",
+            *argv,
+        ], log
 
     def run(*argv: str, umask: int = 0o022) -> subprocess.CompletedProcess:
         args, _ = command(*argv)
@@ -134,8 +165,9 @@ def traced(tmp_path):
                 out.setdefault(kind, []).extend(lines)
         return out
 
-    return SimpleNamespace(run=run, command=command, broken=broken, env=env, repo=repo, store=store,
-                           home=home_dir, tmp=tmp_path)
+    return SimpleNamespace(
+        run=run, command=command, broken=broken, env=env, repo=repo, store=store, home=home_dir, tmp=tmp_path
+    )
 
 
 @pytest.mark.slow
@@ -174,8 +206,9 @@ def serve_briefly(traced, seconds: float) -> None:
     """serve-embeddings for ``seconds``, answering one request: the runtime's telemetry used to
     resolve its collector's host name about 9 s after the model loaded."""
     args, _ = traced.command("serve-embeddings", "--port", "0")
-    proc = subprocess.Popen(args, cwd=traced.repo, env=traced.env, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        args, cwd=traced.repo, env=traced.env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         line = proc.stderr.readline()
         url = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
@@ -191,16 +224,22 @@ def serve_briefly(traced, seconds: float) -> None:
 def test_the_trace_reader_catches_a_real_connection_and_a_stray_file(traced):
     """The control: the same reading of the same strace log flags a real outbound attempt, a name
     lookup and a file written in HOME, so an empty verdict above means something."""
-    script = ("import socket, os\n"
-              "for host in ('192.0.2.1', 'example.invalid'):\n"
-              "    try:\n"
-              "        socket.create_connection((host, 9), timeout=0.5)\n"
-              "    except OSError:\n"
-              "        pass\n"
-              f"open(os.path.join({str(traced.home)!r}, 'stray'), 'w').close()\n")
+    script = (
+        "import socket, os\n"
+        "for host in ('192.0.2.1', 'example.invalid'):\n"
+        "    try:\n"
+        "        socket.create_connection((host, 9), timeout=0.5)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        f"open(os.path.join({str(traced.home)!r}, 'stray'), 'w').close()\n"
+    )
     log = traced.tmp / "control.txt"
-    subprocess.run(["strace", "-f", "-qq", "-e", f"trace={TRACED}", "-o", str(log), sys.executable, "-c", script],
-                   env=traced.env, capture_output=True, timeout=60)
+    subprocess.run(
+        ["strace", "-f", "-qq", "-e", f"trace={TRACED}", "-o", str(log), sys.executable, "-c", script],
+        env=traced.env,
+        capture_output=True,
+        timeout=60,
+    )
     found = violations(log.read_text(), [traced.store, traced.tmp / "tmp"])
     assert any("192.0.2.1" in line for line in found["network"]), found
     assert any(str(traced.home / "stray") in line for line in found["files"]), found
@@ -210,8 +249,11 @@ def test_the_trace_reader_catches_a_real_connection_and_a_stray_file(traced):
 
 
 def test_the_only_outbound_call_is_the_configured_embedding_endpoint(traced):
-    env = {"CAPTAIN_MEMO_EMBED_PROVIDER": "ollama", "CAPTAIN_MEMO_EMBED_URL": "http://192.0.2.1:11434",
-           "CAPTAIN_MEMO_EMBED_TIMEOUT": "1"}
+    env = {
+        "CAPTAIN_MEMO_EMBED_PROVIDER": "ollama",
+        "CAPTAIN_MEMO_EMBED_URL": "http://192.0.2.1:11434",
+        "CAPTAIN_MEMO_EMBED_TIMEOUT": "1",
+    }
     traced.env.update(env)
     proc = traced.run("remember", "the staging database is rebuilt nightly")
     assert proc.returncode == 0, proc.stderr

@@ -6,8 +6,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-
-from nvim_support import close, child_env, make_repo, requires_nvim, start_editor
+from nvim_support import child_env, close, make_repo, requires_nvim, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 
@@ -35,11 +34,16 @@ def test_lookup_with_the_embedding_endpoint_down(tmp_path, monkeypatch):
     db = tmp_path / "memo.db"
     # Stored while the endpoint is down: keyword-indexed now, vectors filled in later by backfill.
     engine = Engine(Store(db), make_embedder(embed_config()))
-    engine.remember_many([
-        NewMemory(body="get_effective_contract_price applies the contract discount.", title="Contract price",
-                  project=project),
-        NewMemory(body="Round to two decimal places only at the end.", title="Rounding", project=project),
-    ])
+    engine.remember_many(
+        [
+            NewMemory(
+                body="get_effective_contract_price applies the contract discount.",
+                title="Contract price",
+                project=project,
+            ),
+            NewMemory(body="Round to two decimal places only at the end.", title="Rounding", project=project),
+        ]
+    )
     engine.close()
 
     editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db), **down), cwd=repo)
@@ -50,9 +54,11 @@ def test_lookup_with_the_embedding_endpoint_down(tmp_path, monkeypatch):
         editor.lua("vim.api.nvim_win_set_cursor(0, {3, ...})", line.index("contract_price"))
         editor.nvim.command("CaptainMemo lookup")
         # The HTTP provider retries a refused connection for ~0.75 s: long enough to show the wait.
-        editor.wait_for("(function() local b = vim.fn.bufnr('captain-memo://results') "
-                        "return b > 0 and vim.api.nvim_buf_get_lines(b, 0, -1, false)[1] == 'searching…' end)()",
-                        what="searching…")
+        editor.wait_for(
+            "(function() local b = vim.fn.bufnr('captain-memo://results') "
+            "return b > 0 and vim.api.nvim_buf_get_lines(b, 0, -1, false)[1] == 'searching…' end)()",
+            what="searching…",
+        )
         lines = editor.results()
         assert "Contract price" in lines[0] and len(lines) == 1, lines
         [(text, group)] = editor.footer()
@@ -77,8 +83,9 @@ def test_a_damaged_database_is_one_line_naming_the_file_and_what_to_do(tmp_path,
 
     db = tmp_path / "memo.db"
     engine = Engine(Store(db), local_embedder)
-    engine.remember_many([NewMemory(body=f"Service {i} listens on port {8000 + i}.", title=f"service {i}")
-                          for i in range(30)])
+    engine.remember_many(
+        [NewMemory(body=f"Service {i} listens on port {8000 + i}.", title=f"service {i}") for i in range(30)]
+    )
     engine.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     engine.close()
     backup = tmp_path / "backup.db"
@@ -95,8 +102,11 @@ def test_a_damaged_database_is_one_line_naming_the_file_and_what_to_do(tmp_path,
         # Wide enough for the whole line; a narrower screen shows its start and the log has the rest.
         editor.lua("vim.o.columns = 400")
         editor.nvim.command("CaptainMemo recall which port does service 7 listen on")
-        editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-                        "if n.level == vim.log.levels.ERROR then return true end end end)()", what="the error")
+        editor.wait_for(
+            "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+            "if n.level == vim.log.levels.ERROR then return true end end end)()",
+            what="the error",
+        )
         [error] = [n["msg"] for n in editor.notifications() if n["level"] >= 4]
         assert error.startswith(f"Captain Memo: {db} failed: database disk image is malformed;"), error
         assert "run `captain-memo doctor` to check it, restore a backup" in error

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from nvim_support import child_env, close, make_repo, requires_nvim, start_editor
 from sources_support import git
 
@@ -58,11 +57,14 @@ def test_a_written_decision_is_found_by_recall_and_other_files_are_not_indexed(t
     try:
         editor.lua(RECORD_INDEXED)
         editor.nvim.command(f"edit {decision}")
-        editor.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, ...)",
-                   ["", "## Why not Redis", "", "Postgres SKIP LOCKED runs the job queue without another server."])
+        editor.lua(
+            "vim.api.nvim_buf_set_lines(0, -1, -1, false, ...)",
+            ["", "## Why not Redis", "", "Postgres SKIP LOCKED runs the job queue without another server."],
+        )
         editor.nvim.command("write | write | write")
-        assert editor.lua("return require('captain_memo.index_on_write').waiting()") == [str(decision)], \
+        assert editor.lua("return require('captain_memo.index_on_write').waiting()") == [str(decision)], (
             "the write only starts the debounce timer"
+        )
         [report] = indexed(editor, 1)
         assert report["path"] == str(decision)
         assert (report["indexed"], report["unchanged"], report["updated"], report["removed"]) == (1, 1, 0, 0)
@@ -76,8 +78,10 @@ def test_a_written_decision_is_found_by_recall_and_other_files_are_not_indexed(t
 
         scratch = repo / "notes.md"
         editor.nvim.command(f"edit {scratch}")
-        editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)",
-                   ["# Scratch", "", "## Idea", "", "Maybe Redis streams for the job queue after all."])
+        editor.lua(
+            "vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)",
+            ["# Scratch", "", "## Idea", "", "Maybe Redis streams for the job queue after all."],
+        )
         editor.nvim.command("write")
         outside = indexed(editor, 2)[1]
         assert outside["path"] == str(scratch) and outside["files"] == 0 and outside["indexed"] == 0
@@ -93,13 +97,16 @@ def test_only_note_suffixes_wake_the_plugin_on_write(tmp_path):
 
     editor = start_editor(tmp_path, observe=False)
     try:
-        patterns = editor.lua("local out = {} for _, a in ipairs(vim.api.nvim_get_autocmds("
-                              "{ group = 'CaptainMemoIndexOnWrite', event = 'BufWritePost' })) do "
-                              "out[#out + 1] = a.pattern end return out")
+        patterns = editor.lua(
+            "local out = {} for _, a in ipairs(vim.api.nvim_get_autocmds("
+            "{ group = 'CaptainMemoIndexOnWrite', event = 'BufWritePost' })) do "
+            "out[#out + 1] = a.pattern end return out"
+        )
         assert {p.lower() for p in patterns} == {f"*{suffix}" for suffix in NOTE_SUFFIXES}
         editor.nvim.command(f"edit {tmp_path / 'code.py'}")
         editor.nvim.command("write")
-        assert editor.lua("return package.loaded['captain_memo.index_on_write'] == nil and "
-                          "package.loaded['captain_memo'] == nil")
+        assert editor.lua(
+            "return package.loaded['captain_memo.index_on_write'] == nil and package.loaded['captain_memo'] == nil"
+        )
     finally:
         close(editor)

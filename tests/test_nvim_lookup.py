@@ -7,18 +7,21 @@ import re
 import time
 
 import pytest
-
 from nvim_support import child_env, close, make_repo, requires_nvim, start_editor
 from sources_support import git
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 
-NOTE_A = ("Contract price entry point",
-          "get_effective_contract_price applies the contract's discount to the list price. Every invoice line "
-          "goes through it; never compute a price anywhere else.")
-NOTE_B = ("Rounding money",
-          "Don't round intermediates: keep full precision through every step and round to two decimal places "
-          "only when an amount is shown or stored.")
+NOTE_A = (
+    "Contract price entry point",
+    "get_effective_contract_price applies the contract's discount to the list price. Every invoice line "
+    "goes through it; never compute a price anywhere else.",
+)
+NOTE_B = (
+    "Rounding money",
+    "Don't round intermediates: keep full precision through every step and round to two decimal places "
+    "only when an amount is shown or stored.",
+)
 OTHERS = [
     ("Deploys", "Deploys go through the staging pipeline first; production needs a green staging run."),
     ("Log format", "Log lines are JSON objects with a timestamp, a level and a message."),
@@ -41,8 +44,9 @@ def shop(tmp_path, local_embedder):
     engine = Engine(Store(db), local_embedder)
     ids = {}
     source = Source(path="src/billing/price.py", line_start=6, line_end=8, origin="editor", filetype="python")
-    ids["A"] = engine.remember(NewMemory(body=NOTE_A[1], title=NOTE_A[0], project=project, branch="main",
-                                         source=source))
+    ids["A"] = engine.remember(
+        NewMemory(body=NOTE_A[1], title=NOTE_A[0], project=project, branch="main", source=source)
+    )
     ids["B"] = engine.remember(NewMemory(body=NOTE_B[1], title=NOTE_B[0], project=project))
     for title, body in OTHERS:
         ids[title] = engine.remember(NewMemory(body=body, title=title, project=project))
@@ -145,10 +149,17 @@ def test_enter_jumps_to_the_source_and_counts_as_opened_in_full(editor, shop):
     index = next(i for i, r in enumerate(rows, start=1) if NOTE_A[0] in r["rest"])
     editor.lua("vim.api.nvim_win_set_cursor(0, {..., 0})", index)
     editor.nvim.input("<CR>")
-    editor.wait_for(f"vim.api.nvim_win_get_cursor(0)[1] == 6 and vim.api.nvim_buf_get_name(0) == '{path}'",
-                    what="the jump to price.py:6")
-    assert editor.lua("return #vim.tbl_filter(function(w) return vim.api.nvim_win_get_config(w).relative ~= '' "
-                      "end, vim.api.nvim_list_wins())") == 0, "the floats are closed"
+    editor.wait_for(
+        f"vim.api.nvim_win_get_cursor(0)[1] == 6 and vim.api.nvim_buf_get_name(0) == '{path}'",
+        what="the jump to price.py:6",
+    )
+    assert (
+        editor.lua(
+            "return #vim.tbl_filter(function(w) return vim.api.nvim_win_get_config(w).relative ~= '' "
+            "end, vim.api.nvim_list_wins())"
+        )
+        == 0
+    ), "the floats are closed"
     store = store_of(shop)
     deadline = time.monotonic() + 20
     while not store.get(shop["ids"]["A"]).opened_in_full and time.monotonic() < deadline:
@@ -167,16 +178,25 @@ def test_forget_and_supersede_from_the_results_window(editor, shop):
     # vim.ui.select answers with its first item: the first other hit, then "Forget it".
     editor.nvim.command("normal s")
     store = store_of(shop)
-    editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-                    "if n.msg:find('superseded by') then return true end end end)()", what="the supersede")
-    by_title = {NOTE_A[0]: shop["ids"]["A"], NOTE_B[0]: shop["ids"]["B"],
-                **{title: shop["ids"][title] for title, _ in OTHERS}}
+    editor.wait_for(
+        "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+        "if n.msg:find('superseded by') then return true end end end)()",
+        what="the supersede",
+    )
+    by_title = {
+        NOTE_A[0]: shop["ids"]["A"],
+        NOTE_B[0]: shop["ids"]["B"],
+        **{title: shop["ids"][title] for title, _ in OTHERS},
+    }
     second = next(i for t, i in by_title.items() if titles[1].startswith(t + " "))
     assert store.get(shop["ids"][first]).superseded_by == second
     assert editor.lua("return vim.api.nvim_buf_get_name(0)") == "captain-memo://results"
     editor.nvim.command("normal d")
-    editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-                    "if n.msg:find('forgot') then return true end end end)()", what="the forget")
+    editor.wait_for(
+        "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+        "if n.msg:find('forgot') then return true end end end)()",
+        what="the forget",
+    )
     from captain_memo.errors import NotFoundError
 
     with pytest.raises(NotFoundError):
@@ -219,15 +239,22 @@ def test_ambient_hint_counts_memories_naming_the_token(editor, shop):
     editor.lua("require('captain_memo').setup({ ambient = true })")
     open_price(editor, shop)
     editor.nvim.command("doautocmd CursorHold")
-    hint = editor.wait_for("(function() local m = vim.api.nvim_buf_get_extmarks(0, "
-                           "vim.api.nvim_create_namespace('captain_memo_hint'), 0, -1, { details = true })[1] "
-                           "return m and { m[2], m[4].virt_text[1][1] } end)()", what="the hint")
+    hint = editor.wait_for(
+        "(function() local m = vim.api.nvim_buf_get_extmarks(0, "
+        "vim.api.nvim_create_namespace('captain_memo_hint'), 0, -1, { details = true })[1] "
+        "return m and { m[2], m[4].virt_text[1][1] } end)()",
+        what="the hint",
+    )
     assert hint == [2, "  ◆ 1 memory"]
     editor.lua("vim.api.nvim_win_set_cursor(0, {4, 8})")  # `return`: a plain word, no hint
     editor.nvim.command("doautocmd CursorMoved")
     editor.nvim.command("doautocmd CursorHold")
-    assert editor.lua("return #vim.api.nvim_buf_get_extmarks(0, "
-                      "vim.api.nvim_create_namespace('captain_memo_hint'), 0, -1, {})") == 0
+    assert (
+        editor.lua(
+            "return #vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_create_namespace('captain_memo_hint'), 0, -1, {})"
+        )
+        == 0
+    )
     assert editor.lua("return vim.g.captain_memo_test_results") is None, "a hint never opens the results"
 
 

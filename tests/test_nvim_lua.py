@@ -6,8 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
-from nvim_support import NVIM, REPO, close, child_env, requires_nvim, start_editor
+from nvim_support import NVIM, REPO, child_env, close, requires_nvim, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 SPECS = sorted((REPO / "tests" / "lua").glob("*_spec.lua"))
@@ -16,9 +15,27 @@ SPECS = sorted((REPO / "tests" / "lua").glob("*_spec.lua"))
 @pytest.mark.parametrize("spec", SPECS, ids=[s.stem for s in SPECS])
 def test_lua_spec(spec, tmp_path):
     env = child_env(tmp_path)
-    done = subprocess.run([NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", f"set rtp^={REPO}",
-                           "-l", str(REPO / "tests" / "lua" / "run.lua"), str(spec)],
-                          capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            NVIM,
+            "--headless",
+            "-u",
+            "NONE",
+            "-i",
+            "NONE",
+            "-n",
+            "--cmd",
+            f"set rtp^={REPO}",
+            "-l",
+            str(REPO / "tests" / "lua" / "run.lua"),
+            str(spec),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "FAIL" not in output and " passed, 0 failed" in output, output
@@ -27,13 +44,36 @@ def test_lua_spec(spec, tmp_path):
 def test_lua_code_shape_rule_matches_the_rankers(tmp_path):
     from captain_memo.ranking.query import is_code_shaped
 
-    tokens = ["get_effective_contract_price", "self.x", "src/billing/price.py", "useEffect", "getX", "x2Y",
-              "HTTP", "TODO", "Price", "plain", "_", "__", ".", "/", "a.b.", "std::vector", "node->next", "v1.2",
-              "IOError", "iPhone", "ABCdef"]
+    tokens = [
+        "get_effective_contract_price",
+        "self.x",
+        "src/billing/price.py",
+        "useEffect",
+        "getX",
+        "x2Y",
+        "HTTP",
+        "TODO",
+        "Price",
+        "plain",
+        "_",
+        "__",
+        ".",
+        "/",
+        "a.b.",
+        "std::vector",
+        "node->next",
+        "v1.2",
+        "IOError",
+        "iPhone",
+        "ABCdef",
+    ]
     editor = start_editor(tmp_path, observe=False)
     try:
-        lua = editor.lua("local t = require('captain_memo.token') local out = {} "
-                         "for i, s in ipairs(...) do out[i] = t.is_code_shaped(s) end return out", tokens)
+        lua = editor.lua(
+            "local t = require('captain_memo.token') local out = {} "
+            "for i, s in ipairs(...) do out[i] = t.is_code_shaped(s) end return out",
+            tokens,
+        )
     finally:
         close(editor)
     assert dict(zip(tokens, lua)) == {t: is_code_shaped(t) for t in tokens}
@@ -45,11 +85,15 @@ def test_startup_loads_nothing_until_first_use(tmp_path):
     try:
         assert editor.lua("return vim.fn.exists(':CaptainMemo')") == 2
         assert editor.lua("return vim.fn.exists('#FuncUndefined#CaptainMemoRequest')") == 1
-        loaded = editor.lua("local out = {} for name in pairs(package.loaded) do "
-                            "if name:find('^captain_memo') then out[#out + 1] = name end end return out")
+        loaded = editor.lua(
+            "local out = {} for name in pairs(package.loaded) do "
+            "if name:find('^captain_memo') then out[#out + 1] = name end end return out"
+        )
         assert loaded == []
-        channels = editor.lua("local out = {} for _, c in ipairs(vim.api.nvim_list_chans()) do "
-                              "if c.mode == 'rpc' and c.stream == 'job' then out[#out + 1] = c.id end end return out")
+        channels = editor.lua(
+            "local out = {} for _, c in ipairs(vim.api.nvim_list_chans()) do "
+            "if c.mode == 'rpc' and c.stream == 'job' then out[#out + 1] = c.id end end return out"
+        )
         assert channels == []
         completion = editor.lua("return vim.fn.getcompletion('CaptainMemo ', 'cmdline')")
         assert completion == ["ambient", "explain", "log", "lookup", "note", "recall", "save"]
@@ -99,5 +143,8 @@ def test_help_file_tags_every_command_option_mapping_and_highlight(tmp_path):
     expected |= {f"hl-{h}" for h in inventory["highlights"]}
     expected |= {f"captain-memo-results-{k}" for k in ("<CR>", "e", "s", "d", "q")}
     assert expected - tags == set()
-    assert not [line for line in (doc / "captain-memo.txt").read_text().splitlines()
-                if len(line) > 78 and not re.match(r"^\s*\S+\s*$", line)], "lines fit in 78 columns"
+    assert not [
+        line
+        for line in (doc / "captain-memo.txt").read_text().splitlines()
+        if len(line) > 78 and not re.match(r"^\s*\S+\s*$", line)
+    ], "lines fit in 78 columns"

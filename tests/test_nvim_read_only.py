@@ -8,10 +8,17 @@ import os
 import shutil
 
 import pytest
-
-from nvim_support import child_env, close, rplugin_manifest, requires_nvim, start_editor
-from readonly_support import (AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, reader_python,  # noqa: F401
-                              requires_reader, shared_tmp)
+from nvim_support import child_env, close, requires_nvim, rplugin_manifest, start_editor
+from readonly_support import (  # noqa: F401
+    AS_ROOT,
+    NOBODY,
+    as_reader,
+    lock,
+    make_store,
+    reader_home,
+    reader_python,
+    requires_reader,
+)
 
 pytestmark = [requires_nvim, requires_reader, pytest.mark.nvim]
 
@@ -52,8 +59,11 @@ def test_lookups_work_and_a_save_names_the_permission(shared_tmp, local_embedder
         editor.nvim.command("enew")
         editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'a line worth keeping'})")
         editor.nvim.command("CaptainMemo save")
-        editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-                        "if n.level == 4 then return true end end end)()", what="the save to fail")
+        editor.wait_for(
+            "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+            "if n.level == 4 then return true end end end)()",
+            what="the save to fail",
+        )
         errors = messages(editor, 4)
         assert len(errors) == 1, editor.notifications()
         assert "cannot write to" in errors[0] and "permission denied" in errors[0], errors

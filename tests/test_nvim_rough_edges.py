@@ -6,8 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from nvim_support import close, child_env, requires_nvim, start_editor
+from nvim_support import child_env, close, requires_nvim, start_editor
 from test_nvim_lookup import shop  # noqa: F401 - the same repository and notes
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
@@ -36,7 +35,8 @@ def test_lookup_takes_the_identifier_on_or_before_the_cursor_and_never_the_next(
     lookup_at(editor, 3, 2)  # `        price = self.get_effective_contract_price(contract)`, in the indentation
     notes = editor.notifications()
     assert [n["msg"] for n in notes] == [
-        "Captain Memo: nothing to look up: no identifier under the cursor or right before it"], notes
+        "Captain Memo: nothing to look up: no identifier under the cursor or right before it"
+    ], notes
     assert editor.lua("return vim.g.captain_memo_test_results") is None
     line = editor.lua("return vim.api.nvim_buf_get_lines(0, 2, 3, false)[1]")
     lookup_at(editor, 3, line.index("(contract"))  # on the parenthesis after the call's name
@@ -86,8 +86,11 @@ def test_credentials_are_checked_before_the_title_is_prefilled(shop, tmp_path):
         editor.lua(RECORD_PROMPTS)
         editor.nvim.command(f"edit {config}")
         editor.nvim.input("ggVG:CaptainMemo save<CR>")
-        editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-                        "if n.msg:find('saved #') then return true end end end)()", what="the save")
+        editor.wait_for(
+            "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+            "if n.msg:find('saved #') then return true end end end)()",
+            what="the save",
+        )
         prompts = editor.lua("return vim.g.test_prompts")
         assert [p["kind"] for p in prompts] == ["captain_memo_secrets", "input", "select"], prompts
         title = prompts[1]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from nvim_support import child_env, close, make_repo, requires_nvim, saved_id, start_editor
 from sources_support import git
 
@@ -44,8 +43,9 @@ def test_saved_selection_carries_file_lines_repository_and_branch(tmp_path, loca
     project = git_context(repo).project
     db = tmp_path / "memo.db"
     engine = Engine(Store(db), local_embedder)
-    engine.remember(NewMemory(body="Totals are rounded once, at the end, to two decimals.", title="Totals",
-                              project=project))
+    engine.remember(
+        NewMemory(body="Totals are rounded once, at the end, to two decimals.", title="Totals", project=project)
+    )
     engine.close()
     # Neovim runs from another folder: the repository must come from the buffer's file.
     elsewhere = tmp_path / "elsewhere"
@@ -65,8 +65,10 @@ def test_saved_selection_carries_file_lines_repository_and_branch(tmp_path, loca
         assert memory.source.commit == git(repo, "rev-parse", "HEAD")
         assert (memory.source.origin, memory.source.filetype, memory.kind) == ("editor", "python", "memory")
         assert memory.title == "price = self.get_effective_contract_price(contract)", "prefilled from line 1"
-        assert memory.body == ("        price = self.get_effective_contract_price(contract)\n"
-                               "        return round(price * contract.quantity, 2)")
+        assert memory.body == (
+            "        price = self.get_effective_contract_price(contract)\n"
+            "        return round(price * contract.quantity, 2)"
+        )
 
         query = "round price times quantity"
         lines = recall(editor, path, query)
@@ -96,8 +98,10 @@ def test_note_buffer_is_saved_on_write(tmp_path, local_embedder):
     try:
         editor.nvim.command(f"edit {repo / 'src' / 'billing' / 'price.py'}")
         editor.nvim.command("CaptainMemo note skill")
-        editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)",
-                   ["# Release a hotfix", "", "Branch from the tag, cherry-pick, tag again."])
+        editor.lua(
+            "vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)",
+            ["# Release a hotfix", "", "Branch from the tag, cherry-pick, tag again."],
+        )
         editor.nvim.command("write")
         memory_id = saved_id(editor)
         assert editor.lua("return vim.bo.modified") is False

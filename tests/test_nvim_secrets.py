@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from nvim_support import close, child_env, make_repo, requires_nvim, start_editor
+from nvim_support import child_env, close, make_repo, requires_nvim, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
 TOKEN = "ghp_" + "a1B2c3D4e5" * 4
@@ -33,9 +32,11 @@ end
 
 
 def notes_matching(editor, pattern: str, count: int = 1) -> list[str]:
-    editor.wait_for(f"(function() local n = 0 for _, x in ipairs(vim.g.captain_memo_test_notes) do "
-                    f"if x.msg:find({pattern!r}) then n = n + 1 end end return n >= {count} end)()",
-                    what=f"a notification matching {pattern!r}")
+    editor.wait_for(
+        f"(function() local n = 0 for _, x in ipairs(vim.g.captain_memo_test_notes) do "
+        f"if x.msg:find({pattern!r}) then n = n + 1 end end return n >= {count} end)()",
+        what=f"a notification matching {pattern!r}",
+    )
     return [n["msg"] for n in editor.notifications() if re.search(pattern, n["msg"])]
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from recall_support import NOW, candidate, days_ago, memory
 
 from captain_memo.config import PROFILES, rank_config
 from captain_memo.ranking import lifecycle
 from captain_memo.ranking.pipeline import RankRequest, rank_pool
 from captain_memo.ranking.query import analyse
 from captain_memo.store import NewMemory
-
-from recall_support import NOW, candidate, days_ago, memory
 
 V2 = PROFILES["v2"]
 
@@ -43,11 +42,14 @@ def test_a_half_life_of_zero_means_no_decay(profile):
 
 @pytest.mark.parametrize("stability", [0.0, -3.0])
 def test_a_stored_stability_of_zero_or_less_reads_as_fresh(engine, stability):
-    mid = engine.remember(NewMemory(body="outbox worker picked up a webhook twice", kind="observation",
-                                    created_at=days_ago(300)))
+    mid = engine.remember(
+        NewMemory(body="outbox worker picked up a webhook twice", kind="observation", created_at=days_ago(300))
+    )
     with engine.store.write() as conn:
-        conn.execute("UPDATE memories SET stability = ?, last_surfaced = ?, updated_at = ? WHERE id = ?",
-                     (stability, days_ago(300), days_ago(300), mid))
+        conn.execute(
+            "UPDATE memories SET stability = ?, last_surfaced = ?, updated_at = ? WHERE id = ?",
+            (stability, days_ago(300), days_ago(300), mid),
+        )
     for profile in ("v2", "v3"):
         (hit,) = engine.recall("outbox webhook", record=False, profile=profile).hits
         assert hit.factor("tide") == 1.0, profile
@@ -69,13 +71,19 @@ def test_stats_dormant_count_agrees_with_the_ranking(engine, db_file, capsys, mo
     sunk = engine.remember(NewMemory(body="refund batch retried after a timeout", kind="observation"))
     engine.show(opened, cfg)
     with engine.store.write() as conn:  # both went unused for 400 days since
-        conn.execute("UPDATE memories SET created_at = ?, updated_at = ?, last_surfaced = ?, last_opened = ?"
-                     " WHERE id = ?", (days_ago(800), days_ago(800), days_ago(400), days_ago(400), opened))
-        conn.execute("UPDATE memories SET created_at = ?, updated_at = ? WHERE id = ?",
-                     (days_ago(800), days_ago(800), sunk))
+        conn.execute(
+            "UPDATE memories SET created_at = ?, updated_at = ?, last_surfaced = ?, last_opened = ? WHERE id = ?",
+            (days_ago(800), days_ago(800), days_ago(400), days_ago(400), opened),
+        )
+        conn.execute(
+            "UPDATE memories SET created_at = ?, updated_at = ? WHERE id = ?", (days_ago(800), days_ago(800), sunk)
+        )
     hits = {h.memory.id: h for h in engine.recall("outbox webhook refund batch", record=False).hits}
-    ranking_dormant = {mid for mid, h in hits.items()
-                       if h.factor("tide") < cfg.tide_floor + (1 - cfg.tide_floor) * cfg.tide_dormant_buoyancy}
+    ranking_dormant = {
+        mid
+        for mid, h in hits.items()
+        if h.factor("tide") < cfg.tide_floor + (1 - cfg.tide_floor) * cfg.tide_dormant_buoyancy
+    }
     assert cli.main(["--db", str(db_file), "stats", "--json"]) == 0
     tide = json.loads(capsys.readouterr().out)["tide"]
     assert tide["dormant"] == len(ranking_dormant)

@@ -8,14 +8,13 @@ from dataclasses import asdict, replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recall_support import NOW, assert_trace, candidate, memory
 
 from captain_memo.config import PROFILES, RankConfig, rank_config
 from captain_memo.ranking import lifecycle
 from captain_memo.ranking.fusion import fuse, min_max
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
 from captain_memo.ranking.query import analyse, is_code_shaped, strip_token
-
-from recall_support import NOW, assert_trace, candidate, memory
 
 V2 = PROFILES["v2"]
 LEGACY = PROFILES["legacy"]
@@ -39,88 +38,130 @@ def factors_named(hit, name: str) -> list[float]:
 
 # -- fusion ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("vector, keyword, fused", [
-    (0.81, None, 0.81),  # vector only: full weight
-    (None, 1.0, 1.0),  # keyword only: full weight
-    (None, 0.4, 0.4),
-    (0.62, 1.0, 0.734),  # both: 0.7 × 0.62 + 0.3 × 1.0
-    (0.9, 0.0, 0.63),
-    (0.5, 0.5, 0.5),
-])
+
+@pytest.mark.parametrize(
+    "vector, keyword, fused",
+    [
+        (0.81, None, 0.81),  # vector only: full weight
+        (None, 1.0, 1.0),  # keyword only: full weight
+        (None, 0.4, 0.4),
+        (0.62, 1.0, 0.734),  # both: 0.7 × 0.62 + 0.3 × 1.0
+        (0.9, 0.0, 0.63),
+        (0.5, 0.5, 0.5),
+    ],
+)
 def test_weighted_fusion_keeps_single_leg_hits_at_full_weight(vector, keyword, fused):
     (c,) = fuse([candidate(memory(), vector=vector, keyword=keyword)], V2)
     assert c.fused == pytest.approx(fused, abs=1e-12)
     assert c.score == c.fused and c.factors == ()
 
 
-@pytest.mark.parametrize("vector_rank, keyword_rank, fused", [
-    (1, 1, 2 / 61),
-    (1, None, 1 / 61),
-    (None, 3, 1 / 63),
-    (10, 25, 1 / 70 + 1 / 85),
-])
+@pytest.mark.parametrize(
+    "vector_rank, keyword_rank, fused",
+    [
+        (1, 1, 2 / 61),
+        (1, None, 1 / 61),
+        (None, 3, 1 / 63),
+        (10, 25, 1 / 70 + 1 / 85),
+    ],
+)
 def test_rrf_is_a_sum_of_reciprocal_ranks_with_k_60(vector_rank, keyword_rank, fused):
     c = candidate(memory(), vector=0.5, keyword=0.5, vector_rank=vector_rank, keyword_rank=keyword_rank)
     (out,) = fuse([c], LEGACY)
     assert out.fused == pytest.approx(fused, abs=1e-15)
 
 
-@pytest.mark.parametrize("raw, normalised", [
-    ({}, {}),
-    ({1: 7.5}, {1: 1.0}),  # a single hit is the best hit
-    ({1: 2.0, 2: 2.0, 3: 2.0}, {1: 1.0, 2: 1.0, 3: 1.0}),  # all tied: all 1.0, never 0 or NaN
-    ({1: 1.0, 2: 3.0, 3: 2.0}, {1: 0.0, 2: 1.0, 3: 0.5}),
-])
+@pytest.mark.parametrize(
+    "raw, normalised",
+    [
+        ({}, {}),
+        ({1: 7.5}, {1: 1.0}),  # a single hit is the best hit
+        ({1: 2.0, 2: 2.0, 3: 2.0}, {1: 1.0, 2: 1.0, 3: 1.0}),  # all tied: all 1.0, never 0 or NaN
+        ({1: 1.0, 2: 3.0, 3: 2.0}, {1: 0.0, 2: 1.0, 3: 0.5}),
+    ],
+)
 def test_keyword_min_max(raw, normalised):
     assert min_max(raw) == pytest.approx(normalised)
 
 
 # -- identifier boost ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("query, text, multiplier", [
-    ("get_effective_contract_price", "calls get_effective_contract_price(acc, sku)", 1.3),
-    ("get_effective_contract_price " * 5, "get_effective_contract_price", 2.0),  # 1 + 0.3 × 5 = 2.5, capped
-    ("foo_bar foo_bar foo_bar", "foo_bar", 1.9),  # a repeated token counts each time
-    ("foo_bar billing.money", "foo_bar and billing.money", 1.6),
-    ("foo_bar billing.money", "only foo_bar here", 1.3),
-    ("HTTP TODO", "HTTP TODO", 1.0),  # ALL-CAPS never counts
-    ("price invoice", "price invoice", 1.0),  # plain words never count
-    ("foo_bar,", "foo_bar", 1.3),  # trailing punctuation stripped
-    ("(foo_bar)", "foo_bar", 1.3),
-    ("is it foo_bar?", "foo_bar", 1.3),
-    ("'foo_bar'", "foo_bar", 1.3),
-    ('"foo_bar";', "foo_bar", 1.3),
-    ("see foo_bar.", "foo_bar", 1.3),  # a sentence-final '.' is stripped ...
-    ("see foo_bar.", "foo_bar.", 1.3),
-    ("billing.money.Money", "from billing.money.Money import Money", 1.3),  # ... an internal one counts
-    ("see billing.money.", "in billing.money we", 1.3),
-    ("api/routes/quotes.py", "KeyError in api/routes/quotes.py", 1.3),
-    ("formatMoney", "formatMoney(amount)", 1.3),  # camelCase hump
-    ("formatmoney", "formatmoney", 1.0),  # no hump, no '_', '.' or '/': a plain word
-    ("Foo_Bar", "foo_bar", 1.0),  # case-sensitive containment
-    ("formatMoney", "formatmoney", 1.0),
-])
+
+@pytest.mark.parametrize(
+    "query, text, multiplier",
+    [
+        ("get_effective_contract_price", "calls get_effective_contract_price(acc, sku)", 1.3),
+        ("get_effective_contract_price " * 5, "get_effective_contract_price", 2.0),  # 1 + 0.3 × 5 = 2.5, capped
+        ("foo_bar foo_bar foo_bar", "foo_bar", 1.9),  # a repeated token counts each time
+        ("foo_bar billing.money", "foo_bar and billing.money", 1.6),
+        ("foo_bar billing.money", "only foo_bar here", 1.3),
+        ("HTTP TODO", "HTTP TODO", 1.0),  # ALL-CAPS never counts
+        ("price invoice", "price invoice", 1.0),  # plain words never count
+        ("foo_bar,", "foo_bar", 1.3),  # trailing punctuation stripped
+        ("(foo_bar)", "foo_bar", 1.3),
+        ("is it foo_bar?", "foo_bar", 1.3),
+        ("'foo_bar'", "foo_bar", 1.3),
+        ('"foo_bar";', "foo_bar", 1.3),
+        ("see foo_bar.", "foo_bar", 1.3),  # a sentence-final '.' is stripped ...
+        ("see foo_bar.", "foo_bar.", 1.3),
+        ("billing.money.Money", "from billing.money.Money import Money", 1.3),  # ... an internal one counts
+        ("see billing.money.", "in billing.money we", 1.3),
+        ("api/routes/quotes.py", "KeyError in api/routes/quotes.py", 1.3),
+        ("formatMoney", "formatMoney(amount)", 1.3),  # camelCase hump
+        ("formatmoney", "formatmoney", 1.0),  # no hump, no '_', '.' or '/': a plain word
+        ("Foo_Bar", "foo_bar", 1.0),  # case-sensitive containment
+        ("formatMoney", "formatmoney", 1.0),
+    ],
+)
 def test_identifier_boost(query, text, multiplier):
     hit = one(query, text)
     assert hit.factor("identifier") == pytest.approx(multiplier)
     assert len(factors_named(hit, "identifier")) == (0 if multiplier == 1.0 else 1)
 
 
-@pytest.mark.parametrize("token, shaped", [
-    ("snake_case", True), ("MAX_RETRIES", True), ("billing.money", True), ("api/routes", True), ("formatMoney", True),
-    ("useQuotePreview", True), ("v2.5.0", True), ("HTTP", False), ("TODO", False), ("JSON", False),
-    ("price", False), ("Price", False), ("", False), ("...", False), ("_", False), ("/", False),
-])
+@pytest.mark.parametrize(
+    "token, shaped",
+    [
+        ("snake_case", True),
+        ("MAX_RETRIES", True),
+        ("billing.money", True),
+        ("api/routes", True),
+        ("formatMoney", True),
+        ("useQuotePreview", True),
+        ("v2.5.0", True),
+        ("HTTP", False),
+        ("TODO", False),
+        ("JSON", False),
+        ("price", False),
+        ("Price", False),
+        ("", False),
+        ("...", False),
+        ("_", False),
+        ("/", False),
+    ],
+)
 def test_code_shape(token, shaped):
     assert is_code_shaped(token) is shaped
 
 
-@pytest.mark.parametrize("raw, clean", [
-    ("foo_bar,", "foo_bar"), ("foo_bar;", "foo_bar"), ("foo_bar:", "foo_bar"), ("foo_bar!", "foo_bar"),
-    ("foo_bar?", "foo_bar"), ("foo_bar)", "foo_bar"), ("foo_bar]", "foo_bar"), ("foo_bar}", "foo_bar"),
-    ("foo_bar'", "foo_bar"), ('foo_bar"', "foo_bar"), ("foo_bar.", "foo_bar"), ("a.b.c.", "a.b.c"),
-    ("foo_bar?).", "foo_bar"),
-])
+@pytest.mark.parametrize(
+    "raw, clean",
+    [
+        ("foo_bar,", "foo_bar"),
+        ("foo_bar;", "foo_bar"),
+        ("foo_bar:", "foo_bar"),
+        ("foo_bar!", "foo_bar"),
+        ("foo_bar?", "foo_bar"),
+        ("foo_bar)", "foo_bar"),
+        ("foo_bar]", "foo_bar"),
+        ("foo_bar}", "foo_bar"),
+        ("foo_bar'", "foo_bar"),
+        ('foo_bar"', "foo_bar"),
+        ("foo_bar.", "foo_bar"),
+        ("a.b.c.", "a.b.c"),
+        ("foo_bar?).", "foo_bar"),
+    ],
+)
 def test_query_tokens_lose_trailing_punctuation(raw, clean):
     assert strip_token(raw) == clean
 
@@ -134,16 +175,20 @@ def test_identifier_boost_switch_and_cap_from_the_profile():
 
 # -- rare token ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("query, text, fires", [
-    ("ledger reconciliation", "ledger ledger reconciliation ledger", True),  # once per chunk, not per word
-    ("Ledger", "the ledger", True),  # any case
-    ("ledgers", "the ledger", False),  # whole words
-    ("ledger", "ledgers", False),
-    ("tax", "tax", False),  # shorter than 4 characters
-    ("with about would", "with about would", False),  # stopwords
-    ("foo_bar", "foo_bar", False),  # code-shaped tokens are the identifier boost's
-    ("ledger", "nothing here", False),
-])
+
+@pytest.mark.parametrize(
+    "query, text, fires",
+    [
+        ("ledger reconciliation", "ledger ledger reconciliation ledger", True),  # once per chunk, not per word
+        ("Ledger", "the ledger", True),  # any case
+        ("ledgers", "the ledger", False),  # whole words
+        ("ledger", "ledgers", False),
+        ("tax", "tax", False),  # shorter than 4 characters
+        ("with about would", "with about would", False),  # stopwords
+        ("foo_bar", "foo_bar", False),  # code-shaped tokens are the identifier boost's
+        ("ledger", "nothing here", False),
+    ],
+)
 def test_rare_token_boost_once_per_chunk(query, text, fires):
     hit = one(query, text)
     assert factors_named(hit, "rare_token") == ([1.15] if fires else [])
@@ -155,12 +200,16 @@ def test_rare_token_boost_is_off_in_legacy():
 
 # -- branch and supersession ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("written_on, current, factor", [
-    ("feature/contract-pricing", "feature/contract-pricing", 1.1),
-    ("main", "feature/contract-pricing", None),
-    (None, "feature/contract-pricing", None),
-    ("main", None, None),
-])
+
+@pytest.mark.parametrize(
+    "written_on, current, factor",
+    [
+        ("feature/contract-pricing", "feature/contract-pricing", 1.1),
+        ("main", "feature/contract-pricing", None),
+        (None, "feature/contract-pricing", None),
+        ("main", None, None),
+    ],
+)
 def test_branch_boost(written_on, current, factor):
     (hit,) = ranked([candidate(memory(branch=written_on), "text", vector=0.8)], "query words", branch=current)
     assert factors_named(hit, "branch") == ([] if factor is None else [factor])
@@ -180,33 +229,63 @@ def test_superseded_is_halved_and_never_dropped():
 
 # -- recency -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("age_days, factor", [
-    (0, 1.0), (21, 0.75), (42, 0.625), (63, 0.5625), (10_000, 0.5), (None, 1.0), (-3, 1.0),
-])
+
+@pytest.mark.parametrize(
+    "age_days, factor",
+    [
+        (0, 1.0),
+        (21, 0.75),
+        (42, 0.625),
+        (63, 0.5625),
+        (10_000, 0.5),
+        (None, 1.0),
+        (-3, 1.0),
+    ],
+)
 def test_recency_factor(age_days, factor):
     assert lifecycle.recency_factor(age_days, V2) == pytest.approx(factor)
 
 
-@pytest.mark.parametrize("query, temporal", [
-    ("latest deploy version", True), ("LAST release", True), ("newest note", True), ("current version", True),
-    ("most recent deploy", True), ("recent changes", True), ("is the doc up to date", True),
-    ("up-to-date docs", True), ("what now", True), ("Now?", True), ("(latest)", True),
-    ("deploy version", False), ("lastly", False), ("recently", False), ("currently", False),
-    ("nowhere", False), ("snow", False), ("blast radius", False), ("get_effective_contract_price", False),
-])
+@pytest.mark.parametrize(
+    "query, temporal",
+    [
+        ("latest deploy version", True),
+        ("LAST release", True),
+        ("newest note", True),
+        ("current version", True),
+        ("most recent deploy", True),
+        ("recent changes", True),
+        ("is the doc up to date", True),
+        ("up-to-date docs", True),
+        ("what now", True),
+        ("Now?", True),
+        ("(latest)", True),
+        ("deploy version", False),
+        ("lastly", False),
+        ("recently", False),
+        ("currently", False),
+        ("nowhere", False),
+        ("snow", False),
+        ("blast radius", False),
+        ("get_effective_contract_price", False),
+    ],
+)
 def test_temporal_intent_is_whole_words_in_any_case(query, temporal):
     assert analyse(query).temporal is temporal
 
 
-@pytest.mark.parametrize("kind, age_days, query, factor", [
-    ("observation", 21, "latest deploy", 0.75),
-    ("observation", 63, "latest deploy", 0.5625),
-    ("observation", 63, "deploy", None),  # no temporal intent
-    ("memory", 63, "latest deploy", None),  # curated: anchored
-    ("skill", 63, "latest deploy", None),
-    ("observation", None, "latest deploy", None),  # no date
-    ("observation", -5, "latest deploy", None),  # a date in the future
-])
+@pytest.mark.parametrize(
+    "kind, age_days, query, factor",
+    [
+        ("observation", 21, "latest deploy", 0.75),
+        ("observation", 63, "latest deploy", 0.5625),
+        ("observation", 63, "deploy", None),  # no temporal intent
+        ("memory", 63, "latest deploy", None),  # curated: anchored
+        ("skill", 63, "latest deploy", None),
+        ("observation", None, "latest deploy", None),  # no date
+        ("observation", -5, "latest deploy", None),  # a date in the future
+    ],
+)
 def test_recency_only_on_temporal_intent_and_only_observations(kind, age_days, query, factor):
     (hit,) = ranked([candidate(memory(kind=kind, age_days=age_days), "deploy", vector=0.8)], query)
     assert factors_named(hit, "recency") == ([] if factor is None else [pytest.approx(factor)])
@@ -214,14 +293,16 @@ def test_recency_only_on_temporal_intent_and_only_observations(kind, age_days, q
 
 def test_recency_only_over_the_top_n():
     cfg = replace(V2, tide=False)
-    pool = [candidate(memory(i, kind="observation", age_days=30), "deploy", vector=0.95 - 0.01 * i)
-            for i in range(1, 13)]
+    pool = [
+        candidate(memory(i, kind="observation", age_days=30), "deploy", vector=0.95 - 0.01 * i) for i in range(1, 13)
+    ]
     out = ranked(pool, "latest deploy", cfg)
     touched = {c.memory.id for c in out if factors_named(c, "recency")}
     assert touched == set(range(1, 11))  # the 10 best by score; 11 and 12 left as they were
 
 
 # -- Tide ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("age_days", [0, 0.5, 1, 7, 30, 90, 365, 3650, 1e6])
 @pytest.mark.parametrize("stability", [0.01, 1, 7, 30, 365])
@@ -260,12 +341,15 @@ def test_stability_is_capped_at_365():
     assert lifecycle.strengthened(364.0, 1.5, V2) == 365.0
 
 
-@pytest.mark.parametrize("kind, opened, demoted", [
-    ("observation", False, True),
-    ("observation", True, False),  # opened in full once: never demoted
-    ("memory", False, False),  # curated: anchored at ×1
-    ("skill", False, False),
-])
+@pytest.mark.parametrize(
+    "kind, opened, demoted",
+    [
+        ("observation", False, True),
+        ("observation", True, False),  # opened in full once: never demoted
+        ("memory", False, False),  # curated: anchored at ×1
+        ("skill", False, False),
+    ],
+)
 def test_tide_applies_to_observations_never_opened(kind, opened, demoted):
     (hit,) = ranked([candidate(memory(kind=kind, age_days=200, opened=opened), "x", vector=0.8)], "plain")
     tide = factors_named(hit, "tide")
@@ -285,34 +369,75 @@ def test_tide_counts_age_from_the_last_surfacing():
 
 # -- the legacy profile ----------------------------------------------------------------------------
 
+
 def test_legacy_profile_values_are_frozen():
     assert asdict(PROFILES["legacy"]) == {
-        "profile": "legacy", "fusion_mode": "rrf", "rrf_k": 60.0, "vector_weight": 0.7, "keyword_weight": 0.3,
-        "candidates_per_leg": 25, "result_limit": 10, "identifier_boost": True, "identifier_boost_step": 0.3,
-        "identifier_boost_cap": 2.0, "rare_token_boost": False, "rare_token_weight": 1.15,
-        "rare_token_min_length": 4, "branch_boost": False, "branch_weight": 1.1, "supersede_penalty": 1.0,
-        "temporal_intent": False, "temporal_half_life_days": 21.0, "temporal_floor": 0.5, "temporal_top_n": 10,
-        "tide": False, "tide_initial_stability": 7.0, "tide_max_stability": 365.0, "tide_age_weight": 0.15,
-        "tide_floor": 0.30, "tide_growth": 0.5, "tide_gain_auto": 0.5, "tide_gain_search": 1.0,
-        "tide_gain_open": 1.5, "tide_dormant_buoyancy": 0.30, "tide_dormant_days": 90.0, "shape_weighting": False,
-        "keyword_identifier_parts": False, "recency_anchor": "now", "recency_span_share": 0.0, "temporal_pool": 0,
-        "temporal_word_forms": False, "tide_rule": "seed",
+        "profile": "legacy",
+        "fusion_mode": "rrf",
+        "rrf_k": 60.0,
+        "vector_weight": 0.7,
+        "keyword_weight": 0.3,
+        "candidates_per_leg": 25,
+        "result_limit": 10,
+        "identifier_boost": True,
+        "identifier_boost_step": 0.3,
+        "identifier_boost_cap": 2.0,
+        "rare_token_boost": False,
+        "rare_token_weight": 1.15,
+        "rare_token_min_length": 4,
+        "branch_boost": False,
+        "branch_weight": 1.1,
+        "supersede_penalty": 1.0,
+        "temporal_intent": False,
+        "temporal_half_life_days": 21.0,
+        "temporal_floor": 0.5,
+        "temporal_top_n": 10,
+        "tide": False,
+        "tide_initial_stability": 7.0,
+        "tide_max_stability": 365.0,
+        "tide_age_weight": 0.15,
+        "tide_floor": 0.30,
+        "tide_growth": 0.5,
+        "tide_gain_auto": 0.5,
+        "tide_gain_search": 1.0,
+        "tide_gain_open": 1.5,
+        "tide_dormant_buoyancy": 0.30,
+        "tide_dormant_days": 90.0,
+        "shape_weighting": False,
+        "keyword_identifier_parts": False,
+        "recency_anchor": "now",
+        "recency_span_share": 0.0,
+        "temporal_pool": 0,
+        "temporal_word_forms": False,
+        "tide_rule": "seed",
     }
 
 
 def test_v2_is_the_seed_design_frozen():
     """v2 differs from legacy only by the seed design's rules, with the seed's values."""
     assert asdict(PROFILES["v2"]) == {
-        **asdict(PROFILES["legacy"]), "profile": "v2", "fusion_mode": "weighted", "rare_token_boost": True,
-        "branch_boost": True, "supersede_penalty": 0.5, "temporal_intent": True, "tide": True,
+        **asdict(PROFILES["legacy"]),
+        "profile": "v2",
+        "fusion_mode": "weighted",
+        "rare_token_boost": True,
+        "branch_boost": True,
+        "supersede_penalty": 0.5,
+        "temporal_intent": True,
+        "tide": True,
     }
 
 
 def rich_pool():
     """Candidates on which every v2 rule fires for the query ``latest foo_bar ledger`` on branch feat."""
     return [
-        candidate(memory(1, kind="observation", age_days=21, branch="feat", superseded_by=2),
-                  "foo_bar ledger", vector=0.8, keyword=1.0, vector_rank=1, keyword_rank=1),
+        candidate(
+            memory(1, kind="observation", age_days=21, branch="feat", superseded_by=2),
+            "foo_bar ledger",
+            vector=0.8,
+            keyword=1.0,
+            vector_rank=1,
+            keyword_rank=1,
+        ),
         candidate(memory(2, kind="observation", age_days=400), "other words", vector=0.7, vector_rank=2),
     ]
 
@@ -326,12 +451,12 @@ def test_legacy_pipeline_applies_only_rrf_and_the_identifier_boost():
 
 def test_v2_pipeline_fires_every_rule_in_order():
     pool = {c.memory.id: c for c in ranked(rich_pool(), "latest foo_bar ledger", V2, branch="feat")}
-    assert [f.name for f in pool[1].factors] == ["identifier", "rare_token", "branch", "superseded", "recency",
-                                                  "tide"]
+    assert [f.name for f in pool[1].factors] == ["identifier", "rare_token", "branch", "superseded", "recency", "tide"]
     assert [f.name for f in pool[2].factors] == ["recency", "tide"]
 
 
 # -- every switch, through the environment, changes its own stage -----------------------------------
+
 
 def _factor(name):
     return lambda pool: pool[1].factor(name)
@@ -354,7 +479,7 @@ SWITCHES = [
     ({"SUPERSEDE_PENALTY": "0.25"}, "superseded", 0.25),
     ({}, "recency", 0.75),
     ({"TEMPORAL_INTENT": "no"}, "recency", 1.0),
-    ({"TEMPORAL_HALF_LIFE_DAYS": "42"}, "recency", 0.5 + 0.5 * 0.5 ** 0.5),
+    ({"TEMPORAL_HALF_LIFE_DAYS": "42"}, "recency", 0.5 + 0.5 * 0.5**0.5),
     ({"TEMPORAL_FLOOR": "0.8"}, "recency", 0.9),
     ({"TEMPORAL_TOP_N": "0"}, "recency", 1.0),
     ({}, "tide", 0.30 + 0.70 / (1 + 0.15 * 21 / 7)),
@@ -372,24 +497,32 @@ def test_each_switch_changes_its_stage(env, stage, value):
     assert pool[1].factor(stage) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("env, fused", [
-    ({}, 0.7 * 0.8 + 0.3 * 1.0),
-    ({"VECTOR_WEIGHT": "0.5", "KEYWORD_WEIGHT": "0.5"}, 0.9),
-    ({"KEYWORD_WEIGHT": "0"}, 0.56),
-    ({"FUSION_MODE": "rrf"}, 2 / 61),
-    ({"FUSION_MODE": "rrf", "RRF_K": "10"}, 2 / 11),
-])
+@pytest.mark.parametrize(
+    "env, fused",
+    [
+        ({}, 0.7 * 0.8 + 0.3 * 1.0),
+        ({"VECTOR_WEIGHT": "0.5", "KEYWORD_WEIGHT": "0.5"}, 0.9),
+        ({"KEYWORD_WEIGHT": "0"}, 0.56),
+        ({"FUSION_MODE": "rrf"}, 2 / 61),
+        ({"FUSION_MODE": "rrf", "RRF_K": "10"}, 2 / 11),
+    ],
+)
 def test_fusion_switches(env, fused):
     cfg = rank_config("v2", env={"CAPTAIN_MEMO_" + k: v for k, v in env.items()})
     pool = {c.memory.id: c for c in ranked(rich_pool(), "latest foo_bar ledger", cfg, branch="feat")}
     assert pool[1].fused == pytest.approx(fused)
 
 
-@pytest.mark.parametrize("env, gain", [
-    ({}, {"auto": 0.5, "search": 1.0, "open": 1.5}),
-    ({"TIDE_GAIN_AUTO": "0.25", "TIDE_GAIN_SEARCH": "2", "TIDE_GAIN_OPEN": "3"}, {"auto": 0.25, "search": 2.0,
-                                                                              "open": 3.0}),
-])
+@pytest.mark.parametrize(
+    "env, gain",
+    [
+        ({}, {"auto": 0.5, "search": 1.0, "open": 1.5}),
+        (
+            {"TIDE_GAIN_AUTO": "0.25", "TIDE_GAIN_SEARCH": "2", "TIDE_GAIN_OPEN": "3"},
+            {"auto": 0.25, "search": 2.0, "open": 3.0},
+        ),
+    ],
+)
 def test_tide_gain_switches(env, gain):
     cfg = rank_config("v2", env={"CAPTAIN_MEMO_" + k: v for k, v in env.items()})
     for how, g in gain.items():
@@ -402,8 +535,12 @@ def test_tide_gain_switches(env, gain):
 
 def test_the_cut_keeps_the_best_chunk_of_each_memory_then_the_limit():
     m1, m2, m3 = memory(1), memory(2), memory(3)
-    pool = [candidate(m1, vector=0.9, chunk_id=10), candidate(m1, vector=0.8, chunk_id=11),
-            candidate(m2, vector=0.7, chunk_id=20), candidate(m3, vector=0.6, chunk_id=30)]
+    pool = [
+        candidate(m1, vector=0.9, chunk_id=10),
+        candidate(m1, vector=0.8, chunk_id=11),
+        candidate(m2, vector=0.7, chunk_id=20),
+        candidate(m3, vector=0.6, chunk_id=30),
+    ]
     out = cut(ranked(pool, "plain"), 2)
     assert [(c.memory.id, c.chunk_id) for c in out] == [(1, 10), (2, 20)]
     assert math.isclose(out[0].score, 0.9)

@@ -17,9 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from readonly_support import (AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, requires_reader,  # noqa: F401
-                              shared_tmp)
+from readonly_support import AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, requires_reader
 from reliability_support import HERE, child_env
 
 pytestmark = requires_reader
@@ -27,9 +25,14 @@ pytestmark = requires_reader
 
 def run_cli(db: Path, *argv: str, home: Path) -> subprocess.CompletedProcess:
     env = child_env(HOME=str(home))
-    done = subprocess.run([*as_reader(), sys.executable, str(HERE / "reliability_support.py"), "cli",
-                           "--db", str(db), *argv], env=env, cwd=str(home), capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [*as_reader(), sys.executable, str(HERE / "reliability_support.py"), "cli", "--db", str(db), *argv],
+        env=env,
+        cwd=str(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     done.stdout = done.stdout.removeprefix("started\n")
     return done
 
@@ -74,9 +77,17 @@ def test_show_stats_and_backup_read_it(read_only_store):
     assert stats.returncode == 0 and "memories   20" in stats.stdout, stats.stderr
 
 
-@pytest.mark.parametrize("argv", [["remember", "a new note"], ["forget", "3"], ["supersede", "3", "4"],
-                                  ["supersede", "--undo", "3"], ["observe", "a passing remark"]],
-                         ids=lambda argv: " ".join(argv))
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["remember", "a new note"],
+        ["forget", "3"],
+        ["supersede", "3", "4"],
+        ["supersede", "--undo", "3"],
+        ["observe", "a passing remark"],
+    ],
+    ids=lambda argv: " ".join(argv),
+)
 def test_a_write_names_the_permission_not_damage(read_only_store, argv):
     db, home = read_only_store
     before = digest(db)

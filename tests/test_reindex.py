@@ -18,17 +18,16 @@ import time
 
 import numpy as np
 import pytest
+from embed_support import MODEL, REPO, GatedEmbedder, provider_env, start_server, stop_server
+from fakes import HashEmbedder
 
 from captain_memo.cli import main
 from captain_memo.embeddings.http import OllamaEmbedder
 from captain_memo.engine import Engine
 from captain_memo.errors import EmbeddingError, ModelMismatchError
 from captain_memo.progress import Progress
-from captain_memo.store.reindex import DONE_TABLE, pending_target, reindex
 from captain_memo.store import NewMemory, Store
-from embed_support import (MODEL, REPO, GatedEmbedder, provider_env, start_server,
-                           stop_server)
-from fakes import HashEmbedder
+from captain_memo.store.reindex import DONE_TABLE, pending_target, reindex
 
 OLD_MODEL = "test:hash64"
 NEW_MODEL = f"ollama:{MODEL}"
@@ -54,9 +53,15 @@ def old_embedder():
 
 def corpus(n: int) -> list[NewMemory]:
     projects = ["billing", "search", None]
-    return [NewMemory(body=f"Note {i} on {TOPICS[i % len(TOPICS)]}: step {i * 7} of the runbook for "
-                           f"{TOPICS[(i * 3) % len(TOPICS)]}.", title=f"note {i}", project=projects[i % 3])
-            for i in range(n)]
+    return [
+        NewMemory(
+            body=f"Note {i} on {TOPICS[i % len(TOPICS)]}: step {i * 7} of the runbook for "
+            f"{TOPICS[(i * 3) % len(TOPICS)]}.",
+            title=f"note {i}",
+            project=projects[i % 3],
+        )
+        for i in range(n)
+    ]
 
 
 def seeded(db, n: int = 40) -> None:
@@ -70,8 +75,10 @@ def new_embedder(server):
 
 
 def stored_vectors(store, table: str) -> dict[int, np.ndarray]:
-    return {rowid: np.frombuffer(blob, dtype=np.float32)
-            for rowid, blob in store.conn.execute(f"SELECT rowid, embedding FROM {table}")}
+    return {
+        rowid: np.frombuffer(blob, dtype=np.float32)
+        for rowid, blob in store.conn.execute(f"SELECT rowid, embedding FROM {table}")
+    }
 
 
 def assert_one_model(db, embedders: dict) -> str:
@@ -82,8 +89,12 @@ def assert_one_model(db, embedders: dict) -> str:
         conn = store.conn
         model, dim, live = store.meta("embed_model"), int(store.meta("embed_dim")), store.vec_table
         assert f"float[{dim}]" in conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (live,)).fetchone()[0]
-        virtual = {name for (name,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%' AND name != 'chunks_fts'")}
+        virtual = {
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%' AND name != 'chunks_fts'"
+            )
+        }
         pending = pending_target(store)
         if pending is None:
             assert virtual == {live} and conn.execute(f"SELECT count(*) FROM {DONE_TABLE}").fetchone()[0] == 0
@@ -131,8 +142,12 @@ def test_reindex_replaces_every_vector_with_the_new_model(db_file, embed_server)
     before.close()
     store = Store(db_file)
     out = io.StringIO()
-    report = reindex(store, new_embedder(embed_server), batch_size=16,
-                     progress=lambda total, label: Progress(total, label, stream=out, force=True))
+    report = reindex(
+        store,
+        new_embedder(embed_server),
+        batch_size=16,
+        progress=lambda total, label: Progress(total, label, stream=out, force=True),
+    )
     after = store.counts()
     store.close()
     assert (report.model, report.dim, report.previous_model, report.embedded) == (NEW_MODEL, 384, OLD_MODEL, 40)
@@ -160,9 +175,14 @@ def test_an_interrupted_reindex_resumes_and_follows_changes_made_meanwhile(db_fi
 
     old = Engine(Store(db_file), old_embedder())
     edited = old.store.get(3)  # already re-embedded: its new chunk must be embedded again
-    old.store.replace_body(edited.id, NewMemory(body="Rewritten: tenants get their own invoice numbering.",
-                                                title=edited.title, project=edited.project),
-                           ["Rewritten: tenants get their own invoice numbering."], None)
+    old.store.replace_body(
+        edited.id,
+        NewMemory(
+            body="Rewritten: tenants get their own invoice numbering.", title=edited.title, project=edited.project
+        ),
+        ["Rewritten: tenants get their own invoice numbering."],
+        None,
+    )
     old.forget(2)
     added = old.remember(NewMemory(body="Added during the reindex: the rounding runbook moved.", project="search"))
     old.close()
@@ -193,8 +213,9 @@ def test_a_reused_chunk_id_with_new_text_is_embedded_again(db_file):
     old = Engine(Store(db_file), old_embedder())
     old.forget(5)
     fourth = old.store.get(4)
-    old.store.replace_body(4, NewMemory(body="entirely new words", title="", project=fourth.project),
-                           ["entirely new words"], None)
+    old.store.replace_body(
+        4, NewMemory(body="entirely new words", title="", project=fourth.project), ["entirely new words"], None
+    )
     assert [c.id for c in old.store.chunks_of(4)] == [4]  # the id came back
     old.close()
     store = Store(db_file)
@@ -204,9 +225,14 @@ def test_a_reused_chunk_id_with_new_text_is_embedded_again(db_file):
 
 
 def run_reindex(server_url: str, db) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "captain_memo.cli", "--db", str(db), "reindex", "--batch-size", "4"],
-                            env={**os.environ, **provider_env("ollama", server_url)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-m", "captain_memo.cli", "--db", str(db), "reindex", "--batch-size", "4"],
+        env={**os.environ, **provider_env("ollama", server_url)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
 
 
 def kill_at_gate(gate: GatedEmbedder, proc: subprocess.Popen) -> None:
@@ -348,11 +374,13 @@ def test_a_dimension_change_mid_reindex_asks_for_a_restart(db_file):
     store.close()
 
 
-def test_a_second_reindex_is_refused_while_one_runs_and_runs_once_the_first_is_killed(db_file, local_embedder,
-                                                                                      embed_server):
+def test_a_second_reindex_is_refused_while_one_runs_and_runs_once_the_first_is_killed(
+    db_file, local_embedder, embed_server
+):
     """Two reindex runs to two models once mixed both in one live table. The loser now stops at once,
     naming the running one; a run killed with SIGKILL holds nothing, so the next one proceeds."""
     from embed_support import cli
+
     from captain_memo.embeddings.http import OpenAIEmbedder
 
     seeded(db_file)
@@ -382,4 +410,3 @@ def test_a_second_reindex_is_refused_while_one_runs_and_runs_once_the_first_is_k
     finally:
         gate.release()
         stop_server(server)
-

@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fakes import HashEmbedder
 from recall_support import cli_error, run_cli
 from sources_support import commit, git, init_repo, write
@@ -150,8 +149,11 @@ def test_crlf_is_stored_as_lf_from_every_way_in(db, tmp_path, capsys, monkeypatc
 def test_readme_names_the_folders_index_reads_by_default():
     from captain_memo.sources.settings import REPO_MEMORY_DIRS, REPO_SKILL_DIRS, source_settings
 
-    line = next(line for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines()
-                if line.startswith("captain-memo index  "))
+    line = next(
+        line
+        for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("captain-memo index  ")
+    )
     comment = line.split("#", 1)[1]
     comment = comment.replace(".captain-memo/{memory,skills}", ".captain-memo/memory, .captain-memo/skills")
     for folder in REPO_MEMORY_DIRS + REPO_SKILL_DIRS:

@@ -27,15 +27,31 @@ TOKENS = {
     "Google API key": "AIza" + ALNUM + "abc",
     "JSON web token": "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0" + "." + ALNUM,
 }
-ASSIGNMENTS = ['password = "' + "correct horse" + '"', "DB_PASSWORD=" + "hunter2x", "api_key: '" + ALNUM[:12] + "'",
-               '"client_secret": "' + ALNUM[:16] + '"', "export AWS_SECRET_ACCESS_KEY=" + ALNUM + "12345678"]
+ASSIGNMENTS = [
+    'password = "' + "correct horse" + '"',
+    "DB_PASSWORD=" + "hunter2x",
+    "api_key: '" + ALNUM[:12] + "'",
+    '"client_secret": "' + ALNUM[:16] + '"',
+    "export AWS_SECRET_ACCESS_KEY=" + ALNUM + "12345678",
+]
 HARMLESS = [
-    "password = os.environ['DB_PASSWORD']", "api_key=settings.API_KEY", "token: string", "password: str",
-    "def login(user, password=None):", "the password: rotated monthly by the ops team",
-    "secret = get_secret(name)", "token=${GITHUB_TOKEN}", "password=<your password>", "API_KEY=***",
-    "A task-management-system-for-everyone-in-the-team", "sk-learn is not a package name",
-    "see https://github.com/org/repo/pull/123", "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",
-    "uuid 123e4567-e89b-12d3-a456-426614174000", "the secretary: Jane", "passwords must be 12+ chars",
+    "password = os.environ['DB_PASSWORD']",
+    "api_key=settings.API_KEY",
+    "token: string",
+    "password: str",
+    "def login(user, password=None):",
+    "the password: rotated monthly by the ops team",
+    "secret = get_secret(name)",
+    "token=${GITHUB_TOKEN}",
+    "password=<your password>",
+    "API_KEY=***",
+    "A task-management-system-for-everyone-in-the-team",
+    "sk-learn is not a package name",
+    "see https://github.com/org/repo/pull/123",
+    "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",
+    "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "the secretary: Jane",
+    "passwords must be 12+ chars",
 ]
 
 
@@ -44,7 +60,7 @@ def test_each_token_shape_is_found_on_its_line_and_masked(kind):
     text = f"deploy notes\n\nthe value is {TOKENS[kind]} (staging)\n"
     found = secrets.scan(text)
     assert [(f.kind, f.line) for f in found] == [(kind, 3)]
-    assert text[found[0].start: found[0].end] == TOKENS[kind]
+    assert text[found[0].start : found[0].end] == TOKENS[kind]
     assert TOKENS[kind] not in found[0].preview and TOKENS[kind][8:] not in found[0].describe()
 
 
@@ -71,9 +87,17 @@ def test_redact_removes_every_secret_and_keeps_the_rest():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.text(max_size=30), st.sampled_from([*TOKENS.values(), *ASSIGNMENTS, *HARMLESS,
-                                                                   "password=", "-----BEGIN PRIVATE KEY-----", "\n"])),
-                max_size=12).map("".join))
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=30),
+            st.sampled_from(
+                [*TOKENS.values(), *ASSIGNMENTS, *HARMLESS, "password=", "-----BEGIN PRIVATE KEY-----", "\n"]
+            ),
+        ),
+        max_size=12,
+    ).map("".join)
+)
 def test_findings_point_at_their_text_and_redaction_leaves_none(text):
     found = secrets.scan(text)
     for f in found:
@@ -92,11 +116,13 @@ HOSTILE = '("a-" * 500_000, "-----BEGIN PRIVATE KEY-----" * 30_000, "password=" 
 def test_a_megabyte_of_hostile_text_is_scanned():
     """The patterns are linear: each text is scanned in a child process that a hang would keep past
     the timeout (a backtracking pattern takes hours on these), and every finding lies in the text."""
-    code = ("from captain_memo import secrets\n"
-            f"for text in {HOSTILE}:\n"
-            "    found = secrets.scan(text)\n"
-            "    assert all(0 <= f.start < f.end <= len(text) for f in found)\n"
-            "print('scanned')\n")
+    code = (
+        "from captain_memo import secrets\n"
+        f"for text in {HOSTILE}:\n"
+        "    found = secrets.scan(text)\n"
+        "    assert all(0 <= f.start < f.end <= len(text) for f in found)\n"
+        "print('scanned')\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout.strip()) == (0, "scanned"), done.stderr
 
@@ -141,8 +167,9 @@ def test_cli_remember_refuses_then_allows_then_redacts(tmp_path):
     text = "deploy with " + TOKENS["AWS access key id"]
 
     def cli(*argv, **extra):
-        proc = subprocess.run([sys.executable, support, "cli", *argv], env={**env, **extra}, capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, support, "cli", *argv], env={**env, **extra}, capture_output=True, text=True, timeout=120
+        )
         return proc.returncode, proc.stdout.removeprefix("started\n"), proc.stderr
 
     code, out, err = cli("remember", "--project", "none", text)
@@ -168,28 +195,48 @@ VALUE_SHAPES = [
     ("Authorization header", "Authorization: Basic " + "dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
     ("GitLab token", "export GL_TOKEN=" + "glpat-" + ALNUM[:20], "glpat-" + ALNUM[:20]),
     ("npm token", "//registry.npmjs.org/:_authToken=" + "npm_" + ALNUM + "abcd", "npm_" + ALNUM + "abcd"),
-    ("Azure storage key", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + ALNUM * 2 + "abcdefghijklmnopqrstuv=="
-     + ";EndpointSuffix=core.windows.net", ALNUM * 2 + "abcdefghijklmnopqrstuv=="),
+    (
+        "Azure storage key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+        + ALNUM * 2
+        + "abcdefghijklmnopqrstuv=="
+        + ";EndpointSuffix=core.windows.net",
+        ALNUM * 2 + "abcdefghijklmnopqrstuv==",
+    ),
     ("mysql password", "mysql -u root -p" + "Tr0ub4dor" + " shop < dump.sql", "Tr0ub4dor"),
     ("mysql password", "mysqldump -uadmin -p'" + "pa ss" + "' shop", "pa ss"),
 ]
 ORDINARY = [
-    "postgres://localhost:5432/app", "https://example.com/path?q=1#top", "git@github.com:org/repo.git",
-    "ssh://git@github.com:22/org/repo", "mail jane@example.com", "postgres://app:${DB_PASSWORD}@db/app",
-    "https://user:password@host/ is the form of a URL with a password", "http://[::1]:8080/health",
-    "the Authorization header carries a bearer token", "Authorization: Bearer $TOKEN",
-    "mysql -u root -p shop", "mysql -h db -P 3306 shop", "npm_config_cache=/tmp/npm", "npm install --save-dev",
-    '"integrity": "sha512-' + ALNUM * 2 + 'abcdefghijklmnopqrstuv=="', "glpat tokens expire after a year",
-    "for (i = 0; i < n; i++) { total += price[i]; }", "SELECT * FROM users WHERE id = :id",
-    "ratio = a:b@c", "See RFC 3986 for user:pass@host URLs.",
+    "postgres://localhost:5432/app",
+    "https://example.com/path?q=1#top",
+    "git@github.com:org/repo.git",
+    "ssh://git@github.com:22/org/repo",
+    "mail jane@example.com",
+    "postgres://app:${DB_PASSWORD}@db/app",
+    "https://user:password@host/ is the form of a URL with a password",
+    "http://[::1]:8080/health",
+    "the Authorization header carries a bearer token",
+    "Authorization: Bearer $TOKEN",
+    "mysql -u root -p shop",
+    "mysql -h db -P 3306 shop",
+    "npm_config_cache=/tmp/npm",
+    "npm install --save-dev",
+    '"integrity": "sha512-' + ALNUM * 2 + 'abcdefghijklmnopqrstuv=="',
+    "glpat tokens expire after a year",
+    "for (i = 0; i < n; i++) { total += price[i]; }",
+    "SELECT * FROM users WHERE id = :id",
+    "ratio = a:b@c",
+    "See RFC 3986 for user:pass@host URLs.",
 ]
 
 
-@pytest.mark.parametrize("kind, text, secret", VALUE_SHAPES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(VALUE_SHAPES)])
+@pytest.mark.parametrize(
+    "kind, text, secret", VALUE_SHAPES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(VALUE_SHAPES)]
+)
 def test_each_common_credential_shape_is_found(kind, text, secret):
     found = secrets.scan("notes\n" + text)
     assert [(f.kind, f.line) for f in found] == [(kind, 2)]
-    assert ("notes\n" + text)[found[0].start: found[0].end] == secret
+    assert ("notes\n" + text)[found[0].start : found[0].end] == secret
     assert secret not in found[0].describe()
 
 
@@ -201,8 +248,11 @@ def test_ordinary_urls_headers_commands_and_code_are_not_flagged(text):
 def test_a_private_key_on_one_line_shows_only_its_armour():
     """A service account's JSON holds the PEM block on one line, with literal backslash-n."""
     body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" + ALNUM * 3
-    text = ('{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n' + body
-            + '\\n-----END PRIVATE KEY-----\\n", "client_email": "bot@project.iam.gserviceaccount.com"}')
+    text = (
+        '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n'
+        + body
+        + '\\n-----END PRIVATE KEY-----\\n", "client_email": "bot@project.iam.gserviceaccount.com"}'
+    )
     [found] = secrets.scan(text)
     assert found.kind == "private key"
     assert found.preview == "-----BEGIN PRIVATE KEY-----…"
@@ -214,7 +264,7 @@ def test_a_private_key_on_one_line_shows_only_its_armour():
 def test_a_preview_shows_at_most_a_quarter_of_the_secret(token, noise):
     for f in secrets.scan(noise + " " + token + " " + noise):
         shown = f.preview.removesuffix("…")
-        secret = (noise + " " + token + " " + noise)[f.start: f.end]
+        secret = (noise + " " + token + " " + noise)[f.start : f.end]
         if not secrets.ARMOUR.fullmatch(shown):
             assert len(shown) <= len(secret) // 4 and secret.startswith(shown)
 

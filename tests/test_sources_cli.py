@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 
-from captain_memo.cli import main
 from sources_support import DECISION_PORTS, SKILL_ROLLBACK, commit, init_repo, write
+
+from captain_memo.cli import main
 
 
 def test_index_with_git_then_nothing_changed_then_a_deleted_file(db_file, tmp_path, capsys, monkeypatch):
     repo = init_repo(tmp_path / "repo")
-    commit(repo, "Add the ports decision", {"docs/decisions/0002-ports.md": DECISION_PORTS,
-                                            ".captain-memo/skills/rollback.md": SKILL_ROLLBACK})
+    commit(
+        repo,
+        "Add the ports decision",
+        {"docs/decisions/0002-ports.md": DECISION_PORTS, ".captain-memo/skills/rollback.md": SKILL_ROLLBACK},
+    )
     commit(repo, "Document the debug proxy port", {"docs/decisions/0002-ports.md": DECISION_PORTS + "\n"})
     write(repo, "docs/decisions/scan.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     monkeypatch.chdir(repo)
@@ -28,8 +32,9 @@ def test_index_with_git_then_nothing_changed_then_a_deleted_file(db_file, tmp_pa
     again = json.loads(capsys.readouterr().out)
     assert again["notes"]["unchanged"] == 3 and again["notes"]["chunks_embedded"] == 0
     assert again["git"]["indexed"] == 0 and again["git"]["chunks_embedded"] == 0
-    assert again["notes"]["skipped_files"] == [{"path": "docs/decisions/scan.md",
-                                                "reason": "binary (NUL byte at offset 8)"}]
+    assert again["notes"]["skipped_files"] == [
+        {"path": "docs/decisions/scan.md", "reason": "binary (NUL byte at offset 8)"}
+    ]
 
     (repo / ".captain-memo/skills/rollback.md").unlink()
     assert main(base + ["index", "--json"]) == 0

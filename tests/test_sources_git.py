@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from sources_support import BASE_DAY, commit, git, init_repo
 
 from captain_memo.errors import InputError
 from captain_memo.sources.git_history import index_history, meta_key
-from sources_support import BASE_DAY, commit, git, init_repo
 
 DAY = 86400
 

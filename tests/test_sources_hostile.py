@@ -12,10 +12,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from sources_support import DECISION_PORTS, init_repo, write
 
 from captain_memo.sources.folders import read_note
 from captain_memo.sources.indexer import index_paths
-from sources_support import DECISION_PORTS, init_repo, write
 
 NOBODY = 65534
 # Indexing runs in a child process: as an unprivileged user where a permission must bite (as root,
@@ -139,13 +139,18 @@ def test_reading_a_device_or_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "pipe.md")
     write(tmp_path, "ok.md", "# Fine\n")
     probe = tmp_path / "probe.py"
-    probe.write_text("import sys; from pathlib import Path; from captain_memo.sources.folders import read_note\n"
-                     "print(read_note(Path(sys.argv[1]), 1000).problem)\n")
-    for path, expected in ((tmp_path / "pipe.md", "a FIFO, not a regular file"),
-                           (Path("/dev/zero"), "a character device, not a regular file")):
+    probe.write_text(
+        "import sys; from pathlib import Path; from captain_memo.sources.folders import read_note\n"
+        "print(read_note(Path(sys.argv[1]), 1000).problem)\n"
+    )
+    for path, expected in (
+        (tmp_path / "pipe.md", "a FIFO, not a regular file"),
+        (Path("/dev/zero"), "a character device, not a regular file"),
+    ):
         try:
-            done = subprocess.run([sys.executable, str(probe), str(path)], capture_output=True, text=True,
-                                  timeout=30, preexec_fn=_capped)
+            done = subprocess.run(
+                [sys.executable, str(probe), str(path)], capture_output=True, text=True, timeout=30, preexec_fn=_capped
+            )
         except subprocess.TimeoutExpired:
             pytest.fail(f"reading {path} blocked")
         assert done.stdout.strip() == expected, done.stderr[-2000:]
@@ -176,8 +181,10 @@ def test_files_that_are_not_notes_are_counted_as_skipped(engine, tmp_path):
     report = index_paths(engine, [docs])
     assert report.files == 2 and report.skipped == 5
     assert dict(report.not_notes) == {"requirements": 2, ".lock": 1, ".csv": 1, ".json": 1}
-    assert {m.source.path for m in engine.store.list_memories()} == {(docs / "guide.md").as_posix(),
-                                                                    (docs / "notes.txt").as_posix()}
+    assert {m.source.path for m in engine.store.list_memories()} == {
+        (docs / "guide.md").as_posix(),
+        (docs / "notes.txt").as_posix(),
+    }
 
 
 def test_a_file_named_explicitly_but_skipped_says_why(engine, tmp_path):
@@ -187,5 +194,5 @@ def test_a_file_named_explicitly_but_skipped_says_why(engine, tmp_path):
     assert dict(report.skipped_files) == {
         pins.as_posix(): "not a note: requirements.txt holds requirements, not prose",
         data.as_posix(): "not a note: .json (notes are .md, .markdown, .mdown, .mkd, .mdx, .txt, .rst, .adoc, "
-                         ".asciidoc)",
+        ".asciidoc)",
     }

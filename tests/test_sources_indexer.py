@@ -7,13 +7,13 @@ import os
 import time
 
 import pytest
+from fakes import failing
+from sources_support import DECISION_PORTS, DECISION_SQLITE, init_repo, write
 
 from captain_memo.errors import InputError
 from captain_memo.sources.folders import read_note
 from captain_memo.sources.indexer import index_file, index_paths
 from captain_memo.sources.settings import source_settings
-from fakes import failing
-from sources_support import DECISION_PORTS, DECISION_SQLITE, init_repo, write
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 LATIN1 = "Café résumé: naïve façade, déjà vu, garçon, señor, über.".encode("latin-1")
@@ -53,7 +53,7 @@ def test_a_file_that_turns_binary_keeps_its_memories(engine, tmp_path, hash_embe
 
 
 def test_read_note_repairs_a_few_invalid_bytes_and_says_so(tmp_path):
-    path = write(tmp_path, "quote.md", "Smart quote: ".encode() + b"\x93quoted\x94 text\n")
+    path = write(tmp_path, "quote.md", b"Smart quote: " + b"\x93quoted\x94 text\n")
     note = read_note(path, 1 << 20)
     assert note.text == "Smart quote: \ufffdquoted\ufffd text\n"
     assert note.problem == "repaired 2 invalid UTF-8 bytes (first at offset 13)"
@@ -100,8 +100,9 @@ def test_personal_folders_belong_to_no_project_and_skill_folders_hold_skills(eng
 
     report = index_configured(engine, cwd=tmp_path)  # not inside a repository
     assert report.indexed == 2
-    assert report.skipped_files == (((home / "missing").as_posix(), "folder not found (CAPTAIN_MEMO_NOTE_DIRS / "
-                                                                    "_SKILL_DIRS)"),)
+    assert report.skipped_files == (
+        ((home / "missing").as_posix(), "folder not found (CAPTAIN_MEMO_NOTE_DIRS / _SKILL_DIRS)"),
+    )
     memories = {m.title: m for m in engine.store.list_memories()}
     assert memories["Vim"].kind == "memory" and memories["bisect"].kind == "skill"
     assert {m.project for m in memories.values()} == {None}
@@ -257,8 +258,10 @@ def test_a_forgotten_section_of_an_unchanged_file_comes_back_on_the_next_run(eng
     texts = hash_embedder.texts_embedded
     report = index_paths(engine, [notes])
     assert (report.indexed, report.unchanged) == (1, 1) and hash_embedder.texts_embedded == texts + 1
-    assert sorted(m.title for m in engine.store.list_memories()) == ["Service ports > Allocation",
-                                                                      "Service ports > Exceptions"]
+    assert sorted(m.title for m in engine.store.list_memories()) == [
+        "Service ports > Allocation",
+        "Service ports > Exceptions",
+    ]
 
 
 def test_switching_redaction_on_rereads_unchanged_files(engine, tmp_path, monkeypatch):

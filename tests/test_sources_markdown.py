@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from captain_memo.chunking import MAX_CHUNK_CHARS
 from captain_memo.sources.markdown import parse, parse_date, split_front_matter
@@ -36,7 +37,7 @@ def test_a_fence_holding_a_heading_line_stays_in_one_chunk():
     assert [s.path for s in note.sections] == [("Deploys", "Pipeline"), ("Deploys", "Afterwards")]
     pipeline = note.sections[0]
     assert len(pipeline.chunks) == 1
-    fence = FENCED[FENCED.index("```yaml"): FENCED.index("```\n", FENCED.index("```yaml") + 3) + 3]
+    fence = FENCED[FENCED.index("```yaml") : FENCED.index("```\n", FENCED.index("```yaml") + 3) + 3]
     assert fence in pipeline.chunks[0]
     assert "After the fence the section goes on." in pipeline.chunks[0]
 
@@ -81,7 +82,7 @@ def test_subheadings_extend_the_heading_path_of_later_chunks():
 
 
 def test_front_matter_gives_title_date_and_tags_and_keeps_line_numbers():
-    text = "---\ntitle: \"Cache policy\"\ndate: 2024-05-06T10:00:00Z\ntags:\n  - cache\n  - http\n---\n\n## TTL\n\nThirty seconds.\n"
+    text = '---\ntitle: "Cache policy"\ndate: 2024-05-06T10:00:00Z\ntags:\n  - cache\n  - http\n---\n\n## TTL\n\nThirty seconds.\n'
     note = parse(text, "file-name")
     assert note.title == "Cache policy"
     assert note.front.date == parse_date("2024-05-06T10:00:00+00:00")
@@ -91,12 +92,15 @@ def test_front_matter_gives_title_date_and_tags_and_keeps_line_numbers():
     assert text.splitlines()[section.line_start - 1] == "## TTL" and section.line_end == 11
 
 
-@pytest.mark.parametrize("front, title, tags, bad_date", [
-    ("title: One\ntags: a, b", "One", ("a", "b"), None),
-    ("tags: [x, 'y z']", "H1 title", ("x", "y z"), None),
-    ("date: next tuesday", "H1 title", (), "next tuesday"),
-    ("name: skill-name\ndescription: does things", "skill-name", (), None),
-])
+@pytest.mark.parametrize(
+    "front, title, tags, bad_date",
+    [
+        ("title: One\ntags: a, b", "One", ("a", "b"), None),
+        ("tags: [x, 'y z']", "H1 title", ("x", "y z"), None),
+        ("date: next tuesday", "H1 title", (), "next tuesday"),
+        ("name: skill-name\ndescription: does things", "skill-name", (), None),
+    ],
+)
 def test_front_matter_subset(front, title, tags, bad_date):
     note = parse(f"---\n{front}\n---\n# H1 title\n\nText.\n", "stem")
     assert (note.title, note.front.tags, note.front.date_error) == (title, tags, bad_date)
@@ -126,8 +130,9 @@ def test_windows_line_endings_and_tilde_fences():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from(["## H", "### h", "```", "~~~", "text line", "", "# T", "---", "    ```"]),
-                max_size=40))
+@given(
+    st.lists(st.sampled_from(["## H", "### h", "```", "~~~", "text line", "", "# T", "---", "    ```"]), max_size=40)
+)
 def test_any_line_soup_parses_and_every_chunk_keeps_fences_balanced(lines):
     text = "\n".join(lines)
     note = parse(text, "soup")

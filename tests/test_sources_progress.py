@@ -7,11 +7,11 @@ import os
 import re
 
 import pytest
+from sources_support import BASE_DAY, commit, init_repo, write
 
 from captain_memo.cli import main
 from captain_memo.progress import Progress
 from captain_memo.sources.git_history import index_history
-from sources_support import BASE_DAY, commit, init_repo, write
 
 DAY = 86400
 
@@ -63,8 +63,10 @@ def test_the_summary_names_the_commit_cap_and_the_option_that_changes_it(db_file
     monkeypatch.chdir(repo)
     assert main(["--db", str(db_file), "index", "--git", "--max-commits", "4"]) == 0
     out = capsys.readouterr().out
-    assert ("git: 4 new commits · 0 already stored (4 chunks embedded); left out: 2 older commits: a first run "
-            "reads the newest 4 (--max-commits N or CAPTAIN_MEMO_GIT_MAX_COMMITS)") in out
+    assert (
+        "git: 4 new commits · 0 already stored (4 chunks embedded); left out: 2 older commits: a first run "
+        "reads the newest 4 (--max-commits N or CAPTAIN_MEMO_GIT_MAX_COMMITS)"
+    ) in out
     assert ("left out: 1 binary (not text); 1 files that are not notes (requirements 1)") in out
     assert main(["--db", str(db_file), "index", "--git", "--max-commits", "0"]) == 1
     assert "--max-commits must be at least 1" in capsys.readouterr().err
@@ -78,8 +80,12 @@ def test_version_bumps_embed_each_older_text_once(engine, tmp_path, hash_embedde
     bumps = 12
     for n in range(bumps):
         body = " ".join(words[(n + k) % len(words)] + str(n * 7 + k) for k in range(8))
-        commit(repo, f"Bump hypothesis from 6.{n}.0 to 6.{n + 1}.0\n\nChangelog: {body}",
-               {"requirements.txt": f"hypothesis==6.{n + 1}.0\n"}, when=BASE_DAY + n * DAY)
+        commit(
+            repo,
+            f"Bump hypothesis from 6.{n}.0 to 6.{n + 1}.0\n\nChangelog: {body}",
+            {"requirements.txt": f"hypothesis==6.{n + 1}.0\n"},
+            when=BASE_DAY + n * DAY,
+        )
     report = index_history(engine, repo)
     assert report.indexed == bumps
     # The commits' own chunks, plus at most one masked text (versions replaced) per bump.

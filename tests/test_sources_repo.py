@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from sources_support import BASE_DAY, DECISION_SQLITE, git, make_project, write
 
 from captain_memo.sources.git_history import index_history
 from captain_memo.sources.indexer import index_configured
 from captain_memo.sources.markdown import parse_date
-from sources_support import BASE_DAY, DECISION_SQLITE, git, make_project, write
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +102,9 @@ def test_editing_one_section_reembeds_only_its_chunks_and_keeps_the_rest(engine,
     opened = engine.store.get(consequences.id)
     chunk_ids = {c.id for c in engine.store.chunks_of(consequences.id)}
 
-    edited = DECISION_SQLITE.replace("survives crashes and needs no server.",
-                                     "survives crashes, needs no server,\nand can be copied as a backup.")
+    edited = DECISION_SQLITE.replace(
+        "survives crashes and needs no server.", "survives crashes, needs no server,\nand can be copied as a backup."
+    )
     write(root, "docs/decisions/0001-sqlite.md", edited)
     texts = hash_embedder.texts_embedded
     notes = index_configured(engine, cwd=root)
@@ -116,7 +117,10 @@ def test_editing_one_section_reembeds_only_its_chunks_and_keeps_the_rest(engine,
     # The section below moved down a line: same id, same Tide fields, same chunks, new line range.
     after = engine.store.get(consequences.id)
     assert (after.stability, after.last_surfaced, after.opened_in_full) == (
-        opened.stability, opened.last_surfaced, opened.opened_in_full)
+        opened.stability,
+        opened.last_surfaced,
+        opened.opened_in_full,
+    )
     assert after.source.line_start == opened.source.line_start + 1
     assert {c.id for c in engine.store.chunks_of(consequences.id)} == chunk_ids
 

@@ -3,9 +3,10 @@ directives, indexing through a note folder."""
 
 from __future__ import annotations
 
+from sources_support import write
+
 from captain_memo.sources import asciidoc, rst
 from captain_memo.sources.indexer import index_paths
-from sources_support import write
 
 FIXTURES = """\
 ========
@@ -56,8 +57,11 @@ Use ``yield`` instead of ``return``.
 def test_sections_follow_the_adornment_styles():
     note = rst.parse(FIXTURES, "fixtures")
     assert note.title == "Fixtures"
-    assert [s.path for s in note.sections] == [("Fixtures",), ("Fixtures", "Requesting a fixture"),
-                                               ("Fixtures", "Teardown")]
+    assert [s.path for s in note.sections] == [
+        ("Fixtures",),
+        ("Fixtures", "Requesting a fixture"),
+        ("Fixtures", "Teardown"),
+    ]
     requesting = note.sections[1]
     assert (requesting.line_start, requesting.line_end) == (7, 33)
     assert "Module scope shares one instance." in requesting.text
@@ -82,8 +86,10 @@ def test_a_file_of_same_level_titles_gives_one_section_each():
 
 
 def test_asciidoc_sections_and_delimited_blocks():
-    text = ("= Runbook\n\nWhat to do at night.\n\n== Restart\n\n----\n== not a title\n\nsystemctl restart app\n"
-            "----\n\nThen check the logs.\n\n=== Logs\n\nThey are in /var/log/app.\n\n== Escalate\n\nCall the lead.\n")
+    text = (
+        "= Runbook\n\nWhat to do at night.\n\n== Restart\n\n----\n== not a title\n\nsystemctl restart app\n"
+        "----\n\nThen check the logs.\n\n=== Logs\n\nThey are in /var/log/app.\n\n== Escalate\n\nCall the lead.\n"
+    )
     note = asciidoc.parse(text, "runbook")
     assert [s.path for s in note.sections] == [("Runbook",), ("Runbook", "Restart"), ("Runbook", "Escalate")]
     restart = note.sections[1]

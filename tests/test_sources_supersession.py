@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from captain_memo.cli import main
-from captain_memo.sources.supersession import masked, version_fact
 from captain_memo.records import NewMemory, Superseded
+from captain_memo.sources.supersession import masked, version_fact
 
 ROUTINE = "Rolled out to production; all health checks stayed green."
 ROLLBACK = "Rolled back within minutes: the orders migration locked its table and checkout timed out."
@@ -80,20 +80,24 @@ def test_switched_off_and_threshold_from_the_environment(local_engine, monkeypat
 
 
 def test_curated_memory_is_never_superseded_automatically(local_engine):
-    curated = local_engine.remember(NewMemory(body="deploy version 2.3.0", title="deploy version 2.3.0", project="svc",
-                                              branch="main"))
+    curated = local_engine.remember(
+        NewMemory(body="deploy version 2.3.0", title="deploy version 2.3.0", project="svc", branch="main")
+    )
     observe(local_engine, "deploy version 2.4.1")
     assert local_engine.store.get(curated).superseded_by is None
 
 
-@pytest.mark.parametrize("title, template, versions", [
-    ("deploy version 2.4.1", "deploy version \x00", [(2, 4, 1)]),
-    ("Deploy  version v2.4.1.", "deploy version \x00", [(2, 4, 1)]),
-    ("upgrade postgres 15.2 to 16.1", "upgrade postgres \x00 to \x00", [(15, 2, 0), (16, 1, 0)]),
-    ("step 3 of the runbook", None, None),
-    ("see src/v1.2/api.py", None, None),
-    ("released 2.4.1-rc.1", "released \x00", [(2, 4, 1)]),
-])
+@pytest.mark.parametrize(
+    "title, template, versions",
+    [
+        ("deploy version 2.4.1", "deploy version \x00", [(2, 4, 1)]),
+        ("Deploy  version v2.4.1.", "deploy version \x00", [(2, 4, 1)]),
+        ("upgrade postgres 15.2 to 16.1", "upgrade postgres \x00 to \x00", [(15, 2, 0), (16, 1, 0)]),
+        ("step 3 of the runbook", None, None),
+        ("see src/v1.2/api.py", None, None),
+        ("released 2.4.1-rc.1", "released \x00", [(2, 4, 1)]),
+    ],
+)
 def test_what_counts_as_a_version_fact(title, template, versions):
     fact = version_fact(title)
     if template is None:
@@ -124,11 +128,12 @@ def test_observe_command_reports_and_supersede_list_shows_it(db_file, capsys, mo
 
 # -- only where two memories state the current version of the same thing ----------------------------
 
+
 def test_commits_from_git_history_never_supersede_each_other(local_engine, tmp_path):
     """Two release commits are two events, not two versions of one fact."""
-    from captain_memo.sources.git_history import index_history
-
     from sources_support import commit, init_repo
+
+    from captain_memo.sources.git_history import index_history
 
     root = init_repo(tmp_path / "repo")
     commit(root, "Cherry pick 8.0.2 release notes", {"doc/changelog.rst": "8.0.2\n"}, when=1_700_000_000)
@@ -139,10 +144,13 @@ def test_commits_from_git_history_never_supersede_each_other(local_engine, tmp_p
     assert local_engine.store.superseded() == []
 
 
-@pytest.mark.parametrize("older, newer", [
-    ("Cherry pick 8.0.2 release notes", "Cherry pick 8.4.1 release notes"),
-    ("upgrade postgres 15.2 to 16.1", "upgrade postgres 16.1 to 17.0"),
-])
+@pytest.mark.parametrize(
+    "older, newer",
+    [
+        ("Cherry pick 8.0.2 release notes", "Cherry pick 8.4.1 release notes"),
+        ("upgrade postgres 15.2 to 16.1", "upgrade postgres 16.1 to 17.0"),
+    ],
+)
 def test_a_version_inside_an_event_is_not_a_current_version(local_engine, older, newer):
     old = observe(local_engine, older)
     observe(local_engine, newer)

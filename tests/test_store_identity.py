@@ -7,11 +7,11 @@ import hashlib
 import sqlite3
 
 import pytest
+from embed_support import cli
 
 from captain_memo.errors import ForeignDatabaseError
 from captain_memo.store import NewMemory, Store
 from captain_memo.store.db import APPLICATION_ID
-from embed_support import cli
 
 
 def snapshot(folder) -> dict:
@@ -30,11 +30,15 @@ def foreign(path, app_id: int = 0, tables: tuple[str, ...] = ("users",)) -> None
     conn.close()
 
 
-@pytest.mark.parametrize("app_id, tables", [
-    (0, ("users",)),  # another application that records no id
-    (0x4D504B47, ("users",)),  # one that records its own id
-    (0x4D504B47, ("meta", "memories", "chunks")),  # one whose tables happen to share our names
-], ids=["plain", "other-id", "same-names"])
+@pytest.mark.parametrize(
+    "app_id, tables",
+    [
+        (0, ("users",)),  # another application that records no id
+        (0x4D504B47, ("users",)),  # one that records its own id
+        (0x4D504B47, ("meta", "memories", "chunks")),  # one whose tables happen to share our names
+    ],
+    ids=["plain", "other-id", "same-names"],
+)
 def test_a_foreign_database_is_refused_before_a_byte_is_written(tmp_path, app_id, tables):
     folder = tmp_path / "other-app"
     folder.mkdir()

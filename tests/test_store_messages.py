@@ -17,11 +17,11 @@ import subprocess
 
 import numpy as np
 import pytest
+from embed_support import cli
+from hostile_support import answer
 
 from captain_memo.store import NewMemory, Store
 from captain_memo.store.db import store_error
-from embed_support import cli
-from hostile_support import answer
 
 DAMAGED = "may be damaged"
 
@@ -49,8 +49,12 @@ def test_a_million_dimensions_are_refused_and_the_memory_is_kept_for_keyword_sea
 
     server = hostile(behave)
     db = tmp_path / "memo.db"
-    env = {"CAPTAIN_MEMO_EMBED_PROVIDER": "openai", "CAPTAIN_MEMO_EMBED_URL": server.url,
-           "CAPTAIN_MEMO_EMBED_MODEL": "wide", "CAPTAIN_MEMO_EMBED_ENCODING": "base64"}
+    env = {
+        "CAPTAIN_MEMO_EMBED_PROVIDER": "openai",
+        "CAPTAIN_MEMO_EMBED_URL": server.url,
+        "CAPTAIN_MEMO_EMBED_MODEL": "wide",
+        "CAPTAIN_MEMO_EMBED_ENCODING": "base64",
+    }
     done = cli("--db", str(db), "remember", "the staging database is rebuilt nightly", env=env)
     assert done.returncode == 0, done.stderr
     assert "no vector yet" in done.stdout, done.stdout
@@ -87,8 +91,12 @@ def test_a_read_only_store_is_called_read_only(tmp_path):
         path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
     try:
         for argv, code in ((["remember", "another note"], 1), (["recall", "nightly"], 0)):
-            done = subprocess.run(read_only([sys.executable, "-m", "captain_memo.cli", "--db", str(db), *argv]),
-                                  capture_output=True, text=True, timeout=120)
+            done = subprocess.run(
+                read_only([sys.executable, "-m", "captain_memo.cli", "--db", str(db), *argv]),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             said = done.stdout + done.stderr
             assert done.returncode == code, said  # a read-only store is still read
             assert "is read-only" in said and str(db) in said and DAMAGED not in said, said

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from captain_memo.terminal import block, one_line
 from recall_support import run_cli
+
+from captain_memo.terminal import block, one_line
 
 OSC52 = "\x1b]52;c;aGVsbG8=\x07"  # writes "hello" to the clipboard of many terminals
 CLEAR = "\x1b[2J\x1b[H"
@@ -16,7 +17,8 @@ RAW = ("\x1b", "\x07", "\x9b", "\r", "\x08")
 
 def test_one_line_escapes_every_control_and_line_break():
     assert one_line(f"a{OSC52}b\nc\r\td\u2028\x7f{C1_CSI}") == (
-        "a\\u001b]52;c;aGVsbG8=\\u0007b\\nc\\r\\td\\u2028\\u007f\\u009b31m")
+        "a\\u001b]52;c;aGVsbG8=\\u0007b\\nc\\r\\td\\u2028\\u007f\\u009b31m"
+    )
 
 
 def test_a_block_keeps_its_lines_and_tabs_and_escapes_the_rest():
@@ -28,8 +30,19 @@ def _printed_raw(text: str) -> list[str]:
 
 
 def test_recall_and_show_print_stored_escapes_as_text(cli_env, capsys):
-    run_cli(capsys, "--db", cli_env, "remember", "--project", "none", "--title", f"deploy{OSC52}",
-            "--file", "ops/run\nbook.md", f"deploy steps{CLEAR}\nsecond line\r{C1_CSI}red")
+    run_cli(
+        capsys,
+        "--db",
+        cli_env,
+        "remember",
+        "--project",
+        "none",
+        "--title",
+        f"deploy{OSC52}",
+        "--file",
+        "ops/run\nbook.md",
+        f"deploy steps{CLEAR}\nsecond line\r{C1_CSI}red",
+    )
     out = run_cli(capsys, "--db", cli_env, "recall", "--explain", "deploy", "steps")
     assert _printed_raw(out) == [], out
     assert "deploy\\u001b]52;c;aGVsbG8=\\u0007" in out and "run\\nbook.md" in out

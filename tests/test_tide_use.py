@@ -6,40 +6,83 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from recall_support import assert_trace, copy_db
 
 from captain_memo.config import PROFILES, rank_config
 from captain_memo.engine import Engine
 from captain_memo.ranking import lifecycle
 from captain_memo.store import NewMemory, Source, Store
 
-from recall_support import assert_trace, copy_db
-
 DAY = 86400.0
 T0 = 1_790_000_000.0  # when the store is filled (mid 2026)
 V3 = PROFILES["v3"]
 
 NOTES = [
-    ("Fixture scopes", "FixtureRequest.getfixturevalue resolves a fixture lazily; prefer declaring it as an "
-                       "argument so the scope is checked at collection."),
-    ("Capture and logging", "The capture plugin swaps sys.stdout per test; logging handlers created at import time "
-                            "keep the old stream, so attach them inside the test."),
+    (
+        "Fixture scopes",
+        "FixtureRequest.getfixturevalue resolves a fixture lazily; prefer declaring it as an "
+        "argument so the scope is checked at collection.",
+    ),
+    (
+        "Capture and logging",
+        "The capture plugin swaps sys.stdout per test; logging handlers created at import time "
+        "keep the old stream, so attach them inside the test.",
+    ),
     ("Release checklist", "Tag from main, build the sdist and wheel, upload with twine, then announce."),
-    ("Assertion rewriting", "The assertion rewriter only touches test modules and conftest files; helpers need "
-                            "register_assert_rewrite."),
+    (
+        "Assertion rewriting",
+        "The assertion rewriter only touches test modules and conftest files; helpers need register_assert_rewrite.",
+    ),
 ]
-TOPICS = ["fixture teardown order", "capture of stdout in subprocesses", "assertion rewrite of BoolOp",
-          "parametrize ids with unicode", "tmp_path cleanup on Windows", "junitxml properties",
-          "cache provider lastfailed", "monkeypatch setenv restore", "doctest collection of modules",
-          "warnings filter in ini", "plugin hook ordering", "terminal reporter width",
-          "skip markers with reasons", "xfail strict mode", "collection of packages"]
-UNRELATED = ["database connection pool sizing", "kubernetes pod eviction", "css grid layout", "tax invoice rounding",
-             "docker image layers", "postgres vacuum settings", "react state hooks", "oauth token refresh",
-             "s3 bucket lifecycle", "nginx gzip compression", "rust borrow checker", "golang channels select",
-             "terraform state locking", "redis eviction policy", "kafka consumer lag", "grpc deadlines",
-             "elasticsearch shards", "vim macros", "bash arrays", "csv export to excel", "dns ttl caching",
-             "load balancer health checks", "cron schedule syntax", "email bounce handling", "pdf rendering fonts",
-             "image thumbnails resizing", "websocket reconnect backoff", "feature flags rollout",
-             "audit log retention", "unicode normalisation forms"]
+TOPICS = [
+    "fixture teardown order",
+    "capture of stdout in subprocesses",
+    "assertion rewrite of BoolOp",
+    "parametrize ids with unicode",
+    "tmp_path cleanup on Windows",
+    "junitxml properties",
+    "cache provider lastfailed",
+    "monkeypatch setenv restore",
+    "doctest collection of modules",
+    "warnings filter in ini",
+    "plugin hook ordering",
+    "terminal reporter width",
+    "skip markers with reasons",
+    "xfail strict mode",
+    "collection of packages",
+]
+UNRELATED = [
+    "database connection pool sizing",
+    "kubernetes pod eviction",
+    "css grid layout",
+    "tax invoice rounding",
+    "docker image layers",
+    "postgres vacuum settings",
+    "react state hooks",
+    "oauth token refresh",
+    "s3 bucket lifecycle",
+    "nginx gzip compression",
+    "rust borrow checker",
+    "golang channels select",
+    "terraform state locking",
+    "redis eviction policy",
+    "kafka consumer lag",
+    "grpc deadlines",
+    "elasticsearch shards",
+    "vim macros",
+    "bash arrays",
+    "csv export to excel",
+    "dns ttl caching",
+    "load balancer health checks",
+    "cron schedule syntax",
+    "email bounce handling",
+    "pdf rendering fonts",
+    "image thumbnails resizing",
+    "websocket reconnect backoff",
+    "feature flags rollout",
+    "audit log retention",
+    "unicode normalisation forms",
+]
 PROBE = "fixture teardown and capture"
 
 
@@ -64,9 +107,15 @@ def filled(tmp_path_factory, local_embedder):
     for i in range(60):
         topic = TOPICS[i % len(TOPICS)]
         message = f"Fix {topic} (round {i // len(TOPICS) + 1})"
-        engine.remember(NewMemory(body=f"{message}\n\nFiles: src/_pytest/{topic.split()[0]}.py", title=message,
-                                  kind="observation", source=Source(commit=f"{i:040x}", origin="git"),
-                                  created_at=T0 - (1100 - i * 18) * DAY))
+        engine.remember(
+            NewMemory(
+                body=f"{message}\n\nFiles: src/_pytest/{topic.split()[0]}.py",
+                title=message,
+                kind="observation",
+                source=Source(commit=f"{i:040x}", origin="git"),
+                created_at=T0 - (1100 - i * 18) * DAY,
+            )
+        )
     engine.close()
     return path
 
@@ -111,8 +160,9 @@ def test_a_history_indexed_today_is_not_dormant_and_dates_still_drive_recency(st
     assert observations and all(h.factor("tide") == pytest.approx(1.0) for h in observations)
     # The commits are dated months to years back: recency still sees those dates.
     assert any(h.factor("recency") < 1.0 for h in observations)
-    assert any(f.name == "recency" and "older than the newest match" in f.detail
-               for h in observations for f in h.factors)
+    assert any(
+        f.name == "recency" and "older than the newest match" in f.detail for h in observations for f in h.factors
+    )
 
 
 def test_repeating_one_query_twenty_times_keeps_its_top_ten(store_at):
@@ -195,13 +245,17 @@ def test_a_curated_note_never_falls_below_an_observation_through_tide_alone(stor
                 if hit.memory.kind == "observation":
                     engine.show(hit.memory.id)  # and opened: the strong one
             ranked = [h.memory for h in engine.recall(query, record=False, limit=25).hits]
-            untided = [h.memory.id for h in engine.recall(query, record=False, limit=25,
-                                                          cfg=replace(V3, tide=False)).hits]
+            untided = [
+                h.memory.id for h in engine.recall(query, record=False, limit=25, cfg=replace(V3, tide=False)).hits
+            ]
             position = {m.id: i for i, m in enumerate(ranked)}
             for note in (m for m in ranked if m.kind == "memory"):
-                below_before = [mid for mid in untided[untided.index(note.id) + 1:] if mid in position]
-                assert all(position[mid] > position[note.id] for mid in below_before
-                           if engine.store.get(mid).kind == "observation"), (day, query)
+                below_before = [mid for mid in untided[untided.index(note.id) + 1 :] if mid in position]
+                assert all(
+                    position[mid] > position[note.id]
+                    for mid in below_before
+                    if engine.store.get(mid).kind == "observation"
+                ), (day, query)
 
 
 def test_the_trace_says_what_started_the_clock(store_at):

@@ -9,12 +9,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from fakes import HashEmbedder
+from recall_support import assert_trace, copy_db, sample_db
 
 from captain_memo.engine import Engine
 from captain_memo.store import Store
-
-from fakes import HashEmbedder
-from recall_support import assert_trace, copy_db, sample_db
 
 QUERIES = [
     "get_effective_contract_price rounding",

@@ -11,21 +11,22 @@ import json
 import logging
 
 import pytest
+from embed_support import MODEL, provider_env, start_server, stop_server
 
 from captain_memo.cli import main
 from captain_memo.embeddings.http import OllamaEmbedder, OpenAIEmbedder
 from captain_memo.engine import Engine
-from captain_memo.store.reindex import fill_missing
 from captain_memo.store import NewMemory, Store
-from embed_support import MODEL, provider_env, start_server, stop_server
+from captain_memo.store.reindex import fill_missing
 
 SEED = [
     NewMemory(body="The invoice builder rounds once, on the total, never per line.", title="Rounding"),
     NewMemory(body="Webhook deliveries are retried three times with exponential backoff.", title="Webhooks"),
     NewMemory(body="parse_config reads settings.yaml once at start and caches it.", title="Config"),
 ]
-NEW = NewMemory(body="The zanzibar cache key includes the tenant id, so tenants never share entries.",
-                title="Zanzibar cache")
+NEW = NewMemory(
+    body="The zanzibar cache key includes the tenant id, so tenants never share entries.", title="Zanzibar cache"
+)
 QUERY = "zanzibar tenant cache"
 # Each fault, and the words its one log line must carry.
 FAULTS = {
@@ -130,8 +131,9 @@ def test_saved_while_the_real_server_was_down_then_filled_in(local_embedder, db_
     try:
         engine.remember_many(SEED)
         stop_server(server)
-        ids = [engine.remember(NewMemory(body=f"Note {n} written while the zanzibar server was down."))
-               for n in range(3)]
+        ids = [
+            engine.remember(NewMemory(body=f"Note {n} written while the zanzibar server was down.")) for n in range(3)
+        ]
         assert_consistent(engine.store, memories=6, pending=3)
         found = engine.recall("zanzibar server down", record=False)
         assert found.legs == ("keyword",) and {h.memory.id for h in found.hits} >= set(ids)

@@ -11,6 +11,8 @@ import json
 from dataclasses import replace
 
 import pytest
+from fakes import TableEmbedder
+from recall_support import SAMPLE, assert_trace, at_similarity, candidate, memory, run_cli
 
 from captain_memo.config import PROFILES
 from captain_memo.engine import Engine
@@ -20,14 +22,15 @@ from captain_memo.ranking.fusion import fuse
 from captain_memo.ranking.query import analyse
 from captain_memo.store import NewMemory, Store
 
-from fakes import TableEmbedder
-from recall_support import SAMPLE, assert_trace, at_similarity, candidate, memory, run_cli
-
 QUERY = "get_effective_contract_price rounding"
-A_TEXT = ("get_effective_contract_price walks the contract override, then the volume tiers, then the list price; "
-          "the first source with a row for the SKU wins.")
-B_TEXT = ("Price precision: never quantize intermediate amounts. Discounts and tier multipliers keep every decimal "
-          "place; the line total is brought to cents once, at the end.")
+A_TEXT = (
+    "get_effective_contract_price walks the contract override, then the volume tiers, then the list price; "
+    "the first source with a row for the SKU wins."
+)
+B_TEXT = (
+    "Price precision: never quantize intermediate amounts. Discounts and tier multipliers keep every decimal "
+    "place; the line total is brought to cents once, at the end."
+)
 FILLER = ["Invoice numbers are gapless per legal entity.", "Payment webhooks go through the outbox table."]
 DIM = 8
 
@@ -35,8 +38,11 @@ DIM = 8
 @pytest.fixture
 def controlled(db_file):
     """A real store whose vectors are chosen: sim(query, A) = 0.62, sim(query, B) = 0.81, fillers 0.5."""
-    table = {QUERY: at_similarity(1.0, 1, DIM), A_TEXT: at_similarity(0.62, 1, DIM),
-             B_TEXT: at_similarity(0.81, 2, DIM)}
+    table = {
+        QUERY: at_similarity(1.0, 1, DIM),
+        A_TEXT: at_similarity(0.62, 1, DIM),
+        B_TEXT: at_similarity(0.81, 2, DIM),
+    }
     engine = Engine(Store(db_file), TableEmbedder(table, DIM))
     ids = {}
     for name, text in (("A", A_TEXT), ("B", B_TEXT), ("F1", FILLER[0]), ("F2", FILLER[1])):
@@ -82,11 +88,25 @@ def test_worked_example_stage_by_stage():
 
 # -- on real embeddings, through the command line ----------------------------------------------------
 
+
 def test_worked_example_from_the_cli_on_real_embeddings(cli_env, capsys):
     db = str(cli_env)
     run_cli(capsys, "--db", db, "import", str(SAMPLE))
-    out = run_cli(capsys, "--db", db, "recall", "--json", "--explain", "--profile", "v2", "--branch",
-                  "feature/contract-pricing", "--project", "none", QUERY)
+    out = run_cli(
+        capsys,
+        "--db",
+        db,
+        "recall",
+        "--json",
+        "--explain",
+        "--profile",
+        "v2",
+        "--branch",
+        "feature/contract-pricing",
+        "--project",
+        "none",
+        QUERY,
+    )
     data = json.loads(out)
     assert data["profile"] == "v2" and data["legs"] == ["vector", "keyword"]
     a, b = data["hits"][0], data["hits"][1]
@@ -106,8 +126,20 @@ def test_worked_example_from_the_cli_on_real_embeddings(cli_env, capsys):
     for hit in data["hits"]:
         assert hit["score"] == pytest.approx(hit["explain"]["product"], abs=1e-5)
 
-    text = run_cli(capsys, "--db", db, "recall", "--explain", "--profile", "v2", "--branch",
-                   "feature/contract-pricing", "--project", "none", QUERY)
+    text = run_cli(
+        capsys,
+        "--db",
+        db,
+        "recall",
+        "--explain",
+        "--profile",
+        "v2",
+        "--branch",
+        "feature/contract-pricing",
+        "--project",
+        "none",
+        QUERY,
+    )
     first, second = text.split("\n 2. ")[0], text.split("\n 2. ")[1].split("\n 3. ")[0]
     assert "get_effective_contract_price" in first.splitlines()[0]
     assert "x 1.300 identifier (get_effective_contract_price)" in first
@@ -130,8 +162,21 @@ def test_under_the_default_v3_a_is_still_first(controlled):
 def test_under_the_default_v3_a_is_first_from_the_cli_on_real_embeddings(cli_env, capsys):
     db = str(cli_env)
     run_cli(capsys, "--db", db, "import", str(SAMPLE))
-    data = json.loads(run_cli(capsys, "--db", db, "recall", "--json", "--explain", "--branch",
-                              "feature/contract-pricing", "--project", "none", QUERY))
+    data = json.loads(
+        run_cli(
+            capsys,
+            "--db",
+            db,
+            "recall",
+            "--json",
+            "--explain",
+            "--branch",
+            "feature/contract-pricing",
+            "--project",
+            "none",
+            QUERY,
+        )
+    )
     assert data["profile"] == "v3"
     titles = [hit["title"] for hit in data["hits"]]
     assert "get_effective_contract_price" in data["hits"][0]["text"]

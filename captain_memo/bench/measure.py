@@ -33,7 +33,7 @@ class Timing:
     n: int
 
     @classmethod
-    def of(cls, seconds: list[float]) -> "Timing":
+    def of(cls, seconds: list[float]) -> Timing:
         ms = np.asarray(seconds) * 1000
         return cls(round(float(np.percentile(ms, 50)), 2), round(float(np.percentile(ms, 95)), 2), len(ms))
 
@@ -134,8 +134,12 @@ def measure(db: Path, embed: bool = True) -> dict:
     out["rss_memindex_mb"] = round(rss_mb(), 1)
 
     # 4. The keyword leg alone.
-    _, t = timed(lambda i: keyword_leg(store, selective_match(store, fts_match(queries.texts[i]), STOPWORDS), project_scopes[i], k),
-                 items)
+    _, t = timed(
+        lambda i: keyword_leg(
+            store, selective_match(store, fts_match(queries.texts[i]), STOPWORDS), project_scopes[i], k
+        ),
+        items,
+    )
     out["keyword"] = asdict(Timing.of(t))
 
     # 5. Full recall (both legs, fusion, boosts, Tide, recorded), query embedding cached.
@@ -165,8 +169,11 @@ def measure(db: Path, embed: bool = True) -> dict:
     added = []
     for i in range(ADDS):  # one after another across projects, as a day's notes arrive
         text = f"bench write {i}: {queries.texts[i % len(queries.texts)]}"
-        added.append(store.add(NewMemory(body=text, project=queries.projects[i % len(queries.texts)]), [text],
-                               vectors[i:i + 1]))
+        added.append(
+            store.add(
+                NewMemory(body=text, project=queries.projects[i % len(queries.texts)]), [text], vectors[i : i + 1]
+            )
+        )
     out["add_rows_per_s"] = round(ADDS / (time.perf_counter() - started))
     started = time.perf_counter()
     index.knn(queries.vectors[0], everything, k)

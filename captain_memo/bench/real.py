@@ -72,8 +72,13 @@ def check(folders: list[str], cache_dir: Path | None = None, progress: bool = Tr
             names.append(dataset.name)
             docs = [d for d in dataset.docs if (d.text or d.title).strip()]
             for start in range(0, len(docs), BATCH):  # as the evaluation stores them, so the cache hits
-                engine.remember_many([NewMemory(body=d.text if d.text.strip() else d.title, title=d.title)
-                                      for d in docs[start:start + BATCH]], skip_duplicates=False)
+                engine.remember_many(
+                    [
+                        NewMemory(body=d.text if d.text.strip() else d.title, title=d.title)
+                        for d in docs[start : start + BATCH]
+                    ],
+                    skip_duplicates=False,
+                )
             query_texts += [q.text for q in dataset.queries]
         real = _row("real: " + ", ".join(names) + " (all-MiniLM-L6-v2)", engine.store, embedder.embed(query_texts))
         chunks = real.chunks
@@ -91,6 +96,9 @@ def markdown(rows: list[RecallRow]) -> str:
     lines = [head, "|---|---|---|" + "---|" * (len(CURVE) + 1)]
     for row in rows:
         cells = [f"{row.by_candidates[c]:.3f}" if c in row.by_candidates else "-" for c in CURVE]
-        lines.append(f"| {row.label} | {row.chunks:,} | {row.queries:,} | " + " | ".join(cells)
-                     + f" | {row.default:.3f} ({row.default_candidates:,}) |")
+        lines.append(
+            f"| {row.label} | {row.chunks:,} | {row.queries:,} | "
+            + " | ".join(cells)
+            + f" | {row.default:.3f} ({row.default_candidates:,}) |"
+        )
     return "\n".join(lines) + "\n"

@@ -24,19 +24,29 @@ def _number(value, digits: int = 0) -> str:
 
 
 ROWS = [
-    ("vector leg, in-memory index, project scope: p50 / p95 ms",
-     lambda r: _timing(r, "memindex_project", "memindex_project_recall10")),
-    ("vector leg, in-memory index, all projects: p50 / p95 ms",
-     lambda r: _timing(r, "memindex_all", "memindex_all_recall10")),
+    (
+        "vector leg, in-memory index, project scope: p50 / p95 ms",
+        lambda r: _timing(r, "memindex_project", "memindex_project_recall10"),
+    ),
+    (
+        "vector leg, in-memory index, all projects: p50 / p95 ms",
+        lambda r: _timing(r, "memindex_all", "memindex_all_recall10"),
+    ),
     ("vector leg, sqlite-vec exact KNN, project scope: p50 / p95 ms", lambda r: _timing(r, "sqlite_vec_project")),
     ("vector leg, sqlite-vec exact KNN, all projects: p50 / p95 ms", lambda r: _timing(r, "sqlite_vec_all")),
     ("keyword leg (FTS5 bm25), project scope: p50 / p95 ms", lambda r: _timing(r, "keyword")),
-    ("full recall, cached query embedding, in-memory index: p50 / p95 ms",
-     lambda r: _timing(r, "recall_cached_memindex")),
-    ("full recall, cached query embedding, sqlite-vec (the CLI): p50 / p95 ms",
-     lambda r: _timing(r, "recall_cached_sqlite")),
-    ("full recall, query embedded by the local model, in-memory index: p50 / p95 ms",
-     lambda r: _timing(r, "recall_embedded_memindex")),
+    (
+        "full recall, cached query embedding, in-memory index: p50 / p95 ms",
+        lambda r: _timing(r, "recall_cached_memindex"),
+    ),
+    (
+        "full recall, cached query embedding, sqlite-vec (the CLI): p50 / p95 ms",
+        lambda r: _timing(r, "recall_cached_sqlite"),
+    ),
+    (
+        "full recall, query embedded by the local model, in-memory index: p50 / p95 ms",
+        lambda r: _timing(r, "recall_embedded_memindex"),
+    ),
     ("insert, bulk build (synthetic, in partition order): rows/s", lambda r: _number(r.get("build_rows_per_s"))),
     ("insert, Store.add, one memory per transaction: rows/s", lambda r: _number(r.get("add_rows_per_s"))),
     ("database size: MB", lambda r: _number(r.get("db_mb"), 1)),
@@ -78,11 +88,15 @@ def machine() -> str:
     import sqlite_vec
 
     load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return (f"{cpu}, {os.cpu_count()} cores{memory}{load}; Python {platform.python_version()}, "
-            f"SQLite {sqlean.sqlite_version}, sqlite-vec {sqlite_vec.__version__}, numpy {numpy.__version__}")
+    return (
+        f"{cpu}, {os.cpu_count()} cores{memory}{load}; Python {platform.python_version()}, "
+        f"SQLite {sqlean.sqlite_version}, sqlite-vec {sqlite_vec.__version__}, numpy {numpy.__version__}"
+    )
 
 
 def markdown(results: list[dict], command: str, machine_line: str) -> str:
     queries = results[0]["queries"] if results else 0
-    return (f"`{command}`\n\n{machine_line}. {queries} queries per store, one at a time; p50 / p95 in "
-            "milliseconds; recall@10 against sqlite-vec's exact search.\n\n" + table(results) + "\n")
+    return (
+        f"`{command}`\n\n{machine_line}. {queries} queries per store, one at a time; p50 / p95 in "
+        "milliseconds; recall@10 against sqlite-vec's exact search.\n\n" + table(results) + "\n"
+    )

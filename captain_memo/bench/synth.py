@@ -75,8 +75,11 @@ class Space:
         spec = self.spec
         local = (rng.standard_normal((len(clusters), spec.rank), dtype=np.float32) * self.scale) @ self.basis.T
         noise = rng.standard_normal((len(clusters), spec.dim), dtype=np.float32)
-        x = (self.centres[clusters] + self.spreads[clusters, None] * local / np.sqrt(spec.rank)
-             + spec.noise * noise / np.sqrt(spec.dim))
+        x = (
+            self.centres[clusters]
+            + self.spreads[clusters, None] * local / np.sqrt(spec.rank)
+            + spec.noise * noise / np.sqrt(spec.dim)
+        )
         return unit_rows(x)
 
     def near(self, rng: np.random.Generator, vectors: np.ndarray) -> np.ndarray:
@@ -101,7 +104,7 @@ class QuerySet:
         path.write_text(json.dumps({"texts": self.texts, "projects": self.projects}))
 
     @classmethod
-    def load(cls, path: Path) -> "QuerySet":
+    def load(cls, path: Path) -> QuerySet:
         meta = json.loads(path.read_text())
         return cls(meta["texts"], np.load(path.with_suffix(".npy")), meta["projects"])
 
@@ -148,9 +151,8 @@ def build_store(db: Path, spec: Spec, progress=None) -> BuildReport:
     now = time.time()
     try:
         for start in range(0, len(order), BATCH):
-            batch = order[start:start + BATCH]
-            _write_batch(store, space, vocab, rng, batch, per_memory, clusters, projects, now,
-                         query_targets, targets)
+            batch = order[start : start + BATCH]
+            _write_batch(store, space, vocab, rng, batch, per_memory, clusters, projects, now, query_targets, targets)
             if bar is not None:
                 bar.advance(int(per_memory[batch].sum()))
     finally:
@@ -179,11 +181,18 @@ def _write_batch(store, space, vocab, rng, batch, per_memory, clusters, projects
         project = projects[memory]
         project_name_ = None if project is None else project_name(int(project))
         title = vocab.title(rng, int(clusters[memory]))
-        parts = [f"{title}\n{text}" for text in texts[at:at + chunk_counts[i]]]
-        body = "\n\n".join(text for text in texts[at:at + chunk_counts[i]])
-        new = NewMemory(body=body, kind=str(kinds[i]), title=title, project=project_name_, branch=str(branches[i]),
-                        source=Source(origin="import"), created_at=float(created[i]))
-        loaded.append((new, parts, vectors[at:at + chunk_counts[i]]))
+        parts = [f"{title}\n{text}" for text in texts[at : at + chunk_counts[i]]]
+        body = "\n\n".join(text for text in texts[at : at + chunk_counts[i]])
+        new = NewMemory(
+            body=body,
+            kind=str(kinds[i]),
+            title=title,
+            project=project_name_,
+            branch=str(branches[i]),
+            source=Source(origin="import"),
+            created_at=float(created[i]),
+        )
+        loaded.append((new, parts, vectors[at : at + chunk_counts[i]]))
         if int(memory) in query_targets:
             targets[int(memory)] = (vectors[at], int(clusters[memory]))
         at += chunk_counts[i]

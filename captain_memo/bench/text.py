@@ -26,8 +26,10 @@ api endpoint service job worker queue task tasks event events thread lock memory
 parse parser format schema migration database connection session token auth price order invoice
 payment account report plugin command option flag env variable test_ setup teardown fixture mock
 """.split()
-SYLLABLES = ("ka ri to ne mo la su vi de pa zo lu fe ga mi ro sa te bu ki no ya ha ze qua dro bel"
-             " tor vin mar sel kon dar fel gri pol tas").split()
+SYLLABLES = (
+    "ka ri to ne mo la su vi de pa zo lu fe ga mi ro sa te bu ki no ya ha ze qua dro bel"
+    " tor vin mar sel kon dar fel gri pol tas"
+).split()
 
 
 def pseudo_words(rng: np.random.Generator, count: int) -> list[str]:
@@ -76,8 +78,12 @@ class Vocabulary:
         self.rare_cdf = np.cumsum(zipf_weights(rare_words, 1.0))
         # One table: common | rare | topic words (topic-major) | identifiers (topic-major); each word
         # twice, the second time ending a sentence.
-        words = self.common + self.rare + [w for ws in self.topic_words for w in ws] + \
-            [i for ids in self.topic_ids for i in ids]
+        words = (
+            self.common
+            + self.rare
+            + [w for ws in self.topic_words for w in ws]
+            + [i for ids in self.topic_ids for i in ids]
+        )
         self.table = np.array([form for w in words for form in (w, w + ".")], dtype=object)
         self.rare_at = len(self.common)
         self.topic_at = self.rare_at + rare_words
@@ -88,8 +94,11 @@ class Vocabulary:
         kind = np.searchsorted(KINDS, rng.random(n), side="right")
         word = np.searchsorted(self.common_cdf, rng.random(n))
         rare = self.rare_at + np.minimum(np.searchsorted(self.rare_cdf, rng.random(n)), len(self.rare) - 1)
-        topical = self.topic_at + topic_of_word * self.per_topic + \
-            np.minimum(rng.exponential(3.0, n).astype(np.int64), self.per_topic - 1)
+        topical = (
+            self.topic_at
+            + topic_of_word * self.per_topic
+            + np.minimum(rng.exponential(3.0, n).astype(np.int64), self.per_topic - 1)
+        )
         ident = self.ids_at + topic_of_word * 5 + rng.integers(5, size=n)
         word = np.where(kind == 1, topical, word)
         word = np.where(kind == 2, rare, word)

@@ -7,8 +7,8 @@ import sys
 import time
 
 from captain_memo.config import db_path
-from captain_memo.records import DAY
 from captain_memo.gitctx import GitContext, git_context
+from captain_memo.records import DAY
 
 
 def open_memo(args, embedder=None):
@@ -19,21 +19,31 @@ def open_memo(args, embedder=None):
 
 
 def add_context_args(parser, branch: bool = True) -> None:
-    parser.add_argument("--project", help="repository the memory belongs to (default: the current directory's "
-                                          "repository; 'none' for a personal note)")
+    parser.add_argument(
+        "--project",
+        help="repository the memory belongs to (default: the current directory's "
+        "repository; 'none' for a personal note)",
+    )
     if branch:
         parser.add_argument("--branch", help="branch (default: the current git branch)")
 
 
 def add_quiet_arg(parser) -> None:
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress line on a terminal (there is none when stderr is not a terminal)")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress line on a terminal (there is none when stderr is not a terminal)",
+    )
 
 
 def add_secrets_arg(parser) -> None:
-    parser.add_argument("--allow-secrets", action="store_true",
-                        help="store text that looks like a credential as it is (default: refuse; "
-                             "CAPTAIN_MEMO_REDACT_SECRETS=1 stores it redacted)")
+    parser.add_argument(
+        "--allow-secrets",
+        action="store_true",
+        help="store text that looks like a credential as it is (default: refuse; "
+        "CAPTAIN_MEMO_REDACT_SECRETS=1 stores it redacted)",
+    )
 
 
 def context(args) -> GitContext:

@@ -10,8 +10,11 @@ from captain_memo.config import db_path
 
 def register(sub) -> None:
     p = sub.add_parser("backup", help="copy the database consistently to PATH (a file, or a folder for a dated name)")
-    p.add_argument("path", help="the backup file to write; an existing folder, or a path ending in / (created "
-                                "if missing), gets memo-YYYYMMDD-HHMMSS.db inside it")
+    p.add_argument(
+        "path",
+        help="the backup file to write; an existing folder, or a path ending in / (created "
+        "if missing), gets memo-YYYYMMDD-HHMMSS.db inside it",
+    )
     p.add_argument("--force", action="store_true", help="replace PATH if it exists")
     p.set_defaults(run=run)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import asdict
 import subprocess
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 from captain_memo.errors import InputError, StoreError
@@ -18,16 +18,22 @@ DEFAULT_SIZES = "10000,150000,1000000"
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="measure recall speed, memory and size on synthetic stores")
-    p.add_argument("--sizes", help="chunks per store, comma-separated (default: 10000,150000,1000000; none "
-                                   "with --real alone)")
+    p.add_argument(
+        "--sizes", help="chunks per store, comma-separated (default: 10000,150000,1000000; none with --real alone)"
+    )
     p.add_argument("--queries", type=int, default=50, help="queries per store (at least 50)")
     p.add_argument("--dir", help="where the stores are built (default: a temporary folder, deleted after)")
     p.add_argument("--keep", action="store_true", help="keep the stores, and reuse them on the next run")
     p.add_argument("--no-embed", action="store_true", help="skip recall with the local model")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--out", help="also write the Markdown table to this file")
-    p.add_argument("--real", nargs="+", metavar="DIR", help="also check the index's recall on real embeddings of "
-                   "these BEIR-style sets (embedded once through the evaluation's cache)")
+    p.add_argument(
+        "--real",
+        nargs="+",
+        metavar="DIR",
+        help="also check the index's recall on real embeddings of "
+        "these BEIR-style sets (embedded once through the evaluation's cache)",
+    )
     p.set_defaults(run=run)
 
 
@@ -72,13 +78,21 @@ def run(args) -> int:
         from captain_memo.bench import real as real_check
 
         real = real_check.check(args.real)
-        text += (("\n" if text else "") + "`captain-memo bench --real " + " ".join(args.real) + "`\n\n"
-                 + real_check.markdown(real))
+        text += (
+            ("\n" if text else "")
+            + "`captain-memo bench --real "
+            + " ".join(args.real)
+            + "`\n\n"
+            + real_check.markdown(real)
+        )
     if args.out:
         Path(args.out).write_text(text)
     if args.json:
-        json.dump({"command": command, "machine": start_machine, "results": results,
-                   "real": [asdict(row) for row in real]}, sys.stdout, indent=2)
+        json.dump(
+            {"command": command, "machine": start_machine, "results": results, "real": [asdict(row) for row in real]},
+            sys.stdout,
+            indent=2,
+        )
         sys.stdout.write("\n")
     else:
         sys.stdout.write(text)
@@ -99,11 +113,15 @@ def _store(folder: Path, spec) -> tuple[Path, float | None]:
     _remove(db)
     free = shutil.disk_usage(folder).free
     if free < spec.chunks * BYTES_PER_CHUNK * 1.2:
-        raise StoreError(f"{folder} has {free / 2**30:.1f} GB free; a store of {spec.chunks:,} chunks needs about "
-                         f"{spec.chunks * BYTES_PER_CHUNK * 1.2 / 2**30:.1f} GB; use --dir")
+        raise StoreError(
+            f"{folder} has {free / 2**30:.1f} GB free; a store of {spec.chunks:,} chunks needs about "
+            f"{spec.chunks * BYTES_PER_CHUNK * 1.2 / 2**30:.1f} GB; use --dir"
+        )
     report = build_store(db, spec, progress=lambda total, label: Progress(total, label))
-    print(f"built {report.chunks:,} chunks in {report.seconds:.0f} s ({report.rows_per_second:,.0f} rows/s)",
-          file=sys.stderr)
+    print(
+        f"built {report.chunks:,} chunks in {report.seconds:.0f} s ({report.rows_per_second:,.0f} rows/s)",
+        file=sys.stderr,
+    )
     return db, round(report.rows_per_second)
 
 
@@ -120,6 +138,12 @@ def _remove(db: Path) -> None:
     from captain_memo.bench.synth import sidecar
 
     spec_file, queries = sidecar(db)
-    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"), spec_file, queries,
-                 queries.with_suffix(".npy")):
+    for path in (
+        db,
+        db.with_name(db.name + "-wal"),
+        db.with_name(db.name + "-shm"),
+        spec_file,
+        queries,
+        queries.with_suffix(".npy"),
+    ):
         path.unlink(missing_ok=True)

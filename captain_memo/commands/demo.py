@@ -27,7 +27,9 @@ def run(args) -> int:
     with tempfile.TemporaryDirectory(prefix="captain-memo-demo-") as folder:
         with Memo.open(args.db or Path(folder) / "memo.db") as memo:
             added, _ = memo.import_memories(read_records(str(SAMPLE), None), "loading sample notes")
-            print(f"loaded {added} sample notes into a temporary store (embedded offline with {memo.embedder.model_id})")
+            print(
+                f"loaded {added} sample notes into a temporary store (embedded offline with {memo.embedder.model_id})"
+            )
             print(f"\n$ captain-memo recall --explain --branch {args.branch} {query!r}\n")
             result = memo.recall(RecallRequest(query, branch=args.branch))
             print(render(result, explain=True))

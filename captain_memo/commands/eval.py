@@ -11,15 +11,18 @@ from captain_memo.commands._common import print_json
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "eval", help="measure ranking quality on BEIR-style data",
+        "eval",
+        help="measure ranking quality on BEIR-style data",
         description="Load each BEIR-style folder (corpus.jsonl, queries.jsonl, qrels.tsv) into a throwaway store "
-                    "and run every query through recall with each leg alone, each profile and each ablation.")
+        "and run every query through recall with each leg alone, each profile and each ablation.",
+    )
     p.add_argument("--data", nargs="+", required=True, metavar="DIR", help="BEIR-style folders")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of Markdown")
     p.add_argument("--dump", metavar="FILE", help="write every query's results per method as JSON lines")
     p.add_argument("--out", metavar="FILE.md", help="also write the Markdown tables to this file")
-    p.add_argument("--cache", metavar="DIR",
-                   help="embedding cache folder (default $XDG_CACHE_HOME/captain-memo/embeddings)")
+    p.add_argument(
+        "--cache", metavar="DIR", help="embedding cache folder (default $XDG_CACHE_HOME/captain-memo/embeddings)"
+    )
     p.add_argument("--no-ablations", action="store_true", help="only the legs and the profiles")
     p.set_defaults(run=run)
 
@@ -40,21 +43,33 @@ def run(args) -> int:
         for ds in datasets:
             started = time.monotonic()
             results.append(evaluate(ds, embedder, methods, progress=True))
-            print(f"captain-memo eval: {ds.name}: {len(ds.docs):,} documents, {len(ds.queries):,} queries x "
-                  f"{len(methods)} methods in {time.monotonic() - started:.0f} s", file=sys.stderr)
+            print(
+                f"captain-memo eval: {ds.name}: {len(ds.docs):,} documents, {len(ds.queries):,} queries x "
+                f"{len(methods)} methods in {time.monotonic() - started:.0f} s",
+                file=sys.stderr,
+            )
     finally:
         cache.close()
     if args.dump:
         report.write_dump(args.dump, results)
-    command = "captain-memo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["eval"] \
+    command = (
+        "captain-memo " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        if sys.argv[1:2] == ["eval"]
         else "captain-memo eval --data " + " ".join(shlex.quote(str(d)) for d in args.data)
+    )
     text = report.markdown(results, names, command, embedder.model_id)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
             handle.write(text)
     if args.json:
-        print_json({"command": command, "model": embedder.model_id, "machine": report.machine(),
-                    "sets": [report.set_json(r, names) for r in results]})
+        print_json(
+            {
+                "command": command,
+                "model": embedder.model_id,
+                "machine": report.machine(),
+                "sets": [report.set_json(r, names) for r in results],
+            }
+        )
     else:
         print(text, end="")
     return 0

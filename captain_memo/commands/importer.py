@@ -12,13 +12,17 @@ from captain_memo.import_records import read_import
 from captain_memo.jsonl import capped_lines
 from captain_memo.records import NewMemory
 
+
 def register(sub) -> None:
-    p = sub.add_parser("import", help="import memories from a JSON-lines file",
-                       description="One JSON object a line: kind, title, text, created_at, branch, project, tags, "
-                                   "source (a path string or an object with path, line_start, line_end, commit). "
-                                   "Every line is checked first; a line that cannot be stored is named with its "
-                                   "number and reason and the others are imported (--strict: then none are). "
-                                   "Rerunning skips what is already stored.")
+    p = sub.add_parser(
+        "import",
+        help="import memories from a JSON-lines file",
+        description="One JSON object a line: kind, title, text, created_at, branch, project, tags, "
+        "source (a path string or an object with path, line_start, line_end, commit). "
+        "Every line is checked first; a line that cannot be stored is named with its "
+        "number and reason and the others are imported (--strict: then none are). "
+        "Rerunning skips what is already stored.",
+    )
     p.add_argument("file", help="the .jsonl file ('-' for stdin)")
     p.add_argument("--strict", action="store_true", help="import nothing if any line is refused")
     add_context_args(p, branch=False)
@@ -31,7 +35,7 @@ def read_lines(path: str) -> list[str]:
     # JSON string may hold raw, which cut a valid record in two and shifted every line number after it.
     # Each line is read with a byte cap: `import /dev/zero` must not grow without bound.
     try:
-        with (nullcontext(sys.stdin.buffer) if path == "-" else Path(path).open("rb")) as stream:
+        with nullcontext(sys.stdin.buffer) if path == "-" else Path(path).open("rb") as stream:
             return list(capped_lines(stream, "stdin" if path == "-" else path))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -52,12 +56,16 @@ def run(args) -> int:
     for refused in found.refused:
         print(f"captain-memo: {refused.describe(name)}", file=sys.stderr)
     if found.refused and args.strict:
-        raise InputError(f"nothing was imported (--strict): {len(found.refused)} of "
-                         f"{len(found.refused) + len(found.memories)} records refused")
+        raise InputError(
+            f"nothing was imported (--strict): {len(found.refused)} of "
+            f"{len(found.refused) + len(found.memories)} records refused"
+        )
     with open_memo(args) as memo:
         added, skipped = memo.import_memories(list(found.memories), quiet=args.quiet)
         pending = memo.pending_vectors()
-    print(f"imported {added} memories, {skipped} already present"
-          + (f"; {pending} chunks wait for a vector" if pending else "")
-          + (f"; {len(found.refused)} lines refused" if found.refused else ""))
+    print(
+        f"imported {added} memories, {skipped} already present"
+        + (f"; {pending} chunks wait for a vector" if pending else "")
+        + (f"; {len(found.refused)} lines refused" if found.refused else "")
+    )
     return 1 if found.refused else 0

@@ -8,16 +8,23 @@ from captain_memo.terminal import one_line
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "index", help="index note and skill folders (and git history with --git), re-embedding only what changed",
+        "index",
+        help="index note and skill folders (and git history with --git), re-embedding only what changed",
         description="Without PATH: the personal folders in CAPTAIN_MEMO_NOTE_DIRS / CAPTAIN_MEMO_SKILL_DIRS and "
-                    "this repository's docs/decisions, docs/adr, .captain-memo/memory and .captain-memo/skills. "
-                    "Unchanged text is never embedded again; deleted files' memories are removed.")
+        "this repository's docs/decisions, docs/adr, .captain-memo/memory and .captain-memo/skills. "
+        "Unchanged text is never embedded again; deleted files' memories are removed.",
+    )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index instead of the configured ones")
-    p.add_argument("--git", action="store_true", help="also store new commit messages of this repository as observations")
+    p.add_argument(
+        "--git", action="store_true", help="also store new commit messages of this repository as observations"
+    )
     p.add_argument("--branch", help="branch recorded on new and changed memories (default: the current git branch)")
-    p.add_argument("--max-commits", type=int, metavar="N",
-                   help="with --git, read at most the newest N new commits (default: CAPTAIN_MEMO_GIT_MAX_COMMITS "
-                        "or 5000)")
+    p.add_argument(
+        "--max-commits",
+        type=int,
+        metavar="N",
+        help="with --git, read at most the newest N new commits (default: CAPTAIN_MEMO_GIT_MAX_COMMITS or 5000)",
+    )
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     add_quiet_arg(p)
     p.set_defaults(run=run)
@@ -29,8 +36,9 @@ def run(args) -> int:
     if args.max_commits is not None and args.max_commits < 1:
         raise InputError("--max-commits must be at least 1")
     with open_memo(args) as memo:
-        outcome = memo.index(args.paths, git=args.git, branch=args.branch, show_progress=not args.quiet,
-                             max_commits=args.max_commits)
+        outcome = memo.index(
+            args.paths, git=args.git, branch=args.branch, show_progress=not args.quiet, max_commits=args.max_commits
+        )
     report, history = outcome.notes, outcome.git
     if args.json:
         print_json({"notes": report.to_json(), "git": history.to_json() if history else None})
@@ -47,11 +55,15 @@ def print_report(report, history, cap: int) -> None:
     for path, message in report.warnings:
         print(f"note {one_line(str(path))}: {one_line(message)}")
     notes = left_out(report)
-    print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)"
-          + (f"; {notes}" if notes else ""))
+    print(
+        f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)"
+        + (f"; {notes}" if notes else "")
+    )
     if history is not None:
         for sha, message in history.warnings:
             print(f"note {'' if sha == 'embedder' else 'commit '}{one_line(sha)}: {one_line(message)}")
         commits = history_left_out(history, cap)
-        print(f"git: {history.indexed:,} new commits · {history.unchanged:,} already stored "
-              f"({history.chunks_embedded:,} chunks embedded)" + (f"; {commits}" if commits else ""))
+        print(
+            f"git: {history.indexed:,} new commits · {history.unchanged:,} already stored "
+            f"({history.chunks_embedded:,} chunks embedded)" + (f"; {commits}" if commits else "")
+        )

@@ -7,9 +7,9 @@ import sys
 import time
 
 from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_memo, print_json
-from captain_memo.validation import parse_date
 from captain_memo.records import KINDS, NewMemory, Source, memory_json
 from captain_memo.terminal import block, one_line
+from captain_memo.validation import parse_date
 
 
 def register(sub) -> None:
@@ -63,11 +63,25 @@ def remember(args) -> int:
         print(f"captain-memo: warning: storing a credential as it is ({finding.describe()})", file=sys.stderr)
     ctx = context(args)
     start, end = _lines(args.lines)
-    source = Source(path=ctx.relative(args.file) if args.file else None, line_start=start, line_end=end,
-                    commit=ctx.commit if args.file else None, origin="cli")
+    source = Source(
+        path=ctx.relative(args.file) if args.file else None,
+        line_start=start,
+        line_end=end,
+        commit=ctx.commit if args.file else None,
+        origin="cli",
+    )
     with open_memo(args) as memo:
-        memory_id = memo.remember(NewMemory(body=text, kind=args.kind, title=args.title, project=ctx.project,
-                                            branch=ctx.branch, source=source, created_at=parse_date(args.date)))
+        memory_id = memo.remember(
+            NewMemory(
+                body=text,
+                kind=args.kind,
+                title=args.title,
+                project=ctx.project,
+                branch=ctx.branch,
+                source=source,
+                created_at=parse_date(args.date),
+            )
+        )
         pending = memo.pending_vectors()
     if args.json:
         print_json({"id": memory_id, "pending_vectors": pending})

@@ -11,10 +11,13 @@ MAX_TITLE_CHARS = 120
 
 
 def register(sub) -> None:
-    p = sub.add_parser("observe", help="store an observation (text argument or stdin)",
-                       description="An observation is something noticed in passing; it fades unless recalled. "
-                                   "One whose first line states a newer version of a fact already observed on "
-                                   "this branch supersedes the older one (see `supersede --list`).")
+    p = sub.add_parser(
+        "observe",
+        help="store an observation (text argument or stdin)",
+        description="An observation is something noticed in passing; it fades unless recalled. "
+        "One whose first line states a newer version of a fact already observed on "
+        "this branch supersedes the older one (see `supersede --list`).",
+    )
     p.add_argument("text", nargs="*", help="the text (read from stdin when absent); its first line is the title")
     p.add_argument("--file", help="the file the observation is about")
     p.add_argument("--json", action="store_true")
@@ -32,11 +35,13 @@ def run(args) -> int:
     ctx = context(args)
     lines = text.strip().splitlines()
     title = lines[0].strip()[:MAX_TITLE_CHARS] if lines else ""
-    source = Source(path=ctx.relative(args.file) if args.file else None, commit=ctx.commit if args.file else None,
-                    origin="cli")
+    source = Source(
+        path=ctx.relative(args.file) if args.file else None, commit=ctx.commit if args.file else None, origin="cli"
+    )
     with open_memo(args) as memo:
-        memory_id = memo.remember(NewMemory(body=text, kind="observation", title=title, project=ctx.project,
-                                            branch=ctx.branch, source=source))
+        memory_id = memo.remember(
+            NewMemory(body=text, kind="observation", title=title, project=ctx.project, branch=ctx.branch, source=source)
+        )
         superseded = [(s.old_id, s.title) for s in memo.superseded() if s.new_id == memory_id]
     if args.json:
         print_json({"id": memory_id, "supersedes": [old for old, _ in superseded]})

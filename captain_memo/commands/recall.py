@@ -9,16 +9,25 @@ from captain_memo.ranking.result import RecallResult, result_json
 from captain_memo.records import RecallRequest
 from captain_memo.terminal import one_line
 
-FACTOR_LABELS = {"identifier": "identifier", "rare_token": "rare token", "branch": "branch",
-                 "superseded": "superseded", "recency": "recency", "tide": "tide"}
+FACTOR_LABELS = {
+    "identifier": "identifier",
+    "rare_token": "rare token",
+    "branch": "branch",
+    "superseded": "superseded",
+    "recency": "recency",
+    "tide": "tide",
+}
 
 
 def register(sub) -> None:
     p = sub.add_parser("recall", help="search memories", description="Search memories with the hybrid ranker.")
     p.add_argument("query", nargs="+", help="what to look for")
     p.add_argument("-n", "--limit", type=int, default=None, help="how many hits (default 10)")
-    p.add_argument("--profile", choices=["v3", "v2", "legacy"],
-                   help="ranking profile (default v3; v2 is the seed design's, legacy is RRF, both frozen)")
+    p.add_argument(
+        "--profile",
+        choices=["v3", "v2", "legacy"],
+        help="ranking profile (default v3; v2 is the seed design's, legacy is RRF, both frozen)",
+    )
     p.add_argument("--all-projects", action="store_true", help="search every project, not only this repository's")
     p.add_argument("--json", action="store_true", help="machine-readable output (doc/json.md)")
     p.add_argument("--explain", action="store_true", help="show each hit's scores and multipliers")
@@ -29,8 +38,16 @@ def register(sub) -> None:
 def run(args) -> int:
     ctx = context(args)
     with open_memo(args) as memo:
-        result = memo.recall(RecallRequest(" ".join(args.query), project=ctx.project, branch=ctx.branch,
-                                           limit=args.limit, profile=args.profile, all_projects=args.all_projects))
+        result = memo.recall(
+            RecallRequest(
+                " ".join(args.query),
+                project=ctx.project,
+                branch=ctx.branch,
+                limit=args.limit,
+                profile=args.profile,
+                all_projects=args.all_projects,
+            )
+        )
     if args.json:
         print_json(result_json(result, time.time()))
     else:
@@ -43,8 +60,7 @@ def searched(project: str | None, all_projects: bool) -> str:
     if all_projects:
         return "every project's memories and personal notes"
     if project is None:
-        return ("personal notes only (not inside a git repository); "
-                "--all-projects searches every project's memories too")
+        return "personal notes only (not inside a git repository); --all-projects searches every project's memories too"
     return f"{project} and personal notes; --all-projects searches every project's memories too"
 
 

@@ -7,13 +7,22 @@ from captain_memo.commands._common import add_quiet_arg, open_memo
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "reindex", help="re-embed everything with the configured embedding model",
+        "reindex",
+        help="re-embed everything with the configured embedding model",
         description="Re-embed every chunk with the configured provider and model, in batches. Safe to interrupt: "
-                    "run it again and it continues; recall keeps working on the old vectors until the end.")
-    p.add_argument("--batch-size", type=int, default=None, help="texts per embedding call "
-                                                                "(default: CAPTAIN_MEMO_EMBED_BATCH_SIZE or 32)")
-    p.add_argument("--missing", action="store_true", help="only embed chunks saved without a vector "
-                                                          "(the endpoint was down), with the store's own model")
+        "run it again and it continues; recall keeps working on the old vectors until the end.",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="texts per embedding call (default: CAPTAIN_MEMO_EMBED_BATCH_SIZE or 32)",
+    )
+    p.add_argument(
+        "--missing",
+        action="store_true",
+        help="only embed chunks saved without a vector (the endpoint was down), with the store's own model",
+    )
     p.add_argument("--restart", action="store_true", help="discard an unfinished reindex and start over")
     add_quiet_arg(p)
     p.set_defaults(run=run)
@@ -41,8 +50,9 @@ def run(args) -> int:
             print(f"continuing the unfinished reindex to {model}")
         report = memo.reindex(batch_size, bars, restart=args.restart)
     shape = f" ({report.dim}-d)" if report.dim else ""
-    print(f"re-embedded {report.embedded} of {report.chunks} chunks with {report.model}{shape} "
-          f"in {report.seconds:.1f} s")
+    print(
+        f"re-embedded {report.embedded} of {report.chunks} chunks with {report.model}{shape} in {report.seconds:.1f} s"
+    )
     if report.previous_model and report.previous_model != report.model:
         print(f"the vectors of {report.previous_model} were replaced")
     return 0

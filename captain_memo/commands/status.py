@@ -21,8 +21,10 @@ def stats(args) -> int:
         print_json(data)
         return 0
     print(f"database   {data['database']}")
-    print(f"memories   {data['memories']}  (memory {data.get('memory', 0)}, skill {data.get('skill', 0)}, "
-          f"observation {data.get('observation', 0)})")
+    print(
+        f"memories   {data['memories']}  (memory {data.get('memory', 0)}, skill {data.get('skill', 0)}, "
+        f"observation {data.get('observation', 0)})"
+    )
     print(f"chunks     {data['chunks']}  (vectors {data['vectors']}, waiting for a vector {data['pending_vectors']})")
     tide = data["tide"]
     print(f"tide       {tide['strengthening']} strengthening, {tide['active']} active, {tide['dormant']} dormant")

@@ -2,8 +2,17 @@
 of a buffer, and the health check (captain_memo/health.py, shared with `doctor`)."""
 
 from captain_memo.editor.context import ContextCache, locate
+from captain_memo.editor.health import health_main, health_report
 from captain_memo.editor.service import EditorService, one_line, open_memo
 from captain_memo.editor.settings import EditorSettings
-from captain_memo.editor.health import health_main, health_report
 
-__all__ = ["ContextCache", "EditorService", "EditorSettings", "health_main", "health_report", "locate", "one_line", "open_memo"]
+__all__ = [
+    "ContextCache",
+    "EditorService",
+    "EditorSettings",
+    "health_main",
+    "health_report",
+    "locate",
+    "one_line",
+    "open_memo",
+]

@@ -41,7 +41,7 @@ def _head_stamp(ctx: GitContext) -> tuple | None:
             text = dot_git.read_text(encoding="utf-8").strip()
             if not text.startswith("gitdir:"):
                 return None
-            git_dir = Path(text[len("gitdir:"):].strip())
+            git_dir = Path(text[len("gitdir:") :].strip())
             dot_git = git_dir if git_dir.is_absolute() else Path(ctx.root) / git_dir
         st = (dot_git / "HEAD").stat()
     except OSError:

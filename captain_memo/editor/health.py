@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from captain_memo import health
 from captain_memo.editor.service import one_line
@@ -17,11 +17,15 @@ def health_report(settings: dict | None = None, context: str | None = None) -> l
         cfg = EditorSettings.from_dict(settings)
     except CaptainMemoError as exc:
         return [{"item": "settings", "status": "error", "detail": str(exc)}]
-    return [_check("package", health.package), _check("sqlite", health.sqlite),
-            _check("sqlite-vec", health.sqlite_vec), _check("fts5", health.fts5),
-            _check("database", lambda: health.database(cfg.database_path(), cfg.embed_config())),
-            _check("embedding", lambda: health.embedding(cfg.embed_config()), failure="warn"),
-            _check("repository", lambda: health.repository(context, cfg.share_worktrees))]
+    return [
+        _check("package", health.package),
+        _check("sqlite", health.sqlite),
+        _check("sqlite-vec", health.sqlite_vec),
+        _check("fts5", health.fts5),
+        _check("database", lambda: health.database(cfg.database_path(), cfg.embed_config())),
+        _check("embedding", lambda: health.embedding(cfg.embed_config()), failure="warn"),
+        _check("repository", lambda: health.repository(context, cfg.share_worktrees)),
+    ]
 
 
 def _check(item: str, probe: Callable[[], str], failure: str = "error") -> dict:

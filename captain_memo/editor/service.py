@@ -17,16 +17,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 from captain_memo import secrets
-from captain_memo.memo import Memo
-from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
 from captain_memo.editor.context import ContextCache, locate
 from captain_memo.editor.settings import SECRET_POLICIES, EditorSettings, _choice
+from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
 from captain_memo.gitctx import GitContext
+from captain_memo.memo import Memo
 from captain_memo.records import NewMemory, RecallRequest, Source, Surfacing, memory_json, source_json
 
 log = logging.getLogger("captain_memo")
@@ -58,8 +58,13 @@ def _context_json(ctx: GitContext) -> dict:
 
 
 def _finding_json(finding) -> dict:
-    return {"field": finding.field, "line": finding.line, "kind": finding.kind, "preview": finding.preview,
-            "text": finding.describe()}
+    return {
+        "field": finding.field,
+        "line": finding.line,
+        "kind": finding.kind,
+        "preview": finding.preview,
+        "text": finding.describe(),
+    }
 
 
 def _surfacing(value) -> Surfacing:
@@ -82,8 +87,7 @@ def _int(args: dict, name: str, required: bool = True) -> int | None:
 class EditorService:
     """Runs the plugin's requests on a worker thread and hands each answer to ``deliver``."""
 
-    def __init__(self, deliver: Callable[[dict], None],
-                 memo_factory: Callable[[EditorSettings], Memo] = open_memo):
+    def __init__(self, deliver: Callable[[dict], None], memo_factory: Callable[[EditorSettings], Memo] = open_memo):
         self.deliver = deliver
         self.memo_factory = memo_factory
         self.contexts = ContextCache()
@@ -92,8 +96,16 @@ class EditorService:
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
         self._log_files: set[str] = set()
-        self.ops = {"recall": self.recall, "hint": self.hint, "check": self.check, "save": self.save, "open": self.open,
-                    "forget": self.forget, "supersede": self.supersede, "index": self.index}
+        self.ops = {
+            "recall": self.recall,
+            "hint": self.hint,
+            "check": self.check,
+            "save": self.save,
+            "open": self.open,
+            "forget": self.forget,
+            "supersede": self.supersede,
+            "index": self.index,
+        }
 
     # -- the queue ----------------------------------------------------------------------
 
@@ -180,8 +192,15 @@ class EditorService:
             self._memos[key] = memo
             if reason is not None:
                 # Said once per database: every later recall would otherwise repeat it.
-                self.deliver({"event": "notice", "level": "warn", "text": (
-                    f"read-only {memo.path}: lookups work, saves fail, recalls are not recorded ({reason})")})
+                self.deliver(
+                    {
+                        "event": "notice",
+                        "level": "warn",
+                        "text": (
+                            f"read-only {memo.path}: lookups work, saves fail, recalls are not recorded ({reason})"
+                        ),
+                    }
+                )
         return self._memos[key]
 
     def context(self, settings: EditorSettings, args: dict, fresh: bool = False) -> GitContext:
@@ -206,10 +225,16 @@ class EditorService:
         from captain_memo.ranking.result import result_json
 
         ctx = self.context(settings, args)
-        result = self.memo(settings).recall(RecallRequest(
-            args.get("query", ""), project=ctx.project, branch=ctx.branch,
-            limit=_int(args, "limit", required=False) or settings.limit,
-            profile=args.get("profile") or settings.profile, how=_surfacing(args.get("how"))))
+        result = self.memo(settings).recall(
+            RecallRequest(
+                args.get("query", ""),
+                project=ctx.project,
+                branch=ctx.branch,
+                limit=_int(args, "limit", required=False) or settings.limit,
+                profile=args.get("profile") or settings.profile,
+                how=_surfacing(args.get("how")),
+            )
+        )
         data = result_json(result, time.time())
         for hit in data["hits"]:
             hit["source"]["file"] = locate(hit["source"]["path"], ctx, hit["project"])
@@ -259,14 +284,35 @@ class EditorService:
         ctx = self.context(settings, args, fresh=True)
         path = args.get("path") or None
         start, end = _int(args, "line_start", required=False), _int(args, "line_end", required=False)
-        source = Source(path=ctx.relative(path) if path else None, line_start=start, line_end=end,
-                        commit=ctx.commit, origin="editor", filetype=args.get("filetype") or None)
-        memory = NewMemory(body=text, kind=args.get("kind") or "memory", title=title, project=ctx.project,
-                           branch=ctx.branch, source=source)
+        source = Source(
+            path=ctx.relative(path) if path else None,
+            line_start=start,
+            line_end=end,
+            commit=ctx.commit,
+            origin="editor",
+            filetype=args.get("filetype") or None,
+        )
+        memory = NewMemory(
+            body=text,
+            kind=args.get("kind") or "memory",
+            title=title,
+            project=ctx.project,
+            branch=ctx.branch,
+            source=source,
+        )
         memory_id = self.memo(settings).remember(memory)
-        return {"saved": True, "id": memory_id, "title": memory.title, "kind": memory.kind, "path": source.path,
-                "line_start": start, "line_end": end, "kept": [f.describe() for f in kept],
-                "redacted": [f.describe() for f in redacted], **_context_json(ctx)}
+        return {
+            "saved": True,
+            "id": memory_id,
+            "title": memory.title,
+            "kind": memory.kind,
+            "path": source.path,
+            "line_start": start,
+            "line_end": end,
+            "kept": [f.describe() for f in kept],
+            "redacted": [f.describe() for f in redacted],
+            **_context_json(ctx),
+        }
 
     def index(self, settings: EditorSettings, args: dict) -> dict:
         """Re-index a file just written; nothing happens (no database opened) outside the note and
@@ -294,5 +340,3 @@ class EditorService:
         old, new = _int(args, "old"), _int(args, "new")
         self.memo(settings).supersede(old, new)
         return {"old": old, "new": new}
-
-

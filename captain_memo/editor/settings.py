@@ -27,15 +27,22 @@ class EditorSettings:
     secrets: str = "ask"
 
     @classmethod
-    def from_dict(cls, raw: dict | None) -> "EditorSettings":
+    def from_dict(cls, raw: dict | None) -> EditorSettings:
         raw = raw or {}
         limit = raw.get("limit")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
             raise InputError(f"limit must be a positive whole number, not {limit!r}")
-        return cls(db=_text(raw, "db"), provider=_text(raw, "provider"), url=_text(raw, "url"),
-                   model=_text(raw, "model"), profile=_text(raw, "profile"), limit=limit,
-                   share_worktrees=bool(raw.get("share_worktrees", True)), log_file=_text(raw, "log_file"),
-                   secrets=_choice(raw, "secrets", SECRET_POLICIES) or "ask")
+        return cls(
+            db=_text(raw, "db"),
+            provider=_text(raw, "provider"),
+            url=_text(raw, "url"),
+            model=_text(raw, "model"),
+            profile=_text(raw, "profile"),
+            limit=limit,
+            share_worktrees=bool(raw.get("share_worktrees", True)),
+            log_file=_text(raw, "log_file"),
+            secrets=_choice(raw, "secrets", SECRET_POLICIES) or "ask",
+        )
 
     @property
     def engine_key(self) -> tuple:

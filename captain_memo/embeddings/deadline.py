@@ -9,11 +9,10 @@ TLS, proxies or keep-alive changes.
 
 from __future__ import annotations
 
-from typing import Any
-
 import threading
 import time
 from contextlib import contextmanager
+from typing import Any
 
 import httpcore
 
@@ -65,12 +64,16 @@ class _Backend(httpcore.NetworkBackend):
         self._inner = inner
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        return _Stream(self._inner.connect_tcp(host, port, _bounded(timeout, httpcore.ConnectTimeout),
-                                               local_address, socket_options))
+        return _Stream(
+            self._inner.connect_tcp(
+                host, port, _bounded(timeout, httpcore.ConnectTimeout), local_address, socket_options
+            )
+        )
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        return _Stream(self._inner.connect_unix_socket(path, _bounded(timeout, httpcore.ConnectTimeout),
-                                                       socket_options))
+        return _Stream(
+            self._inner.connect_unix_socket(path, _bounded(timeout, httpcore.ConnectTimeout), socket_options)
+        )
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)

@@ -25,8 +25,8 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -79,8 +79,17 @@ class HttpEmbedder:
 
     provider = ""
 
-    def __init__(self, url: str, model: str, *, api_key: str | None = None, batch_size: int = 32,
-                 timeout: float = 30.0, retries: int = RETRIES, backoff: float = BACKOFF):
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        batch_size: int = 32,
+        timeout: float = 30.0,
+        retries: int = RETRIES,
+        backoff: float = BACKOFF,
+    ):
         url = url.strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"embedding URL {masked_url(url)!r} must start with http:// or https://")
@@ -121,7 +130,7 @@ class HttpEmbedder:
         clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
         if not clean:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        parts = [self._embed_batch(clean[i: i + self.batch_size]) for i in range(0, len(clean), self.batch_size)]
+        parts = [self._embed_batch(clean[i : i + self.batch_size]) for i in range(0, len(clean), self.batch_size)]
         return np.concatenate(parts)
 
     def close(self) -> None:
@@ -166,7 +175,9 @@ class HttpEmbedder:
                     headers["Authorization"] = f"Bearer {self._api_key}"
                 self._client = httpx.Client(
                     timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT, self.timeout)),
-                    headers=headers, follow_redirects=False)
+                    headers=headers,
+                    follow_redirects=False,
+                )
                 from captain_memo.embeddings.deadline import install
 
                 if not install(self._client):
@@ -194,8 +205,9 @@ class HttpEmbedder:
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
                 problem = f"the server dropped the connection ({_reason(exc)})"
             except httpx.TimeoutException:
-                raise self._fail(f"no answer from {path} within {self.timeout:g} s "
-                                 "(CAPTAIN_MEMO_EMBED_TIMEOUT sets the limit)") from None
+                raise self._fail(
+                    f"no answer from {path} within {self.timeout:g} s (CAPTAIN_MEMO_EMBED_TIMEOUT sets the limit)"
+                ) from None
             except httpx.HTTPError as exc:
                 raise self._fail(f"request to {path} failed: {_reason(exc)}") from None
             else:
@@ -207,7 +219,7 @@ class HttpEmbedder:
                 raise self._fail(problem + (f" (after {self.retries + 1} attempts)" if self.retries else ""))
             delay = asked_wait
             if delay is None:
-                delay = self.backoff * (2 ** attempt) * (1 + random.random() / 4)
+                delay = self.backoff * (2**attempt) * (1 + random.random() / 4)
             log.debug("%s: %s; retrying in %.2f s", self.where, self._scrub(problem), delay)
             time.sleep(delay)
         raise AssertionError("unreachable")
@@ -220,12 +232,18 @@ class HttpEmbedder:
         for _ in range(MAX_REDIRECTS + 1):
             with client.stream("POST", url, content=body, headers={"Content-Type": "application/json"}) as response:
                 if response.status_code not in REDIRECTS or "location" not in response.headers:
-                    return Answer(response.status_code, response.headers, self._read_capped(response, path),
-                                  response.reason_phrase)
+                    return Answer(
+                        response.status_code,
+                        response.headers,
+                        self._read_capped(response, path),
+                        response.reason_phrase,
+                    )
                 target = url.join(response.headers["location"])
             if _origin(target) != _origin(url):
-                raise self._fail(f"{path} redirected to another server ({masked_url(str(target))}); the text is sent "
-                                 "only to the server named in CAPTAIN_MEMO_EMBED_URL: name that one if you trust it")
+                raise self._fail(
+                    f"{path} redirected to another server ({masked_url(str(target))}); the text is sent "
+                    "only to the server named in CAPTAIN_MEMO_EMBED_URL: name that one if you trust it"
+                )
             url = target
         raise self._fail(f"{path} redirected more than {MAX_REDIRECTS} times")
 
@@ -272,8 +290,10 @@ class HttpEmbedder:
         if len(rows) != count:
             raise self._fail(f"{path} returned {len(rows)} vectors for {count} texts")
         if self._dim is not None and rows and isinstance(rows[0], (list, np.ndarray)) and len(rows[0]) != self._dim:
-            raise self._fail(f"vectors have dimension {len(rows[0])} but this store holds {self._dim}-d ones; "
-                             "if the model changed, run `captain-memo reindex`")
+            raise self._fail(
+                f"vectors have dimension {len(rows[0])} but this store holds {self._dim}-d ones; "
+                "if the model changed, run `captain-memo reindex`"
+            )
         vectors = checked_unit_vectors(rows, self._dim, self.where)
         if self._dim is None:
             self._dim = int(vectors.shape[1])
@@ -291,8 +311,10 @@ class OllamaEmbedder(HttpEmbedder):
         self._legacy = False
 
     def _model_missing(self, said: str) -> EmbeddingError:
-        return EmbeddingError(f"model '{self.model}' not found on {self.shown_url}: run `ollama pull {self.model}`"
-                              f" (the server said: {self._scrub(said)})")
+        return EmbeddingError(
+            f"model '{self.model}' not found on {self.shown_url}: run `ollama pull {self.model}`"
+            f" (the server said: {self._scrub(said)})"
+        )
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         if not self._legacy:
@@ -328,8 +350,10 @@ class OpenAIEmbedder(HttpEmbedder):
         path = "/v1/embeddings"
         response = self._post(path, {"model": self.model, "input": texts, "encoding_format": self.encoding})
         if response.status_code == 404 and not _json_error(response):
-            raise self._fail(f"no {path} here (404); is this an OpenAI-compatible server? "
-                             "Give the URL without the path, e.g. http://127.0.0.1:8080")
+            raise self._fail(
+                f"no {path} here (404); is this an OpenAI-compatible server? "
+                "Give the URL without the path, e.g. http://127.0.0.1:8080"
+            )
         items = self._answer(response, path).get("data")
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise self._fail(f"{path} answered without a data list: {_snippet(response.text)!r}")
@@ -359,11 +383,14 @@ def make_http_embedder(cfg: EmbedConfig) -> HttpEmbedder:
     if cfg.provider == "openai":
         # No default URL: text leaves the machine only for a server the user named.
         if not cfg.url:
-            raise ConfigError("the openai provider needs CAPTAIN_MEMO_EMBED_URL, e.g. http://127.0.0.1:8080 "
-                              "(llama.cpp) or https://api.openai.com")
+            raise ConfigError(
+                "the openai provider needs CAPTAIN_MEMO_EMBED_URL, e.g. http://127.0.0.1:8080 "
+                "(llama.cpp) or https://api.openai.com"
+            )
         if not cfg.model:
-            raise ConfigError("the openai provider needs CAPTAIN_MEMO_EMBED_MODEL (the model "
-                              f"{masked_url(cfg.url)} serves)")
+            raise ConfigError(
+                f"the openai provider needs CAPTAIN_MEMO_EMBED_MODEL (the model {masked_url(cfg.url)} serves)"
+            )
         return OpenAIEmbedder(cfg.url, cfg.model, encoding=cfg.encoding, **common)
     raise ConfigError(f"{cfg.provider!r} is not an HTTP embedding provider; use ollama or openai")
 

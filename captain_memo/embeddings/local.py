@@ -11,8 +11,9 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +43,10 @@ def quiet_onnxruntime():
     import onnxruntime
 
     if loaded_early:  # warned once: from now on the variable is set
-        log.warning("onnxruntime was loaded before Captain Memo could switch its telemetry off; set "
-                    "ORT_DISABLE_TELEMETRY=1 in the environment of this process")
+        log.warning(
+            "onnxruntime was loaded before Captain Memo could switch its telemetry off; set "
+            "ORT_DISABLE_TELEMETRY=1 in the environment of this process"
+        )
     onnxruntime.disable_telemetry_events()  # the non-essential events, in case the runtime was loaded early
     return onnxruntime
 

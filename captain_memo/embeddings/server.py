@@ -105,8 +105,10 @@ BUSY = json.dumps({"error": "too many open connections; try again"}).encode()
 
 def _turn_away(request) -> None:
     """A 503 written straight to the socket: the request is never read, so no thread waits on it."""
-    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(BUSY)}"
-            "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(BUSY)}"
+        "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    ).encode()
     try:
         request.settimeout(1.0)
         request.sendall(head + BUSY)
@@ -123,9 +125,16 @@ class EmbeddingServer(ClosingHTTPServer):
 
     allow_reuse_address = True
 
-    def __init__(self, embedder, model_name: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 api_key: str | None = None, idle_timeout: float = IDLE_TIMEOUT,
-                 max_connections: int = MAX_CONNECTIONS):
+    def __init__(
+        self,
+        embedder,
+        model_name: str,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        api_key: str | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
+    ):
         if ":" in host:
             self.address_family = socket.AF_INET6
         self.embedder = embedder
@@ -186,12 +195,26 @@ class Handler(BaseHTTPRequestHandler):
     # -- routing ----------------------------------------------------------------------------
 
     def do_GET(self):  # noqa: N802 - the stdlib's naming
-        self._route({"/": self._root, "/health": self._health, "/api/tags": self._tags,
-                     "/api/version": self._version, "/v1/models": self._models}, with_body=False)
+        self._route(
+            {
+                "/": self._root,
+                "/health": self._health,
+                "/api/tags": self._tags,
+                "/api/version": self._version,
+                "/v1/models": self._models,
+            },
+            with_body=False,
+        )
 
     def do_POST(self):  # noqa: N802
-        self._route({"/api/embed": self._ollama_embed, "/api/embeddings": self._ollama_embeddings,
-                     "/v1/embeddings": self._openai_embeddings}, with_body=True)
+        self._route(
+            {
+                "/api/embed": self._ollama_embed,
+                "/api/embeddings": self._ollama_embeddings,
+                "/v1/embeddings": self._openai_embeddings,
+            },
+            with_body=True,
+        )
 
     def _route(self, routes: dict, with_body: bool) -> None:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
@@ -329,10 +352,18 @@ class Handler(BaseHTTPRequestHandler):
     def _tags(self):
         name = self.server.model_name
         modified = datetime.fromtimestamp(self.server.started, timezone.utc).isoformat()
-        details = {"format": "onnx", "family": "bert", "families": ["bert"], "parameter_size": "",
-                   "quantization_level": ""}
-        return 200, {"models": [{"name": name, "model": name, "modified_at": modified, "size": 0,
-                                 "digest": "", "details": details}]}
+        details = {
+            "format": "onnx",
+            "family": "bert",
+            "families": ["bert"],
+            "parameter_size": "",
+            "quantization_level": "",
+        }
+        return 200, {
+            "models": [
+                {"name": name, "model": name, "modified_at": modified, "size": 0, "digest": "", "details": details}
+            ]
+        }
 
     def _version(self):
         return 200, {"version": __version__}
@@ -360,8 +391,17 @@ class Handler(BaseHTTPRequestHandler):
         return 200, (json.dumps(head)[:-1] + f', "data": [{",".join(items)}]}}').encode()
 
     def _models(self):
-        return 200, {"object": "list", "data": [{"id": self.server.model_name, "object": "model",
-                                                 "created": int(self.server.started), "owned_by": "captain-memo"}]}
+        return 200, {
+            "object": "list",
+            "data": [
+                {
+                    "id": self.server.model_name,
+                    "object": "model",
+                    "created": int(self.server.started),
+                    "owned_by": "captain-memo",
+                }
+            ],
+        }
 
     # -- health -----------------------------------------------------------------------------------
 
@@ -370,8 +410,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def _health(self):
         server = self.server
-        return 200, {"status": "ok", "model": server.model_name, "dim": server.dim, "requests": server.requests,
-                     "connections": server.connections, "version": __version__}
+        return 200, {
+            "status": "ok",
+            "model": server.model_name,
+            "dim": server.dim,
+            "requests": server.requests,
+            "connections": server.connections,
+            "version": __version__,
+        }
 
 
 def _json_row(vector: np.ndarray) -> str:
@@ -380,8 +426,13 @@ def _json_row(vector: np.ndarray) -> str:
     return "[" + ",".join(map("{:.9g}".format, vector.tolist())) + "]"
 
 
-def make_server(embedder=None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, model_name: str | None = None,
-                api_key: str | None = None) -> EmbeddingServer:
+def make_server(
+    embedder=None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    model_name: str | None = None,
+    api_key: str | None = None,
+) -> EmbeddingServer:
     """A bound server (port 0 picks a free one), not yet serving; the model is loaded first so a
     broken install fails here, not on the first request."""
     if embedder is None:
@@ -395,7 +446,8 @@ def make_server(embedder=None, host: str = DEFAULT_HOST, port: int = DEFAULT_POR
 
 def serve_in_thread(server: EmbeddingServer) -> threading.Thread:
     """Serve on a daemon thread until ``server.shutdown()``; for tests and benchmarks."""
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="captain-memo-embed-server", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="captain-memo-embed-server", daemon=True
+    )
     thread.start()
     return thread

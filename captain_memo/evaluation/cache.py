@@ -6,7 +6,7 @@ Vectors of two models never mix: the model id is part of the key.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class CachedEmbedder:
         # Shortest first: batches of similar length waste less padding.
         items.sort(key=lambda item: len(item[1]))
         for start in range(0, len(items), FILL_BATCH):
-            part = items[start:start + FILL_BATCH]
+            part = items[start : start + FILL_BATCH]
             vectors = self.inner.embed([text for _, text in part])
             pairs = [(digest, vectors[i]) for i, (digest, _) in enumerate(part)]
             self.cache.put_many(self.model_id, pairs)

@@ -45,7 +45,7 @@ def _jsonl(path: Path) -> list[dict]:
     with path.open(encoding="utf-8") as handle:
         for where, row in parse_lines(handle, str(path)):
             if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("text"), str):
-                raise InputError(f"{where}: expected an object with \"id\" and \"text\"")
+                raise InputError(f'{where}: expected an object with "id" and "text"')
             rows.append(row)
     return rows
 
@@ -79,13 +79,15 @@ def load(folder: Path | str) -> Dataset:
     missing = [name for name in FILES if not (folder / name).is_file()]
     if missing:
         raise InputError(f"{folder} is not a BEIR-style folder: missing {', '.join(missing)}")
-    docs = tuple(Doc(str(r["id"]), str(r.get("title") or ""), r["text"], _group(r))
-                 for r in _jsonl(folder / "corpus.jsonl"))
+    docs = tuple(
+        Doc(str(r["id"]), str(r.get("title") or ""), r["text"], _group(r)) for r in _jsonl(folder / "corpus.jsonl")
+    )
     if len({d.id for d in docs}) != len(docs):
         raise InputError(f"{folder}/corpus.jsonl: document ids are not unique")
     qrels = _qrels(folder / "qrels.tsv")
-    queries = tuple(Query(str(r["id"]), r["text"], _group(r)) for r in _jsonl(folder / "queries.jsonl")
-                    if str(r["id"]) in qrels)
+    queries = tuple(
+        Query(str(r["id"]), r["text"], _group(r)) for r in _jsonl(folder / "queries.jsonl") if str(r["id"]) in qrels
+    )
     if not queries:
         raise InputError(f"{folder}: no query has a relevant document in qrels.tsv")
     return Dataset(folder.name, docs, queries, qrels, any(d.group for d in docs))

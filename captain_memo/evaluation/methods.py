@@ -23,8 +23,16 @@ class Method:
 
 def single_leg(leg: str) -> Method:
     """One leg's own order: weighted fusion keeps a one-leg hit's score, and nothing multiplies it."""
-    cfg = replace(PROFILES["v2"], profile=f"{leg} only", identifier_boost=False, rare_token_boost=False,
-                  branch_boost=False, supersede_penalty=1.0, temporal_intent=False, tide=False)
+    cfg = replace(
+        PROFILES["v2"],
+        profile=f"{leg} only",
+        identifier_boost=False,
+        rare_token_boost=False,
+        branch_boost=False,
+        supersede_penalty=1.0,
+        temporal_intent=False,
+        tide=False,
+    )
     return Method(f"{leg} leg only", cfg, (leg,))
 
 
@@ -52,9 +60,11 @@ V3_VARIANTS: dict[str, dict] = {
 
 def ablations(profile: str, switches: dict[str, dict]) -> list[Method]:
     base = PROFILES[profile]
-    return [Method(f"{profile} − {name}", replace(base, **change), LEGS, profile)
-            for name, change in switches.items()
-            if any(getattr(base, key) != value for key, value in change.items())]
+    return [
+        Method(f"{profile} − {name}", replace(base, **change), LEGS, profile)
+        for name, change in switches.items()
+        if any(getattr(base, key) != value for key, value in change.items())
+    ]
 
 
 def variants(profile: str, switches: dict[str, dict]) -> list[Method]:

@@ -8,7 +8,7 @@ relevant documents in the top k; MRR the reciprocal rank of the first relevant o
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 def ndcg_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:

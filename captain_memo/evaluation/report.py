@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from typing import Sequence
+from collections.abc import Sequence
 
 from captain_memo.evaluation.runner import QueryOutcome, SetResult
 
@@ -24,8 +24,12 @@ def machine() -> dict:
                     break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "system": f"{platform.system()} {platform.release()}",
-            "python": platform.python_version()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+    }
 
 
 def set_json(result: SetResult, methods: Sequence[str]) -> dict:
@@ -37,8 +41,17 @@ def set_json(result: SetResult, methods: Sequence[str]) -> dict:
         "chunks": result.chunks,
         "queries": len(result.outcomes),
         "subsets": pool,
-        "methods": [{"method": s.method, "subset": s.subset, "n": s.n, "ndcg@10": round(s.ndcg, 4),
-                     "recall@10": round(s.recall, 4), "mrr@10": round(s.mrr, 4)} for s in summaries],
+        "methods": [
+            {
+                "method": s.method,
+                "subset": s.subset,
+                "n": s.n,
+                "ndcg@10": round(s.ndcg, 4),
+                "recall@10": round(s.recall, 4),
+                "mrr@10": round(s.mrr, 4),
+            }
+            for s in summaries
+        ],
     }
 
 
@@ -51,8 +64,15 @@ def outcome_json(set_name: str, o: QueryOutcome) -> dict:
         "has_identifier": o.has_identifier,
         "relevant": o.relevant,
         "pool_recall": o.pool_recall,
-        "methods": {name: {"docs": list(r.docs), "ndcg@10": round(r.ndcg, 4), "recall@10": round(r.recall, 4),
-                           "mrr@10": round(r.mrr, 4)} for name, r in o.by_method.items()},
+        "methods": {
+            name: {
+                "docs": list(r.docs),
+                "ndcg@10": round(r.ndcg, 4),
+                "recall@10": round(r.recall, 4),
+                "mrr@10": round(r.mrr, 4),
+            }
+            for name, r in o.by_method.items()
+        },
     }
 
 
@@ -72,16 +92,26 @@ def set_table(result: SetResult, methods: Sequence[str]) -> str:
     summaries = {(s.method, s.subset): s for s in result.summaries(methods)}
     subsets = [sub for sub in SUBSETS if (methods[0], sub) in summaries]
     counts = {sub: summaries[(methods[0], sub)].n for sub in subsets}
-    head = "| method | " + " | ".join(f"{SUBSET_LABELS[sub]} (n={counts[sub]}): nDCG@10 | R@10 | MRR@10"
-                                      for sub in subsets) + " |"
+    head = (
+        "| method | "
+        + " | ".join(f"{SUBSET_LABELS[sub]} (n={counts[sub]}): nDCG@10 | R@10 | MRR@10" for sub in subsets)
+        + " |"
+    )
     rule = "|---|" + "---:|---:|---:|" * len(subsets)
-    rows = [f"| {name} | " + " | ".join(_cells(summaries[(name, sub)]) for sub in subsets) + " |"
-            for name in methods]
+    rows = [f"| {name} | " + " | ".join(_cells(summaries[(name, sub)]) for sub in subsets) + " |" for name in methods]
     pool = ", ".join(f"{SUBSET_LABELS[sub]} {summaries[(methods[0], sub)].pool_recall:.3f}" for sub in subsets)
-    title = (f"### {result.name}: {result.docs:,} documents ({result.chunks:,} chunks), "
-             f"{len(result.outcomes):,} queries")
-    return "\n".join([title, "", head, rule, *rows, "",
-                      f"Candidate-pool recall (relevant documents anywhere in the union of the two legs): {pool}."])
+    title = f"### {result.name}: {result.docs:,} documents ({result.chunks:,} chunks), {len(result.outcomes):,} queries"
+    return "\n".join(
+        [
+            title,
+            "",
+            head,
+            rule,
+            *rows,
+            "",
+            f"Candidate-pool recall (relevant documents anywhere in the union of the two legs): {pool}.",
+        ]
+    )
 
 
 def summary_table(results: Sequence[SetResult], methods: Sequence[str]) -> str:
@@ -100,7 +130,7 @@ def markdown(results: Sequence[SetResult], methods: Sequence[str], command: str,
         "",
         f"Made by `{command}` with the embedding model `{model_id}`, on {m['cpu']} ({m['cores']} cores), "
         f"{m['system']}, Python {m['python']}. Metrics as BEIR computes them (pytrec_eval): nDCG@10 with linear "
-        "gain, Recall@10, MRR@10, averaged over queries. \"With an identifier\": the query holds a code-shaped "
+        'gain, Recall@10, MRR@10, averaged over queries. "With an identifier": the query holds a code-shaped '
         "token (the identifier boost's rule).",
         "",
         summary_table(results, methods),

@@ -8,14 +8,14 @@ document, so a hit's memory id names the document it came from.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from captain_memo.config import PROFILES
+from captain_memo.errors import RecallError
 from captain_memo.evaluation import metrics
 from captain_memo.evaluation.data import Dataset, Query
-from captain_memo.errors import RecallError
 from captain_memo.evaluation.methods import Method
 from captain_memo.progress import Progress
 from captain_memo.ranking.query import analyse
@@ -64,9 +64,11 @@ class SetResult:
     outcomes: list[QueryOutcome] = field(default_factory=list)
 
     def subsets(self) -> dict[str, list[QueryOutcome]]:
-        return {"all": self.outcomes,
-                "identifier": [o for o in self.outcomes if o.has_identifier],
-                "plain": [o for o in self.outcomes if not o.has_identifier]}
+        return {
+            "all": self.outcomes,
+            "identifier": [o for o in self.outcomes if o.has_identifier],
+            "plain": [o for o in self.outcomes if not o.has_identifier],
+        }
 
     def summaries(self, methods: Sequence[str]) -> list[Summary]:
         out = []
@@ -76,9 +78,17 @@ class SetResult:
             pool = metrics.mean([o.pool_recall for o in outcomes])
             for name in methods:
                 ranked = [o.by_method[name] for o in outcomes]
-                out.append(Summary(name, subset, len(outcomes), metrics.mean([r.ndcg for r in ranked]),
-                                   metrics.mean([r.recall for r in ranked]), metrics.mean([r.mrr for r in ranked]),
-                                   pool))
+                out.append(
+                    Summary(
+                        name,
+                        subset,
+                        len(outcomes),
+                        metrics.mean([r.ndcg for r in ranked]),
+                        metrics.mean([r.recall for r in ranked]),
+                        metrics.mean([r.mrr for r in ranked]),
+                        pool,
+                    )
+                )
         return out
 
 
@@ -93,9 +103,11 @@ def build_store(dataset: Dataset, embedder, folder: Path, progress: bool = True)
     docs = [d for d in dataset.docs if (d.text or d.title).strip()]
     bar = Progress(len(docs), f"indexing {dataset.name}") if progress else None
     for start in range(0, len(docs), INDEX_BATCH):
-        part = docs[start:start + INDEX_BATCH]
-        memories = [NewMemory(body=d.text if d.text.strip() else d.title, title=d.title, kind="memory",
-                              project=d.group) for d in part]
+        part = docs[start : start + INDEX_BATCH]
+        memories = [
+            NewMemory(body=d.text if d.text.strip() else d.title, title=d.title, kind="memory", project=d.group)
+            for d in part
+        ]
         ids = engine.remember_many(memories, skip_duplicates=False)
         doc_of.update({memory_id: d.id for memory_id, d in zip(ids, part) if memory_id is not None})
         if bar:
@@ -112,18 +124,26 @@ def scope_args(dataset: Dataset, query: Query) -> dict:
     return {"all_projects": True} if dataset.grouped else {"project": None}
 
 
-def run_query(engine, dataset: Dataset, query: Query, doc_of: dict[int, str], methods: Sequence[Method]) -> QueryOutcome:
+def run_query(
+    engine, dataset: Dataset, query: Query, doc_of: dict[int, str], methods: Sequence[Method]
+) -> QueryOutcome:
     relevant = dataset.qrels[query.id]
     where = scope_args(dataset, query)
     by_method = {}
     for method in methods:
         result = engine.recall(query.text, limit=CUTOFF, record=False, legs=method.legs, cfg=method.cfg, **where)
         if result.failures:  # a figure measured with a leg missing would be silently wrong
-            raise RecallError(f"{dataset.name}, query {query.id}, {method.name}: "
-                              + "; ".join(f"{leg} leg failed: {why}" for leg, why in result.failures.items()))
+            raise RecallError(
+                f"{dataset.name}, query {query.id}, {method.name}: "
+                + "; ".join(f"{leg} leg failed: {why}" for leg, why in result.failures.items())
+            )
         docs = tuple(doc_of[hit.memory.id] for hit in result.hits)
-        by_method[method.name] = Ranked(docs, metrics.ndcg_at(docs, relevant, CUTOFF),
-                                        metrics.recall_at(docs, relevant, CUTOFF), metrics.mrr_at(docs, relevant, CUTOFF))
+        by_method[method.name] = Ranked(
+            docs,
+            metrics.ndcg_at(docs, relevant, CUTOFF),
+            metrics.recall_at(docs, relevant, CUTOFF),
+            metrics.mrr_at(docs, relevant, CUTOFF),
+        )
     scope = Scope(where.get("project"), where.get("all_projects", False))
     pool, _, _ = engine.candidates(query.text, scope, PROFILES["v2"])
     pool_docs = {doc_of[c.memory.id] for c in pool}
@@ -131,8 +151,14 @@ def run_query(engine, dataset: Dataset, query: Query, doc_of: dict[int, str], me
     return QueryOutcome(query, shape.has_identifier, relevant, metrics.pool_recall(pool_docs, relevant), by_method)
 
 
-def evaluate(dataset: Dataset, embedder, methods: Sequence[Method], progress: bool = True,
-             workdir: Path | None = None, on_query: Callable[[QueryOutcome], None] | None = None) -> SetResult:
+def evaluate(
+    dataset: Dataset,
+    embedder,
+    methods: Sequence[Method],
+    progress: bool = True,
+    workdir: Path | None = None,
+    on_query: Callable[[QueryOutcome], None] | None = None,
+) -> SetResult:
     """Every query of ``dataset`` through every method, in a store that is deleted afterwards."""
     with tempfile.TemporaryDirectory(prefix="captain-memo-eval-", dir=workdir) as tmp:
         engine, doc_of = build_store(dataset, embedder, Path(tmp), progress)

@@ -17,14 +17,20 @@ def _where(data: dict) -> str:
 
 def recall_text(data: dict) -> str:
     hits = data["hits"]
-    lines = [f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {data['query']!r} in {_where(data)} "
-             f"(legs: {' + '.join(data['legs'])}; profile {data['profile']})"]
+    lines = [
+        f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {data['query']!r} in {_where(data)} "
+        f"(legs: {' + '.join(data['legs'])}; profile {data['profile']})"
+    ]
     for failed, why in data["failed_legs"].items():
-        lines.append(f"WARNING: the {failed} leg failed, so these results are "
-                     f"{' + '.join(data['legs'])}-only: {why}")
+        lines.append(f"WARNING: the {failed} leg failed, so these results are {' + '.join(data['legs'])}-only: {why}")
     for hit in hits:
-        meta = [f"score {hit['score']:.3f}", hit["age"], hit["branch"] and f"branch {hit['branch']}",
-                hit["source"]["label"], hit["superseded_by"] and f"SUPERSEDED by #{hit['superseded_by']}"]
+        meta = [
+            f"score {hit['score']:.3f}",
+            hit["age"],
+            hit["branch"] and f"branch {hit['branch']}",
+            hit["source"]["label"],
+            hit["superseded_by"] and f"SUPERSEDED by #{hit['superseded_by']}",
+        ]
         lines.append("")
         lines.append(f"#{hit['id']} [{hit['kind']}] {hit['title']}")
         lines.append("  " + " · ".join(part for part in meta if part))
@@ -37,8 +43,14 @@ def recall_text(data: dict) -> str:
 
 def memory_text(data: dict) -> str:
     src = data["source"]
-    meta = [data["kind"], f"#{data['id']}", data["age"], data["branch"] and f"branch {data['branch']}",
-            src["label"], data["superseded_by"] and f"SUPERSEDED by #{data['superseded_by']}"]
+    meta = [
+        data["kind"],
+        f"#{data['id']}",
+        data["age"],
+        data["branch"] and f"branch {data['branch']}",
+        src["label"],
+        data["superseded_by"] and f"SUPERSEDED by #{data['superseded_by']}",
+    ]
     return f"# {data['title']}\n{' · '.join(part for part in meta if part)}\n\n{data['body']}"
 
 

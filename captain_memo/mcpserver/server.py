@@ -43,7 +43,8 @@ INSTRUCTIONS = (
     "Captain Memo is the developer's long-term memory for this repository, shared with their editor. "
     "Call recall before working on unfamiliar code or when an identifier, error or earlier decision comes "
     "up; call remember when you learn something a later session would need (what code really does, why "
-    "something failed, a decision and its reason).")
+    "something failed, a decision and its reason)."
+)
 
 
 class MemoryServer:
@@ -61,16 +62,24 @@ class MemoryServer:
             "remember": (service.remember, render.remember_text),
             "show": (lambda args, ctx, client: service.show(args, ctx), render.memory_text),
             "supersede": (lambda args, ctx, client: service.supersede(args), render.supersede_text),
-            "forget": (lambda args, ctx, client: service.forget(args), render.forget_text)}
+            "forget": (lambda args, ctx, client: service.forget(args), render.forget_text),
+        }
 
     def build(self) -> Server:
-        server = Server("captain-memo", version=__version__, title="Captain Memo", instructions=INSTRUCTIONS,
-                        on_list_tools=self.list_tools, on_call_tool=self.call_tool,
-                        on_list_resources=self.list_resources,
-                        on_list_resource_templates=self.list_resource_templates,
-                        on_read_resource=self.read_resource)
-        server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams,
-                                        self._roots_changed)
+        server = Server(
+            "captain-memo",
+            version=__version__,
+            title="Captain Memo",
+            instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources,
+            on_list_resource_templates=self.list_resource_templates,
+            on_read_resource=self.read_resource,
+        )
+        server.add_notification_handler(
+            "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
+        )
         return server
 
     async def serve_stdio(self) -> None:
@@ -88,10 +97,18 @@ class MemoryServer:
     # -- tools ----------------------------------------------------------------------------
 
     async def list_tools(self, ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[
-            types.Tool(name=tool.name, title=tool.title, description=tool.description,
-                       input_schema=tool.input_schema, annotations=types.ToolAnnotations(**_snake(tool.annotations)))
-            for tool in TOOLS.values()])
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=tool.name,
+                    title=tool.title,
+                    description=tool.description,
+                    input_schema=tool.input_schema,
+                    annotations=types.ToolAnnotations(**_snake(tool.annotations)),
+                )
+                for tool in TOOLS.values()
+            ]
+        )
 
     async def call_tool(self, ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
@@ -99,20 +116,27 @@ class MemoryServer:
             args = checked_arguments(tool, params.arguments)
             await self._refresh_roots(ctx)
             run, text_of = self._tools[tool.name]
-            data = await self._on_worker(lambda: run(args, self.workspace.context(fresh=tool.name == "remember"),
-                                                     client_name(ctx)))
+            data = await self._on_worker(
+                lambda: run(args, self.workspace.context(fresh=tool.name == "remember"), client_name(ctx))
+            )
             return types.CallToolResult(content=[_text(text_of(data))], structured_content=data)
         except Exception as exc:
-            return types.CallToolResult(content=[_text(self._failure(f"tool {params.name[:60]}", exc))],
-                                        is_error=True)
+            return types.CallToolResult(content=[_text(self._failure(f"tool {params.name[:60]}", exc))], is_error=True)
 
     # -- resources ------------------------------------------------------------------------
 
     async def list_resource_templates(self, ctx, params) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
-            name="memory", title="A memory by id", uri_template="captain-memo://memory/{id}",
-            description="One memory in full (Markdown): title, kind, branch, source and text.",
-            mime_type="text/markdown")])
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    name="memory",
+                    title="A memory by id",
+                    uri_template="captain-memo://memory/{id}",
+                    description="One memory in full (Markdown): title, kind, branch, source and text.",
+                    mime_type="text/markdown",
+                )
+            ]
+        )
 
     async def list_resources(self, ctx, params) -> types.ListResourcesResult:
         await self._refresh_roots(ctx)
@@ -120,16 +144,28 @@ class MemoryServer:
             rows = await self._on_worker(lambda: self.service.recent(self.workspace.context()))
         except Exception as exc:
             raise MCPError(types.INTERNAL_ERROR, self._failure("resources/list", exc)) from None
-        return types.ListResourcesResult(resources=[
-            types.Resource(name=f"memory {row['id']}", title=row["title"], uri=f"captain-memo://memory/{row['id']}",
-                           description=row["kind"], mime_type="text/markdown") for row in rows])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name=f"memory {row['id']}",
+                    title=row["title"],
+                    uri=f"captain-memo://memory/{row['id']}",
+                    description=row["kind"],
+                    mime_type="text/markdown",
+                )
+                for row in rows
+            ]
+        )
 
     async def read_resource(self, ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         match = MEMORY_URI.match(uri)
         if match is None:
-            raise MCPError(RESOURCE_NOT_FOUND, f"no such resource: {uri[:200]}; memories are "
-                                               "captain-memo://memory/{id}", data={"uri": uri[:200]})
+            raise MCPError(
+                RESOURCE_NOT_FOUND,
+                f"no such resource: {uri[:200]}; memories are captain-memo://memory/{{id}}",
+                data={"uri": uri[:200]},
+            )
         await self._refresh_roots(ctx)
         try:
             data = await self._on_worker(lambda: self.service.read(int(match[1]), self.workspace.context()))
@@ -137,8 +173,9 @@ class MemoryServer:
             raise MCPError(RESOURCE_NOT_FOUND, one_line(str(exc)), data={"uri": uri}) from None
         except Exception as exc:
             raise MCPError(types.INTERNAL_ERROR, self._failure("resources/read", exc)) from None
-        return types.ReadResourceResult(contents=[
-            types.TextResourceContents(uri=uri, mime_type="text/markdown", text=render.memory_text(data))])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=render.memory_text(data))]
+        )
 
     # -- parts ----------------------------------------------------------------------------
 
@@ -163,8 +200,10 @@ class MemoryServer:
                 self._worker.submit(self.service.drop_memo)
             return one_line(str(error))
         log.error("mcp: %s failed unexpectedly", what, exc_info=exc)
-        raise MCPError(types.INTERNAL_ERROR, f"internal error in {what} ({type(exc).__name__}); the details are "
-                                             "in the server's log (stderr)") from None
+        raise MCPError(
+            types.INTERNAL_ERROR,
+            f"internal error in {what} ({type(exc).__name__}); the details are in the server's log (stderr)",
+        ) from None
 
     async def _refresh_roots(self, ctx) -> None:
         """Ask the client for its roots once, and again after it says they changed."""
@@ -181,8 +220,11 @@ class MemoryServer:
             with anyio.fail_after(ROOTS_TIMEOUT_S):
                 result = await session.send_request(types.ListRootsRequest(), types.ListRootsResult)
         except Exception as exc:
-            log.warning("mcp: the client's roots could not be listed (%s); working in %s", one_line(str(exc)),
-                        self.workspace.cwd)
+            log.warning(
+                "mcp: the client's roots could not be listed (%s); working in %s",
+                one_line(str(exc)),
+                self.workspace.cwd,
+            )
             return
         self.workspace.set_roots([str(root.uri) for root in result.roots])
 

@@ -10,8 +10,8 @@ used by one thread at a time (the server runs every call on one worker thread).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from captain_memo import secrets, validation
 from captain_memo.errors import InputError
@@ -34,7 +34,7 @@ def excerpt(text: str, title: str = "", limit: int = EXCERPT_CHARS) -> str:
     """The hit's chunk without the title every chunk starts with (the hit shows it already)."""
     text = text.strip()
     if title and text.startswith(title + "\n"):
-        text = text[len(title) + 1:].lstrip()
+        text = text[len(title) + 1 :].lstrip()
     if len(text) <= limit:
         return text
     cut = text.rfind(" ", 0, limit)
@@ -79,21 +79,39 @@ class MemoryService:
         from captain_memo.editor import locate
         from captain_memo.ranking.result import hit_json
 
-        result = self.memo().recall(RecallRequest(args["query"], project=ctx.project, branch=ctx.branch,
-                                                  limit=args["limit"], all_projects=args["all_projects"]))
+        result = self.memo().recall(
+            RecallRequest(
+                args["query"],
+                project=ctx.project,
+                branch=ctx.branch,
+                limit=args["limit"],
+                all_projects=args["all_projects"],
+            )
+        )
         now = time.time()
         hits = []
         for rank, hit in enumerate(result.hits, 1):
             data = hit_json(hit, rank, now)
             entry = {key: data[key] for key in ("id", "kind", "title", "score", "branch", "project", "superseded_by")}
-            entry.update(excerpt=excerpt(hit.text, hit.memory.title), age=_age(now - hit.memory.created_at),
-                         source={**data["source"], "file": locate(data["source"]["path"], ctx, hit.memory.project)})
+            entry.update(
+                excerpt=excerpt(hit.text, hit.memory.title),
+                age=_age(now - hit.memory.created_at),
+                source={**data["source"], "file": locate(data["source"]["path"], ctx, hit.memory.project)},
+            )
             if args["explain"]:
                 entry["explain"] = [line.strip() for line in explain_lines(hit)]
             hits.append(entry)
-        return {"query": result.query, "profile": result.profile, "legs": list(result.legs),
-                "failed_legs": dict(result.failures), "project": ctx.project, "branch": ctx.branch,
-                "all_projects": args["all_projects"], "elapsed_ms": round(result.elapsed_ms, 1), "hits": hits}
+        return {
+            "query": result.query,
+            "profile": result.profile,
+            "legs": list(result.legs),
+            "failed_legs": dict(result.failures),
+            "project": ctx.project,
+            "branch": ctx.branch,
+            "all_projects": args["all_projects"],
+            "elapsed_ms": round(result.elapsed_ms, 1),
+            "hits": hits,
+        }
 
     def remember(self, args: dict, ctx: GitContext, client_name: str | None) -> dict:
         text, title = args["text"], args["title"]
@@ -102,16 +120,23 @@ class MemoryService:
         if found:
             text, title = secrets.redact(text), secrets.redact(title)
         source = self._source(args, ctx, origin_of(client_name))
-        memory = NewMemory(body=text, kind=args["kind"], title=title, project=ctx.project, branch=ctx.branch,
-                           source=source)
+        memory = NewMemory(
+            body=text, kind=args["kind"], title=title, project=ctx.project, branch=ctx.branch, source=source
+        )
         memo = self.memo()
         memory_id = memo.remember(memory)
         saved = memo.get(memory_id)
-        return {"id": memory_id, "kind": saved.kind, "title": saved.display_title, "project": saved.project,
-                "branch": saved.branch, "source": self._memory_json(saved, ctx)["source"],
-                "redacted": [finding.describe() for finding in found],
-                "private_left_out": any(validation.private_spans(args[name]) for name in ("text", "title")),
-                "vector": memo.missing_vectors(memory_id) == 0}
+        return {
+            "id": memory_id,
+            "kind": saved.kind,
+            "title": saved.display_title,
+            "project": saved.project,
+            "branch": saved.branch,
+            "source": self._memory_json(saved, ctx)["source"],
+            "redacted": [finding.describe() for finding in found],
+            "private_left_out": any(validation.private_spans(args[name]) for name in ("text", "title")),
+            "vector": memo.missing_vectors(memory_id) == 0,
+        }
 
     def show(self, args: dict, ctx: GitContext) -> dict:
         return self._memory_json(self.memo().show(args["id"]), ctx)
@@ -158,8 +183,13 @@ class MemoryService:
         path = Path(file).expanduser()
         if not path.is_absolute() and ctx.root:
             path = Path(ctx.root) / path
-        return Source(path=ctx.relative(path), line_start=start, line_end=end if end is not None else start,
-                      commit=ctx.commit, origin=origin)
+        return Source(
+            path=ctx.relative(path),
+            line_start=start,
+            line_end=end if end is not None else start,
+            commit=ctx.commit,
+            origin=origin,
+        )
 
     def _memory_json(self, memory, ctx: GitContext) -> dict:
         from captain_memo.editor.service import opened_json

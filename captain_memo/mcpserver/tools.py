@@ -34,15 +34,26 @@ class Tool:
 
     @property
     def input_schema(self) -> dict:
-        properties = {name: {**spec, **({"default": self.defaults[name]} if name in self.defaults else {})}
-                      for name, spec in self.properties.items()}
-        return {"type": "object", "properties": properties, "required": list(self.required),
-                "additionalProperties": False}
+        properties = {
+            name: {**spec, **({"default": self.defaults[name]} if name in self.defaults else {})}
+            for name, spec in self.properties.items()
+        }
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(self.required),
+            "additionalProperties": False,
+        }
 
     @property
     def annotations(self) -> dict:
-        return {"title": self.title, "readOnlyHint": self.read_only, "destructiveHint": self.destructive,
-                "idempotentHint": self.idempotent, "openWorldHint": False}
+        return {
+            "title": self.title,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": False,
+        }
 
 
 def _text(description: str, limit: int, min_length: int = 0) -> dict:
@@ -65,14 +76,18 @@ RECALL = Tool(
         "current repository's memories plus personal notes (all_projects searches every repository). Returns "
         "ranked hits, each with id, kind, title, an excerpt, score, age, branch and source file:lines; open "
         "one in full with `show`. A hit marked superseded is out of date: prefer the memory that replaced it. "
-        "The result names the search legs that answered; if one failed, results are keyword-only and say so."),
+        "The result names the search legs that answered; if one failed, results are keyword-only and say so."
+    ),
     properties={
         "query": _text("What to look for: an identifier, an error message or a question.", MAX_QUERY_CHARS, 1),
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT, "description": "How many hits."},
         "all_projects": {"type": "boolean", "description": "Search every repository, not only the current one."},
         "explain": {"type": "boolean", "description": "Add each hit's score trace (every multiplier and why)."},
     },
-    required=("query",), read_only=True, defaults={"limit": 10, "all_projects": False, "explain": False})
+    required=("query",),
+    read_only=True,
+    defaults={"limit": 10, "all_projects": False, "explain": False},
+)
 
 REMEMBER = Tool(
     name="remember",
@@ -85,7 +100,8 @@ REMEMBER = Tool(
         "Give file and line_start/line_end when it is about specific code. It is saved in the current "
         "repository on the current branch, marked as saved by this agent. Text that looks like a credential "
         "is redacted before saving and the result says so; text inside <private>...</private> is never "
-        "stored. Returns the new memory's id."),
+        "stored. Returns the new memory's id."
+    ),
     properties={
         "text": _text("The memory itself, standing alone.", validation.MAX_BODY_CHARS, 1),
         "title": _text("A short title (default: the first line).", validation.MAX_TITLE_CHARS),
@@ -94,15 +110,21 @@ REMEMBER = Tool(
         "line_start": {"type": "integer", "minimum": 1, "description": "First line in that file."},
         "line_end": {"type": "integer", "minimum": 1, "description": "Last line in that file."},
     },
-    required=("text",), defaults={"title": "", "kind": "observation"})
+    required=("text",),
+    defaults={"title": "", "kind": "observation"},
+)
 
 SHOW = Tool(
     name="show",
     title="Open a memory in full",
-    description=("Read one memory in full by its id (from recall): the whole text, its source and whether "
-                 "it was superseded. Opening it tells the ranker it was useful, so it stays easy to find."),
+    description=(
+        "Read one memory in full by its id (from recall): the whole text, its source and whether "
+        "it was superseded. Opening it tells the ranker it was useful, so it stays easy to find."
+    ),
     properties={"id": _id("The memory's id.")},
-    required=("id",), read_only=True)
+    required=("id",),
+    read_only=True,
+)
 
 SUPERSEDE = Tool(
     name="supersede",
@@ -110,18 +132,30 @@ SUPERSEDE = Tool(
     description=(
         "Mark memory `old` as out of date, replaced by memory `new` (save the corrected version with "
         "remember first). The old memory is kept and still found, ranked at half its score and marked "
-        "superseded. With undo set to true, `old` becomes current again and `new` is not needed."),
-    properties={"old": _id("The out-of-date memory's id."), "new": _id("The id of the memory replacing it."),
-                "undo": {"type": "boolean", "description": "Make `old` current again."}},
-    required=("old",), idempotent=True, defaults={"undo": False})
+        "superseded. With undo set to true, `old` becomes current again and `new` is not needed."
+    ),
+    properties={
+        "old": _id("The out-of-date memory's id."),
+        "new": _id("The id of the memory replacing it."),
+        "undo": {"type": "boolean", "description": "Make `old` current again."},
+    },
+    required=("old",),
+    idempotent=True,
+    defaults={"undo": False},
+)
 
 FORGET = Tool(
     name="forget",
     title="Delete a memory",
-    description=("Delete a memory permanently by its id. Only when the user asks for it, or the memory is "
-                 "wrong and would mislead; for a fact that changed, prefer supersede, which keeps history."),
+    description=(
+        "Delete a memory permanently by its id. Only when the user asks for it, or the memory is "
+        "wrong and would mislead; for a fact that changed, prefer supersede, which keeps history."
+    ),
     properties={"id": _id("The id of the memory to delete.")},
-    required=("id",), destructive=True, idempotent=True)
+    required=("id",),
+    destructive=True,
+    idempotent=True,
+)
 
 TOOLS = {tool.name: tool for tool in (RECALL, REMEMBER, SHOW, SUPERSEDE, FORGET)}
 
@@ -142,8 +176,7 @@ def checked_arguments(tool: Tool, arguments) -> dict:
         raise InputError(f"{tool.name}: the arguments must be an object, not {_json_type(arguments)}")
     unknown = sorted(set(arguments) - set(tool.properties))
     if unknown:
-        raise InputError(f"{tool.name}: unknown argument {_short(unknown[0])!r}; it takes "
-                         f"{', '.join(tool.properties)}")
+        raise InputError(f"{tool.name}: unknown argument {_short(unknown[0])!r}; it takes {', '.join(tool.properties)}")
     checked = dict(tool.defaults)
     for name, value in arguments.items():
         if value is not None:
@@ -173,8 +206,15 @@ def _checked_value(where: str, spec: dict, value: Any):
 
 
 def _json_type(value) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
-             dict: "an object", type(None): "null"}
+    names = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 

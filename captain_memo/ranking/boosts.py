@@ -41,20 +41,27 @@ def rare_token(candidates: list[Candidate], shape: QueryShape, cfg: RankConfig) 
 def branch(candidates: list[Candidate], current_branch: str | None, cfg: RankConfig) -> list[Candidate]:
     if not cfg.branch_boost or not current_branch:
         return candidates
-    return [c.times("branch", cfg.branch_weight, current_branch) if c.memory.branch == current_branch else c
-            for c in candidates]
+    return [
+        c.times("branch", cfg.branch_weight, current_branch) if c.memory.branch == current_branch else c
+        for c in candidates
+    ]
 
 
 def superseded(candidates: list[Candidate], cfg: RankConfig) -> list[Candidate]:
     """Demoted, never dropped: an old fact is still the right answer to a question about the past."""
     if cfg.supersede_penalty == 1.0:
         return candidates
-    return [c.times("superseded", cfg.supersede_penalty, f"by #{c.memory.superseded_by}")
-            if c.memory.superseded_by is not None else c for c in candidates]
+    return [
+        c.times("superseded", cfg.supersede_penalty, f"by #{c.memory.superseded_by}")
+        if c.memory.superseded_by is not None
+        else c
+        for c in candidates
+    ]
 
 
-def apply_boosts(candidates: list[Candidate], shape: QueryShape, current_branch: str | None,
-                 cfg: RankConfig) -> list[Candidate]:
+def apply_boosts(
+    candidates: list[Candidate], shape: QueryShape, current_branch: str | None, cfg: RankConfig
+) -> list[Candidate]:
     candidates = identifier(candidates, shape, cfg)
     candidates = rare_token(candidates, shape, cfg)
     candidates = branch(candidates, current_branch, cfg)

@@ -30,10 +30,10 @@ class Candidate:
     score: float = 0.0
     factors: tuple[Factor, ...] = ()
 
-    def fuse(self, fused: float) -> "Candidate":
+    def fuse(self, fused: float) -> Candidate:
         return replace(self, fused=fused, score=fused, factors=())
 
-    def times(self, name: str, value: float, detail: str = "") -> "Candidate":
+    def times(self, name: str, value: float, detail: str = "") -> Candidate:
         """This candidate with one more multiplier recorded in its trace."""
         return replace(self, score=self.score * value, factors=self.factors + (Factor(name, value, detail),))
 

@@ -6,8 +6,8 @@ first, is decided here alone (``fusion_for``); the engine asks, and the pipeline
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from captain_memo.config import RankConfig
 from captain_memo.ranking.candidates import Candidate

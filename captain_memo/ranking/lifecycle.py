@@ -59,8 +59,11 @@ def recency_anchor(head: list[Candidate], now: float, cfg: RankConfig) -> float:
     reorders (the question is which of them is the latest, however long ago that was)."""
     if cfg.recency_anchor != "newest":
         return now
-    dates = [c.memory.created_at for c in head
-             if c.memory.kind == "observation" and c.memory.created_at and c.memory.created_at <= now]
+    dates = [
+        c.memory.created_at
+        for c in head
+        if c.memory.kind == "observation" and c.memory.created_at and c.memory.created_at <= now
+    ]
     return max(dates, default=now)
 
 
@@ -69,7 +72,7 @@ def recency(candidates: list[Candidate], temporal: bool, now: float, cfg: RankCo
     if not cfg.temporal_intent or not temporal:
         return candidates
     ranked = by_score(candidates)
-    head, tail = ranked[: cfg.temporal_top_n], ranked[cfg.temporal_top_n:]
+    head, tail = ranked[: cfg.temporal_top_n], ranked[cfg.temporal_top_n :]
     anchor = recency_anchor(head, now, cfg)
     since = "" if anchor == now else " than the newest match"
     half_life = recency_half_life(head, anchor, cfg)
@@ -80,8 +83,11 @@ def recency(candidates: list[Candidate], temporal: bool, now: float, cfg: RankCo
             continue
         age = (anchor - c.memory.created_at) / DAY if c.memory.created_at else None
         factor = recency_factor(age, cfg, half_life)
-        out.append(c.times("recency", factor, f"{span_text(age or 0.0)} old{'er' + since if since else ''}")
-                   if factor != 1.0 else c)
+        out.append(
+            c.times("recency", factor, f"{span_text(age or 0.0)} old{'er' + since if since else ''}")
+            if factor != 1.0
+            else c
+        )
     return out + tail
 
 
@@ -91,6 +97,7 @@ def span_text(days: float) -> str:
 
 
 # -- Tide ---------------------------------------------------------------------------------------
+
 
 def buoyancy(age_days: float, stability: float, cfg: RankConfig) -> float:
     """``1 / (1 + a × age / S)``; a stored S of 0 or less (never written by a valid setting) reads

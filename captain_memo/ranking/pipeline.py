@@ -48,4 +48,3 @@ def cut(pool: list[Candidate], limit: int) -> list[Candidate]:
         if len(out) >= limit:
             break
     return out
-

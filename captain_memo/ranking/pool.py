@@ -7,7 +7,7 @@ min-max over the leg's hits, except when the fusion scales it itself over the un
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from captain_memo.ranking.candidates import Candidate
 from captain_memo.records import Memory
@@ -28,8 +28,12 @@ def leg_ranks(hits: Mapping[int, float]) -> dict[int, int]:
     return {chunk_id: i + 1 for i, chunk_id in enumerate(sorted(hits, key=lambda c: -hits[c]))}
 
 
-def build_pool(vector_hits: Mapping[int, float], keyword_hits: Mapping[int, float] | None,
-               rows: Mapping[int, tuple[str, Memory]], scale_keyword: bool = True) -> list[Candidate]:
+def build_pool(
+    vector_hits: Mapping[int, float],
+    keyword_hits: Mapping[int, float] | None,
+    rows: Mapping[int, tuple[str, Memory]],
+    scale_keyword: bool = True,
+) -> list[Candidate]:
     """One candidate per chunk in ``rows`` (text and memory of the chunks the legs found; a chunk
     deleted meanwhile is missing there and left out). ``vector_hits`` hold similarities,
     ``keyword_hits`` bm25 relevance (higher is better)."""
@@ -37,7 +41,15 @@ def build_pool(vector_hits: Mapping[int, float], keyword_hits: Mapping[int, floa
     scaled = min_max(keyword_hits) if scale_keyword else {}
     vector_rank, keyword_rank = leg_ranks(vector_hits), leg_ranks(keyword_hits)
     return [
-        Candidate(chunk_id=cid, memory=memory, text=text, vector=vector_hits.get(cid), keyword=scaled.get(cid),
-                  bm25=keyword_hits.get(cid), vector_rank=vector_rank.get(cid), keyword_rank=keyword_rank.get(cid))
+        Candidate(
+            chunk_id=cid,
+            memory=memory,
+            text=text,
+            vector=vector_hits.get(cid),
+            keyword=scaled.get(cid),
+            bm25=keyword_hits.get(cid),
+            vector_rank=vector_rank.get(cid),
+            keyword_rank=keyword_rank.get(cid),
+        )
         for cid, (text, memory) in rows.items()
     ]

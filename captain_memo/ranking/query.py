@@ -20,7 +20,8 @@ UNSENDABLE = re.compile("[\x00\ud800-\udfff]")
 # ASCII characters other than letters and digits: unicode61 always splits on them.
 ASCII_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all also am an and any are as at be because been before being below between
 both but by can could did do does doing done down during each else even ever every few for from further get got
 had has have having he her here hers herself him himself his how however i if in into is it its itself just like
@@ -29,14 +30,17 @@ ours ourselves out over own please same shall she should so some such than that 
 then there these they this those through to too under until up upon us use used using very want was we were what
 when where which while who whom why will with within without would yet you your yours yourself yourselves
 does doesn don isn aren wasn weren won wouldn shouldn couldn didn hasn haven hadn cant cannot
-""".split())
+""".split()
+)
 
 
 # Words that ask about time, not about a topic: left out of a temporal query's topic.
-TIME_WORDS = frozenset("""
+TIME_WORDS = frozenset(
+    """
 last latest newest current currently recent recently lately most now today yesterday new newer
 change changes changed changing happened
-""".split())
+""".split()
+)
 # Never rare tokens: every dated observation and every changelog holds time and release words, so
 # boosting them favours whatever is most verbose about dates, not what the query is about.
 TEMPORAL_WORDS = TIME_WORDS | frozenset("release releases released releasing version versions".split())
@@ -77,8 +81,12 @@ def analyse(text: str, rare_min_length: int = 4, word_forms: bool = False) -> Qu
         token = strip_token(raw)
         if is_code_shaped(token):
             identifiers.append(token)
-        elif (len(token) >= rare_min_length and token.isalpha() and token.lower() not in STOPWORDS
-              and token.lower() not in TEMPORAL_WORDS):
+        elif (
+            len(token) >= rare_min_length
+            and token.isalpha()
+            and token.lower() not in STOPWORDS
+            and token.lower() not in TEMPORAL_WORDS
+        ):
             rare.append(token.lower())
     temporal = bool(TEMPORAL.search(text) or (word_forms and TEMPORAL_FORMS.search(text)))
     return QueryShape(text, tuple(identifiers), tuple(dict.fromkeys(rare)), temporal)
@@ -126,14 +134,23 @@ def is_topic_word(word: str) -> bool:
 def topic(text: str) -> str:
     """What a temporal query is about: its tokens without stopwords and time words ("what changed
     most recently in capture" is about "capture"); an identifier stays whole."""
-    return " ".join(raw for raw in text.split() if (token := strip_token(raw))
-                    and (is_code_shaped(token) or (WORD.fullmatch(token) and is_topic_word(token))))
+    return " ".join(
+        raw
+        for raw in text.split()
+        if (token := strip_token(raw)) and (is_code_shaped(token) or (WORD.fullmatch(token) and is_topic_word(token)))
+    )
 
 
 def topic_match(text: str) -> tuple[str | None, str | None]:
     """FTS5 expressions for a temporal query's topic: (every topic word, any topic word)."""
-    words = list(dict.fromkeys(part.casefold() for raw in topic(text).split()
-                               for part in ASCII_SEPARATORS.split(raw) if WORD.fullmatch(part) and is_topic_word(part)))
+    words = list(
+        dict.fromkeys(
+            part.casefold()
+            for raw in topic(text).split()
+            for part in ASCII_SEPARATORS.split(raw)
+            if WORD.fullmatch(part) and is_topic_word(part)
+        )
+    )
     quoted = ['"' + UNSENDABLE.sub(" ", word).replace('"', '""') + '"' for word in words[:MAX_MATCH_TERMS]]
     if not quoted:
         return None, None

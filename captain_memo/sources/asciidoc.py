@@ -28,7 +28,7 @@ def blocks(lines: list[str]) -> list[Block]:
         if delimiter:
             paragraph.close()
             end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == line.rstrip()), len(lines) - 1)
-            found.append(Block(i + 1, end + 1, "\n".join(lines[i: end + 1]), opaque=True))
+            found.append(Block(i + 1, end + 1, "\n".join(lines[i : end + 1]), opaque=True))
             i = end + 1
             continue
         title = TITLE.match(line)

@@ -62,8 +62,7 @@ def repository_root(path: Path) -> Path | None:
     return None
 
 
-def repository_folders(root: Path, project: str | None, branch: str | None,
-                       settings: SourceSettings) -> list[Folder]:
+def repository_folders(root: Path, project: str | None, branch: str | None, settings: SourceSettings) -> list[Folder]:
     kinds = [(d, "skill") for d in settings.repo_skill_dirs] + [(d, "memory") for d in settings.repo_note_dirs]
     return [Folder(root / rel, kind, project, branch, root) for rel, kind in kinds]
 
@@ -74,23 +73,35 @@ def personal_folders(settings: SourceSettings) -> list[Folder]:
 
 
 # Text files with a note's suffix that hold no note: dependency pins, licences, build scripts.
-NOT_NOTE_NAMES = re.compile(r"^(?:.*requirements.*|constraints.*|requires|robots|cmakelists|licen[cs]e.*|copying.*"
-                            r"|notice|authors|contributors|changelog\.d|top_level|sources|dependency_links"
-                            r"|entry_points|installed-files)\.txt$", re.IGNORECASE)
-KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-         stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+NOT_NOTE_NAMES = re.compile(
+    r"^(?:.*requirements.*|constraints.*|requires|robots|cmakelists|licen[cs]e.*|copying.*"
+    r"|notice|authors|contributors|changelog\.d|top_level|sources|dependency_links"
+    r"|entry_points|installed-files)\.txt$",
+    re.IGNORECASE,
+)
+KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
 
 
 def is_note(path: Path) -> bool:
-    return (path.suffix.lower() in NOTE_SUFFIXES and not path.name.startswith(".")
-            and not NOT_NOTE_NAMES.match(path.name))
+    return (
+        path.suffix.lower() in NOTE_SUFFIXES and not path.name.startswith(".") and not NOT_NOTE_NAMES.match(path.name)
+    )
 
 
 def not_note_kind(path: Path) -> str:
     """What a file that is not a note is, for the run's summary: its suffix, or a named kind."""
     if NOT_NOTE_NAMES.match(path.name):
-        return "requirements" if "requirements" in path.name.lower() or "constraints" in path.name.lower() \
+        return (
+            "requirements"
+            if "requirements" in path.name.lower() or "constraints" in path.name.lower()
             else path.stem.lower()
+        )
     return path.suffix.lower() or "no suffix"
 
 
@@ -251,7 +262,7 @@ def read_note(path: Path, max_bytes: int) -> NoteText:
     if NUL in data:
         return NoteText(None, f"binary (NUL byte at offset {data.index(NUL)})")
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     try:
         return NoteText(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -259,8 +270,10 @@ def read_note(path: Path, max_bytes: int) -> NoteText:
     bad = _invalid_bytes(data)
     if bad > MAX_REPAIRED_BYTES:
         return NoteText(None, f"not UTF-8 ({bad} invalid bytes, the first at offset {first})")
-    return NoteText(data.decode("utf-8", "replace"),
-                    f"repaired {bad} invalid UTF-8 byte{'s' if bad > 1 else ''} (first at offset {first})")
+    return NoteText(
+        data.decode("utf-8", "replace"),
+        f"repaired {bad} invalid UTF-8 byte{'s' if bad > 1 else ''} (first at offset {first})",
+    )
 
 
 def _size(path: Path, read: int) -> str:

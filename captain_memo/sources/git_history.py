@@ -32,9 +32,9 @@ from typing import Any
 from captain_memo import secrets
 from captain_memo.errors import InputError
 from captain_memo.progress import Progress
+from captain_memo.records import NewMemory, Source
 from captain_memo.sources.report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
-from captain_memo.records import NewMemory, Source
 
 KEY_PREFIX = "commit:"
 META_PREFIX = "git_last_commit"
@@ -61,8 +61,9 @@ class Commit:
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", "-C", str(root), "-c", "core.quotepath=off", *args],
-                              capture_output=True, check=False)
+        return subprocess.run(
+            ["git", "-C", str(root), "-c", "core.quotepath=off", *args], capture_output=True, check=False
+        )
     except OSError as exc:
         raise InputError(f"cannot run git: {exc.strerror or exc}") from None
 
@@ -70,15 +71,30 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
 def read_commits(root: Path, since: str | None, limit: int) -> list[Commit]:
     """Commits reachable from HEAD (after ``since`` when given), oldest first, at most ``limit``."""
     revision = f"{since}..HEAD" if since else "HEAD"
-    done = _git(root, "log", f"--max-count={limit}", "--name-only", "--no-renames",
-                f"--format={RECORD}%H{FIELD}%ct{FIELD}%P{FIELD}%B{FIELD}", revision, "--")
+    done = _git(
+        root,
+        "log",
+        f"--max-count={limit}",
+        "--name-only",
+        "--no-renames",
+        f"--format={RECORD}%H{FIELD}%ct{FIELD}%P{FIELD}%B{FIELD}",
+        revision,
+        "--",
+    )
     if done.returncode != 0:
         raise InputError(f"git log failed in {root}: {done.stderr.decode('utf-8', 'replace').strip()}")
     commits = []
     for record in done.stdout.decode("utf-8", "replace").split(RECORD)[1:]:
         sha, stamp, parents, message, files = record.split(FIELD, 4)
-        commits.append(Commit(sha, float(stamp), len(parents.split()), message.strip(),
-                              tuple(line for line in files.splitlines() if line.strip())))
+        commits.append(
+            Commit(
+                sha,
+                float(stamp),
+                len(parents.split()),
+                message.strip(),
+                tuple(line for line in files.splitlines() if line.strip()),
+            )
+        )
     commits.reverse()
     return commits
 
@@ -112,9 +128,16 @@ def observation(commit: Commit, project: str | None, branch: str | None, max_cha
     title = commit.subject[:MAX_TITLE_CHARS]
     # One touched file is the source to open; several are listed in the text, where both legs find them.
     path = commit.files[0] if len(commit.files) == 1 else None
-    return NewMemory(body=body, kind="observation", title=title, project=project, branch=branch,
-                     source=Source(path=path, commit=commit.sha, origin="git"), created_at=commit.committed_at,
-                     source_key=KEY_PREFIX + commit.sha)
+    return NewMemory(
+        body=body,
+        kind="observation",
+        title=title,
+        project=project,
+        branch=branch,
+        source=Source(path=path, commit=commit.sha, origin="git"),
+        created_at=commit.committed_at,
+        source_key=KEY_PREFIX + commit.sha,
+    )
 
 
 @dataclass
@@ -149,8 +172,13 @@ class _MemoEmbedder:
         return np.stack([self.vectors[text] for text in texts])
 
 
-def index_history(engine, path: str | Path | None = None, settings: SourceSettings | None = None,
-                  show_progress: bool = False, max_commits: int | None = None) -> IndexReport:
+def index_history(
+    engine,
+    path: str | Path | None = None,
+    settings: SourceSettings | None = None,
+    show_progress: bool = False,
+    max_commits: int | None = None,
+) -> IndexReport:
     """Store new commits of the repository holding ``path`` (default: the working directory).
 
     At most ``max_commits`` (default: the setting ``git_max_commits``) of the newest commits are read.
@@ -186,7 +214,7 @@ def index_history(engine, path: str | Path | None = None, settings: SourceSettin
     bar = Progress(len(todo), "commits") if show_progress else None
     memo = _MemoEmbedder(engine)
     for start in range(0, len(todo), BATCH_COMMITS):
-        _store_batch(memo, todo[start: start + BATCH_COMMITS], ctx.project, ctx.branch, settings, tally)
+        _store_batch(memo, todo[start : start + BATCH_COMMITS], ctx.project, ctx.branch, settings, tally)
         if bar is not None:
             bar.advance(min(BATCH_COMMITS, len(todo) - start), tally.note())
     if bar is not None:
@@ -197,8 +225,9 @@ def index_history(engine, path: str | Path | None = None, settings: SourceSettin
     return tally.report()
 
 
-def _store_batch(memo: _MemoEmbedder, commits: list[Commit], project, branch, settings: SourceSettings,
-                 tally: Tally) -> None:
+def _store_batch(
+    memo: _MemoEmbedder, commits: list[Commit], project, branch, settings: SourceSettings, tally: Tally
+) -> None:
     from captain_memo.sources.supersession import supersede_older_versions
 
     engine = memo.engine
@@ -206,19 +235,24 @@ def _store_batch(memo: _MemoEmbedder, commits: list[Commit], project, branch, se
     if not secrets.redaction_on():
         for commit, (clean, _) in zip(commits, prepared):
             if found := secrets.scan(clean.body):
-                tally.warnings.append((commit.sha[:10], f"stored as is: {secrets.describe(found)}; set "
-                                                        f"{secrets.REDACT_ENV}=1 to redact"))
+                tally.warnings.append(
+                    (commit.sha[:10], f"stored as is: {secrets.describe(found)}; set {secrets.REDACT_ENV}=1 to redact")
+                )
     texts = [chunk for _, chunks in prepared for chunk in chunks]
     vectors = engine.try_embed(texts)
     if vectors is not None:
         tally.chunks_embedded += len(texts)
         memo.keep(texts, vectors)  # a commit without a version in its text is its own masked text
     elif not any(where == "embedder" for where, _ in tally.warnings):
-        tally.warnings.append(("embedder", "unavailable: commits stored and keyword-searchable, vectors are "
-                                           "filled in later by a backfill"))
+        tally.warnings.append(
+            (
+                "embedder",
+                "unavailable: commits stored and keyword-searchable, vectors are filled in later by a backfill",
+            )
+        )
     items, offset = [], 0
     for clean, chunks in prepared:
-        items.append((clean, chunks, None if vectors is None else vectors[offset: offset + len(chunks)]))
+        items.append((clean, chunks, None if vectors is None else vectors[offset : offset + len(chunks)]))
         offset += len(chunks)
     ids = engine.store.add_many(items, now=engine.clock())  # one transaction for the batch
     tally.indexed += len(ids)

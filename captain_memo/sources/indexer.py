@@ -16,21 +16,29 @@ One memory per section of a file (see doc/sources.md), found again by its source
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
 
 from captain_memo import secrets
 from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
 from captain_memo.errors import EmbeddingError, InputError
 from captain_memo.progress import Progress
+from captain_memo.records import NewMemory, Source
 from captain_memo.sources import asciidoc, markdown, rst
-from captain_memo.sources.folders import (Folder, folder_of, is_note, note_files, personal_folders, read_note,
-                                          repository_folders, repository_root)
+from captain_memo.sources.folders import (
+    Folder,
+    folder_of,
+    is_note,
+    note_files,
+    personal_folders,
+    read_note,
+    repository_folders,
+    repository_root,
+)
 from captain_memo.sources.report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
 from captain_memo.store.sync import Stored
-from captain_memo.records import NewMemory, Source
 from captain_memo.validation import without_private
 
 log = logging.getLogger("captain_memo")
@@ -67,14 +75,20 @@ def configured_folders(cwd: str | Path | None = None, settings: SourceSettings |
     return folders
 
 
-def index_configured(engine, cwd: str | Path | None = None, settings: SourceSettings | None = None,
-                     show_progress: bool = False) -> IndexReport:
+def index_configured(
+    engine, cwd: str | Path | None = None, settings: SourceSettings | None = None, show_progress: bool = False
+) -> IndexReport:
     settings = settings or source_settings()
     return index_folders(engine, configured_folders(cwd, settings), settings, show_progress)
 
 
-def index_paths(engine, paths: Iterable[str | Path], settings: SourceSettings | None = None,
-                show_progress: bool = False, branch: str | None = None) -> IndexReport:
+def index_paths(
+    engine,
+    paths: Iterable[str | Path],
+    settings: SourceSettings | None = None,
+    show_progress: bool = False,
+    branch: str | None = None,
+) -> IndexReport:
     """Index the given files or folders; each keeps the kind and scope of the folder holding it."""
     settings = settings or source_settings()
     folders = []
@@ -92,8 +106,9 @@ def index_paths(engine, paths: Iterable[str | Path], settings: SourceSettings | 
     return index_folders(engine, folders, settings, show_progress)
 
 
-def index_file(engine, path: str | Path, project: str | None, branch: str | None,
-               settings: SourceSettings | None = None) -> IndexReport:
+def index_file(
+    engine, path: str | Path, project: str | None, branch: str | None, settings: SourceSettings | None = None
+) -> IndexReport:
     """Re-index one file after it was written (the editor calls this on save).
 
     A fast no-op, without any git process, when the file is not a note under a configured folder.
@@ -131,15 +146,17 @@ def folder_for(path: Path, settings: SourceSettings, branch: str | None = None) 
 
             ctx = git_context(root)
             root = Path(ctx.root).resolve() if ctx.root else root
-            configured = folder_of(path, repository_folders(root, ctx.project, branch or ctx.branch, settings)) \
-                or Folder(path, "memory", ctx.project, branch or ctx.branch, root)
+            configured = folder_of(
+                path, repository_folders(root, ctx.project, branch or ctx.branch, settings)
+            ) or Folder(path, "memory", ctx.project, branch or ctx.branch, root)
     if configured is None:
         return Folder(path, "memory", None, None, None)
     return replace(configured, path=path)
 
 
-def index_folders(engine, folders: list[Folder], settings: SourceSettings | None = None,
-                  show_progress: bool = False) -> IndexReport:
+def index_folders(
+    engine, folders: list[Folder], settings: SourceSettings | None = None, show_progress: bool = False
+) -> IndexReport:
     settings = settings or source_settings()
     tally = Tally()
     owner: dict[Path, Folder] = {}
@@ -234,17 +251,23 @@ class _Run:
         self.states: dict[str, tuple[str, int]] = {}
         self.new_states: dict[str, tuple[str, int]] = {}
 
-    def index(self, project: str | None, folders: list[Folder], files: list[tuple[Folder, Path]],
-              kept: list[str]) -> None:
+    def index(
+        self, project: str | None, folders: list[Folder], files: list[tuple[Folder, Path]], kept: list[str]
+    ) -> None:
         self.stored = self.store.stored_by_key(project, KEY_PREFIX)
         for key, row in self.stored.items():
             self.keys_of_path.setdefault(row.source_path, []).append(key)
         self.states = self.store.file_states(project)
         plans = [self._plan_file(folder, file) for folder, file in files]
         prefixes = [f.prefix for f in folders]
-        orphans = {key: row for key, row in self.stored.items()
-                   if key not in self.seen and row.source_path not in self.kept_paths
-                   and _under(row.source_path, prefixes) and not _under(row.source_path, kept)}
+        orphans = {
+            key: row
+            for key, row in self.stored.items()
+            if key not in self.seen
+            and row.source_path not in self.kept_paths
+            and _under(row.source_path, prefixes)
+            and not _under(row.source_path, kept)
+        }
         self._match_moves([p for plan in plans for p in plan if p.stored is None], orphans)
         for plan in plans:
             for planned in plan:
@@ -256,8 +279,11 @@ class _Run:
         for row in orphans.values():
             self.store.delete(row.id)
             self.tally.removed += 1
-        gone = [path for path in self.states
-                if path not in self.present and _under(path, prefixes) and not _under(path, kept)]
+        gone = [
+            path
+            for path in self.states
+            if path not in self.present and _under(path, prefixes) and not _under(path, kept)
+        ]
         self.store.save_file_states(project, self.new_states, gone)
 
     # -- planning --
@@ -292,15 +318,15 @@ class _Run:
         self.new_states[where] = (digest, sections)
         return planned
 
-    def _plan_sections(self, folder: Folder, file: Path, where: str, kind: str,
-                       text: str) -> tuple[list[Planned], int]:
+    def _plan_sections(self, folder: Folder, file: Path, where: str, kind: str, text: str) -> tuple[list[Planned], int]:
         # Private spans are blanked line for line so every line number stays true.
         text = without_private(text, keep_lines=True)
         filetype, parse = markup(file)
         note = parse(text, file.stem)
         if note.front.date_error:
-            self.tally.warnings.append((where, f"front matter date {note.front.date_error!r} is not an ISO date; "
-                                              "using the file's time"))
+            self.tally.warnings.append(
+                (where, f"front matter date {note.front.date_error!r} is not an ISO date; using the file's time")
+            )
         planned = []
         for section in note.sections:
             key = f"{KEY_PREFIX}{where}#{section.anchor}"
@@ -308,10 +334,16 @@ class _Run:
             row = self.stored.get(key)
             dated_by_file = note.front.date is None and row is None
             memory = NewMemory(
-                body=section.text, kind=kind, title=section.title, project=folder.project, branch=folder.branch,
+                body=section.text,
+                kind=kind,
+                title=section.title,
+                project=folder.project,
+                branch=folder.branch,
                 source=Source(where, section.line_start, section.line_end, None, "file", filetype),
                 created_at=file.stat().st_mtime if dated_by_file else note.front.date,
-                source_key=key, tags=note.front.tags)
+                source_key=key,
+                tags=note.front.tags,
+            )
             # The stored hash is of text that passed the checks, so an equal hash needs no checks and
             # no chunking; unless secrets are redacted, when the stored text may predate redaction.
             if not self.redacting and self._unchanged(row, memory):
@@ -325,8 +357,11 @@ class _Run:
 
     def _unchanged(self, row: Stored | None, memory: NewMemory) -> bool:
         """Whether the stored memory has this text; if so, refresh where it sits (lines, tags, date)."""
-        if row is None or row.kind != memory.kind or row.content_hash != content_hash(memory.kind, memory.title,
-                                                                                      memory.body):
+        if (
+            row is None
+            or row.kind != memory.kind
+            or row.content_hash != content_hash(memory.kind, memory.title, memory.body)
+        ):
             return False
         self.tally.unchanged += 1
         if not row.same_place(memory) or (memory.created_at and memory.created_at != row.created_at):
@@ -340,8 +375,12 @@ class _Run:
         findings = secrets.scan(body)
         if findings:
             spots = "; ".join(f"line {first_line + f.line - 1}: {f.kind} ({f.preview})" for f in findings)
-            self.tally.warnings.append((where, f"stored as is: {spots}; wrap it in <private>...</private> or set "
-                                               f"{secrets.REDACT_ENV}=1 to redact"))
+            self.tally.warnings.append(
+                (
+                    where,
+                    f"stored as is: {spots}; wrap it in <private>...</private> or set {secrets.REDACT_ENV}=1 to redact",
+                )
+            )
 
     def _match_moves(self, new: list[Planned], orphans: dict[str, Stored]) -> None:
         """A new section with the same text as an orphan is that memory, moved: re-key it in place."""
@@ -391,8 +430,12 @@ class _Run:
         vectors = self.engine.try_embed([text for _, text in ordered])
         if vectors is None:
             if not self.embed_failed:
-                self.tally.warnings.append(("embedder", "unavailable: text stored and keyword-searchable, vectors "
-                                                        "are filled in later by a backfill"))
+                self.tally.warnings.append(
+                    (
+                        "embedder",
+                        "unavailable: text stored and keyword-searchable, vectors are filled in later by a backfill",
+                    )
+                )
             self.embed_failed = True
             return None
         self.tally.chunks_embedded += len(ordered)
@@ -423,4 +466,3 @@ class _Run:
         if self.bar is not None and self.batch_files:
             self.bar.advance(self.batch_files, self.tally.note())
         self.batch_files = 0
-

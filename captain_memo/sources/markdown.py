@@ -9,12 +9,11 @@ so a hit shows where in the file it came from, and both legs can find a chunk by
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import date, datetime, timezone
+from functools import cached_property
+from typing import Any
 
 from captain_memo.chunking import MAX_CHUNK_CHARS, split_paragraphs
 
@@ -136,8 +135,13 @@ def front_matter(data: dict[str, object]) -> FrontMatter:
     tags = tuple(dict.fromkeys(t.strip().replace(",", " ") for t in raw_tags if str(t).strip()))
     raw_date = text("date") or text("created")
     when = parse_date(raw_date) if raw_date else None
-    return FrontMatter(title=text("title") or text("name"), date=when, tags=tags, description=text("description"),
-                       date_error=raw_date if raw_date and when is None else None)
+    return FrontMatter(
+        title=text("title") or text("name"),
+        date=when,
+        tags=tags,
+        description=text("description"),
+        date_error=raw_date if raw_date and when is None else None,
+    )
 
 
 # -- blocks and sections -----------------------------------------------------------------------
@@ -202,8 +206,12 @@ def _blocks(lines: list[str], first_line: int) -> list[Block]:
         if fence is not None:
             current.append(line)
             marker = FENCE.match(line)
-            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= fence[1] \
-                    and not marker.group(2).strip():
+            if (
+                marker
+                and marker.group(1)[0] == fence[0]
+                and len(marker.group(1)) >= fence[1]
+                and not marker.group(2).strip()
+            ):
                 close(number, True)
                 fence = None
             continue
@@ -242,8 +250,14 @@ def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> N
     return sectioned(lines, skip, front_matter(data), _blocks(lines[skip:], skip + 1), fallback_title, max_chars)
 
 
-def sectioned(lines: list[str], skip: int, front: FrontMatter, blocks: list[Block], fallback_title: str,
-              max_chars: int = MAX_CHUNK_CHARS) -> Note:
+def sectioned(
+    lines: list[str],
+    skip: int,
+    front: FrontMatter,
+    blocks: list[Block],
+    fallback_title: str,
+    max_chars: int = MAX_CHUNK_CHARS,
+) -> Note:
     """A note from its blocks, whatever the markup: one section per level-1 or level-2 heading.
 
     The first level-1 heading is the file's title and opens the preamble; ``skip`` lines of front
@@ -274,7 +288,7 @@ def sectioned(lines: list[str], skip: int, front: FrontMatter, blocks: list[Bloc
         if seen[anchor] > 1:
             anchor = f"{anchor}-{seen[anchor]}"
         start, end = (members[0].start, members[-1].end) if members else (1, skip)
-        raw = "\n".join(lines[start - 1: end]).strip("\n") if members else ""
+        raw = "\n".join(lines[start - 1 : end]).strip("\n") if members else ""
         body = "\n\n".join(part for part in (extra[0].text if extra else "", raw) if part)
         sections.append(Section(anchor, head, body, start, end, tuple(extra + members), max_chars))
     return Note(title, front, tuple(sections))

@@ -21,27 +21,47 @@ class IndexReport:
     not_notes: tuple[tuple[str, int], ...] = ()  # (kind of file, how many) in note folders, not notes
     left_out: int = 0  # older commits past the cap on commits read
 
-    def __add__(self, other: "IndexReport") -> "IndexReport":
+    def __add__(self, other: IndexReport) -> IndexReport:
         kinds = Counter(dict(self.not_notes)) + Counter(dict(other.not_notes))
         summed = [a + b for a, b in zip(self.as_tuple(), other.as_tuple())]
         summed[9] = tuple(sorted(kinds.items()))
         return IndexReport(*summed)
 
     def as_tuple(self) -> tuple:
-        return (self.indexed, self.updated, self.unchanged, self.removed, self.skipped, self.files,
-                self.chunks_embedded, self.skipped_files, self.warnings, self.not_notes, self.left_out)
+        return (
+            self.indexed,
+            self.updated,
+            self.unchanged,
+            self.removed,
+            self.skipped,
+            self.files,
+            self.chunks_embedded,
+            self.skipped_files,
+            self.warnings,
+            self.not_notes,
+            self.left_out,
+        )
 
     def counts(self) -> str:
-        return (f"indexed {self.indexed} · updated {self.updated} · unchanged {self.unchanged} · "
-                f"removed {self.removed} · skipped {self.skipped}")
+        return (
+            f"indexed {self.indexed} · updated {self.updated} · unchanged {self.unchanged} · "
+            f"removed {self.removed} · skipped {self.skipped}"
+        )
 
     def to_json(self) -> dict:
-        return {"indexed": self.indexed, "updated": self.updated, "unchanged": self.unchanged,
-                "removed": self.removed, "skipped": self.skipped, "files": self.files,
-                "chunks_embedded": self.chunks_embedded,
-                "skipped_files": [{"path": p, "reason": r} for p, r in self.skipped_files],
-                "not_notes": dict(self.not_notes), "left_out": self.left_out,
-                "warnings": [{"path": p, "message": m} for p, m in self.warnings]}
+        return {
+            "indexed": self.indexed,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "skipped": self.skipped,
+            "files": self.files,
+            "chunks_embedded": self.chunks_embedded,
+            "skipped_files": [{"path": p, "reason": r} for p, r in self.skipped_files],
+            "not_notes": dict(self.not_notes),
+            "left_out": self.left_out,
+            "warnings": [{"path": p, "message": m} for p, m in self.warnings],
+        }
 
 
 @dataclass
@@ -64,14 +84,25 @@ class Tally:
 
     def note(self) -> str:
         # Short enough to keep the bar on one 80-column line.
-        return (f"new {self.indexed} upd {self.updated} same {self.unchanged} rm {self.removed} "
-                f"skip {len(self.skipped_files) + sum(self.not_notes.values())}")
+        return (
+            f"new {self.indexed} upd {self.updated} same {self.unchanged} rm {self.removed} "
+            f"skip {len(self.skipped_files) + sum(self.not_notes.values())}"
+        )
 
     def report(self) -> IndexReport:
-        return IndexReport(self.indexed, self.updated, self.unchanged, self.removed,
-                           len(self.skipped_files) + sum(self.not_notes.values()), self.files, self.chunks_embedded,
-                           tuple(self.skipped_files), tuple(self.warnings), tuple(sorted(self.not_notes.items())),
-                           self.left_out)
+        return IndexReport(
+            self.indexed,
+            self.updated,
+            self.unchanged,
+            self.removed,
+            len(self.skipped_files) + sum(self.not_notes.values()),
+            self.files,
+            self.chunks_embedded,
+            tuple(self.skipped_files),
+            tuple(self.warnings),
+            tuple(sorted(self.not_notes.items())),
+            self.left_out,
+        )
 
 
 # Why a file was skipped, by the start of its reason: (what to call it, what would change it).
@@ -115,6 +146,8 @@ def history_left_out(report: IndexReport, cap: int) -> str:
     if report.skipped:
         parts.append(f"{report.skipped:,} merge or empty-message commits (nothing of their own to say)")
     if report.left_out:
-        parts.append(f"{report.left_out:,} older commits: a first run reads the newest {cap:,} "
-                     f"(--max-commits N or CAPTAIN_MEMO_GIT_MAX_COMMITS)")
+        parts.append(
+            f"{report.left_out:,} older commits: a first run reads the newest {cap:,} "
+            f"(--max-commits N or CAPTAIN_MEMO_GIT_MAX_COMMITS)"
+        )
     return "left out: " + "; ".join(parts) if parts else ""

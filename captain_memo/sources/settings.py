@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 log = logging.getLogger("captain_memo")
 
@@ -107,9 +107,9 @@ def source_settings(env: Mapping[str, str] | None = None) -> SourceSettings:
         repo_skill_dirs=tuple(dict.fromkeys(REPO_SKILL_DIRS + repo_skills)),
         max_file_bytes=_number(env, "CAPTAIN_MEMO_MAX_FILE_BYTES", base.max_file_bytes, low=1),
         git_max_commits=_number(env, "CAPTAIN_MEMO_GIT_MAX_COMMITS", base.git_max_commits, low=1),
-        git_max_message_chars=_number(env, "CAPTAIN_MEMO_GIT_MAX_MESSAGE_CHARS", base.git_max_message_chars,
-                                      low=80),
+        git_max_message_chars=_number(env, "CAPTAIN_MEMO_GIT_MAX_MESSAGE_CHARS", base.git_max_message_chars, low=80),
         auto_supersede=_switch(env, "CAPTAIN_MEMO_AUTO_SUPERSEDE", base.auto_supersede),
-        auto_supersede_cosine=_number(env, "CAPTAIN_MEMO_AUTO_SUPERSEDE_COSINE", base.auto_supersede_cosine,
-                                      kind=float, low=-1.0, high=1.0),
+        auto_supersede_cosine=_number(
+            env, "CAPTAIN_MEMO_AUTO_SUPERSEDE_COSINE", base.auto_supersede_cosine, kind=float, low=-1.0, high=1.0
+        ),
     )

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from captain_memo.sources.settings import SourceSettings, source_settings
 
@@ -37,8 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("captain_memo")
 # 2.4, 2.4.1, v2.4.1, 2.4.1-rc.1; not part of a longer word, path or number.
-VERSION = re.compile(r"(?<![\w.\-/])v?(\d+(?:\.\d+){1,3})(?:-([0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*))?(?![\w\-/]|\.\w)",
-                     re.IGNORECASE)
+VERSION = re.compile(
+    r"(?<![\w.\-/])v?(\d+(?:\.\d+){1,3})(?:-([0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*))?(?![\w\-/]|\.\w)", re.IGNORECASE
+)
 SLOT = "\x00"
 MASK = "VERSION"
 # Older observations compared per new one, newest first; each costs one short text to embed.
@@ -88,8 +90,9 @@ def candidates(store, memory, template: str, versions: tuple) -> list[int]:
     return found
 
 
-def supersede_older_versions(store, embed: Callable[[list[str]], np.ndarray | None], memory_id: int,
-                             settings: SourceSettings | None = None) -> list[int]:
+def supersede_older_versions(
+    store, embed: Callable[[list[str]], np.ndarray | None], memory_id: int, settings: SourceSettings | None = None
+) -> list[int]:
     """Apply the rule to a just-stored observation; returns the ids it superseded.
 
     The observation is already stored when this runs, so a failure here is logged, not raised.
@@ -104,8 +107,7 @@ def supersede_older_versions(store, embed: Callable[[list[str]], np.ndarray | No
         return []
 
 
-def _supersede(store, embed: Callable[[list[str]], np.ndarray | None], memory_id: int,
-               threshold: float) -> list[int]:
+def _supersede(store, embed: Callable[[list[str]], np.ndarray | None], memory_id: int, threshold: float) -> list[int]:
     memory = store.get(memory_id)
     if memory.kind != "observation" or memory.source.origin == "git":
         return []

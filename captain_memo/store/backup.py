@@ -60,9 +60,11 @@ def backup(source: Path, path: Path, replace: bool = False, folder: bool = False
             dst.close()
             src.close()
         if verdict != "ok":
-            raise StoreError(f"the copy of {source} fails its integrity check ({verdict}), so the database itself "
-                             "is damaged: run `captain-memo doctor`; to keep the damaged file as it is, copy it "
-                             "with cp while nothing else uses it")
+            raise StoreError(
+                f"the copy of {source} fails its integrity check ({verdict}), so the database itself "
+                "is damaged: run `captain-memo doctor`; to keep the damaged file as it is, copy it "
+                "with cp while nothing else uses it"
+            )
         os.replace(partial, target)
     except sqlite.DatabaseError as exc:
         raise StoreError(f"cannot back up {source}: {exc}; run `captain-memo doctor` to check it") from None

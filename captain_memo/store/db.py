@@ -16,8 +16,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from captain_memo.chunking import content_hash
-from captain_memo.errors import (DatabaseDamagedError, EmbeddingError, ForeignDatabaseError, ModelMismatchError,
-                                 ReadOnlyStoreError, StoreError)
+from captain_memo.errors import (
+    DatabaseDamagedError,
+    EmbeddingError,
+    ForeignDatabaseError,
+    ModelMismatchError,
+    ReadOnlyStoreError,
+    StoreError,
+)
 
 log = logging.getLogger("captain_memo")
 BUSY_TIMEOUT_MS = 10_000
@@ -55,8 +61,10 @@ def write_denied(path: Path) -> str | None:
     if not os.access(path, os.W_OK):
         return "permission denied: this user may not write the file"
     if not os.access(folder, os.W_OK | os.X_OK):
-        return (f"permission denied: this user may not write in its folder {folder} "
-                "(SQLite keeps the -wal and -shm files there)")
+        return (
+            f"permission denied: this user may not write in its folder {folder} "
+            "(SQLite keeps the -wal and -shm files there)"
+        )
     return None
 
 
@@ -84,7 +92,8 @@ def connect_read_only(path: Path):
 def read_only_error(path, reason: str) -> ReadOnlyStoreError:
     return ReadOnlyStoreError(
         f"cannot write to {path}: it is read-only for this user ({reason}). Recall still works; to save, give "
-        "this user write permission on the file and its folder, or point CAPTAIN_MEMO_DB at a writable copy")
+        "this user write permission on the file and its folder, or point CAPTAIN_MEMO_DB at a writable copy"
+    )
 
 
 # SQLite's words for a file whose bytes are not what they should be. Anything else (a lock, a full
@@ -114,17 +123,20 @@ def classified(text: str, path, opening: bool = False) -> StoreError:
         return StoreError(f"the disk holding {path} is full ({text}); nothing was saved: free some space")
     if "unable to open" in lowered:
         return StoreError(f"cannot open {path} ({text}): check that its folder exists and is writable")
-    if any(word in lowered for word in DAMAGE_WORDS) or (
-            "no such table" in lowered and "vec_chunks" not in lowered):
+    if any(word in lowered for word in DAMAGE_WORDS) or ("no such table" in lowered and "vec_chunks" not in lowered):
         if opening:
-            return DatabaseDamagedError(f"{path} is not a usable database ({text}); run `captain-memo doctor`, "
-                                        "restore a backup, or move the file away to start a new store")
+            return DatabaseDamagedError(
+                f"{path} is not a usable database ({text}); run `captain-memo doctor`, "
+                "restore a backup, or move the file away to start a new store"
+            )
         return DatabaseDamagedError(
             f"{path} failed: {text}; the file may be damaged: run `captain-memo doctor` to check it, restore a "
-            "backup, or move the file away to start a new store")
+            "backup, or move the file away to start a new store"
+        )
     if "no such table" in lowered:  # the vector table was swapped by a reindex in another process
-        return StoreError(f"{path} changed while this command read it (a reindex finished meanwhile); run the "
-                          "command again")
+        return StoreError(
+            f"{path} changed while this command read it (a reindex finished meanwhile); run the command again"
+        )
     return StoreError(f"cannot use {path}: {text}")
 
 
@@ -179,7 +191,7 @@ def _m001_tables(conn) -> None:
         CREATE INDEX chunks_memory ON chunks(memory_id);
         CREATE INDEX chunks_pending ON chunks(has_vector) WHERE has_vector = 0;
         CREATE VIRTUAL TABLE chunks_fts USING fts5(text, tokenize = 'porter unicode61');
-        """
+        """,
     )
 
 
@@ -196,7 +208,7 @@ def _m002_vector_changes(conn) -> None:
         CREATE TRIGGER chunks_delete_logged AFTER DELETE ON chunks BEGIN INSERT INTO vector_changes (chunk_id) VALUES (old.id); END;
         CREATE TRIGGER chunks_vector_logged AFTER UPDATE OF has_vector ON chunks BEGIN INSERT INTO vector_changes (chunk_id) VALUES (new.id); END;
         CREATE TRIGGER vector_changes_pruned AFTER INSERT ON vector_changes WHEN new.seq % 10000 = 0 BEGIN DELETE FROM vector_changes WHERE seq <= new.seq - 100000; END;
-        """
+        """,
     )
 
 
@@ -218,7 +230,8 @@ def _m003_memory_ids_never_reused(conn) -> None:
     columns = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(memories)"))
     ddl = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memories'").fetchone()[0]
     rebuilt = ddl.replace("CREATE TABLE memories", "CREATE TABLE memories_rebuilt", 1).replace(
-        "id INTEGER PRIMARY KEY,", "id INTEGER PRIMARY KEY AUTOINCREMENT,", 1)
+        "id INTEGER PRIMARY KEY,", "id INTEGER PRIMARY KEY AUTOINCREMENT,", 1
+    )
     if "AUTOINCREMENT" not in rebuilt:
         raise RuntimeError("unexpected memories table definition")
     conn.execute(rebuilt)
@@ -238,16 +251,24 @@ def _m004_last_opened(conn) -> None:
 def _m005_source_files_and_reindex(conn) -> None:
     # Tables that were created on first use before: a note file's state as last indexed (so an
     # unchanged file is not parsed again) and a running reindex's record of what it embedded.
-    _run_script(conn, """
+    _run_script(
+        conn,
+        """
         CREATE TABLE IF NOT EXISTS source_files (project TEXT NOT NULL, path TEXT NOT NULL,
             digest TEXT NOT NULL, sections INTEGER NOT NULL, PRIMARY KEY (project, path));
         CREATE TABLE IF NOT EXISTS reindex_chunks (chunk_id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL,
             scope TEXT NOT NULL);
-    """)
+    """,
+    )
 
 
-MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes), (3, _m003_memory_ids_never_reused),
-              (4, _m004_last_opened), (5, _m005_source_files_and_reindex)]
+MIGRATIONS = [
+    (1, _m001_tables),
+    (2, _m002_vector_changes),
+    (3, _m003_memory_ids_never_reused),
+    (4, _m004_last_opened),
+    (5, _m005_source_files_and_reindex),
+]
 # Migrations whose tables only writers use (indexing, reindex): a read-only store without them is
 # read as it is.
 WRITERS_ONLY = {5}
@@ -271,8 +292,10 @@ def recognise(conn, path) -> None:
     else:
         shown = sorted(n for n in names if not n.startswith("sqlite_"))
         what = "it holds " + ", ".join(shown[:4]) + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
-    raise ForeignDatabaseError(f"{path} is not a Captain Memo store ({what}); it was left untouched: give "
-                               "--db (or CAPTAIN_MEMO_DB) a Captain Memo store or a new file")
+    raise ForeignDatabaseError(
+        f"{path} is not a Captain Memo store ({what}); it was left untouched: give "
+        "--db (or CAPTAIN_MEMO_DB) a Captain Memo store or a new file"
+    )
 
 
 def _not_a_folder(path: Path) -> str | None:
@@ -311,7 +334,9 @@ class Database:
                 fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
                 os.close(fd)
         except OSError as exc:
-            raise StoreError(f"cannot create the database {self.path}: {_not_a_folder(self.path) or exc.strerror}") from None
+            raise StoreError(
+                f"cannot create the database {self.path}: {_not_a_folder(self.path) or exc.strerror}"
+            ) from None
         self.read_only_reason = write_denied(self.path)
 
     @property
@@ -339,8 +364,9 @@ class Database:
             if self.read_only:
                 conn = connect_read_only(self.path)
             else:
-                conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
-                                      timeout=BUSY_TIMEOUT_MS / 1000)
+                conn = sqlite.connect(
+                    str(self.path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+                )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if not self._recognised:
                 recognise(conn, self.path)  # reads only: a file not ours is refused before any write
@@ -409,7 +435,9 @@ class Database:
         self.conn.execute("PRAGMA foreign_keys = OFF")
         try:
             with self.write() as conn:
-                conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)"
+                )
                 done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
                 pending = [(version, migrate) for version, migrate in MIGRATIONS if version not in done]
                 for version, migrate in pending:
@@ -434,21 +462,29 @@ class Database:
     def _check_schema(self, sqlite) -> None:
         """A read-only store is read as it is: it must be a Captain Memo store already up to date."""
         try:
-            done = ({row[0] for row in self.conn.execute("SELECT version FROM schema_migrations")}
-                    if self.table_exists("schema_migrations") else set())
+            done = (
+                {row[0] for row in self.conn.execute("SELECT version FROM schema_migrations")}
+                if self.table_exists("schema_migrations")
+                else set()
+            )
         except sqlite.DatabaseError as exc:
             raise classified(str(exc), self.path, opening=True) from None
         if any(version not in done and version not in WRITERS_ONLY for version, _ in MIGRATIONS):
-            raise read_only_error(self.path, f"{self.read_only_reason}, and its tables must be created or "
-                                             "upgraded for this version before it can be read")
+            raise read_only_error(
+                self.path,
+                f"{self.read_only_reason}, and its tables must be created or "
+                "upgraded for this version before it can be read",
+            )
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
 
     def set_meta(self, conn, key: str, value: str) -> None:
-        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                     (key, value))
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
     # -- the embedding model this store's vectors belong to --------------------------------
 
@@ -493,11 +529,14 @@ class Database:
         table = self.vec_table if vector is not None and self.vec_available else None
         chunk_id = conn.execute(
             "INSERT INTO chunks (memory_id, seq, text, content_hash, has_vector) VALUES (?, ?, ?, ?, ?)",
-            (memory_id, seq, text, content_hash(text), int(table is not None))).lastrowid
+            (memory_id, seq, text, content_hash(text), int(table is not None)),
+        ).lastrowid
         conn.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (chunk_id, text))
         if table is not None:
-            conn.execute(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
-                         (chunk_id, project or "", vector_blob(vector)))
+            conn.execute(
+                f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
+                (chunk_id, project or "", vector_blob(vector)),
+            )
         return chunk_id
 
     def delete_chunk(self, conn, chunk_id: int) -> None:
@@ -525,8 +564,10 @@ def checked_dim(model_id: str, dim: int) -> int:
     """The dimension, or an EmbeddingError when the store cannot hold it: the caller then stores the
     text for keyword search only, as for any embedder failure, instead of failing the write."""
     if not 1 <= dim <= MAX_DIM:
-        raise EmbeddingError(f"{model_id} answered {dim:,}-dimensional vectors; the store holds at most {MAX_DIM:,} "
-                             "dimensions, so no vector was kept: choose another model")
+        raise EmbeddingError(
+            f"{model_id} answered {dim:,}-dimensional vectors; the store holds at most {MAX_DIM:,} "
+            "dimensions, so no vector was kept: choose another model"
+        )
     return dim
 
 

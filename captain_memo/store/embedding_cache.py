@@ -8,13 +8,17 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL," \
-         " vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL,"
+    " vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+)
+
+
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -44,10 +48,11 @@ class EmbeddingCache:
         found: dict[str, np.ndarray] = {}
         unique = list(dict.fromkeys(hashes))
         for start in range(0, len(unique), 500):
-            part = unique[start:start + 500]
+            part = unique[start : start + 500]
             marks = ",".join("?" * len(part))
-            rows = self.conn.execute(f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
-                                     (model, *part))
+            rows = self.conn.execute(
+                f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *part)
+            )
             for digest, blob in rows:
                 found[digest] = np.frombuffer(blob, dtype=np.float32)
         return found
@@ -56,7 +61,8 @@ class EmbeddingCache:
         with self.conn:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO vectors (model, hash, dim, vector) VALUES (?, ?, ?, ?)",
-                [(model, digest, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for digest, v in items])
+                [(model, digest, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for digest, v in items],
+            )
 
     def count(self, model: str) -> int:
         return self.conn.execute("SELECT count(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]

@@ -41,8 +41,10 @@ def reindex_lock(db_path):
 
 
 def running_error(db_path, owner: str) -> ReindexRunningError:
-    return ReindexRunningError(f"another reindex of {db_path} is running{owner}; wait for it to finish (or stop "
-                               "it), then run `captain-memo reindex` again if you still need to")
+    return ReindexRunningError(
+        f"another reindex of {db_path} is running{owner}; wait for it to finish (or stop "
+        "it), then run `captain-memo reindex` again if you still need to"
+    )
 
 
 def running_reindex(db_path) -> str | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -108,16 +108,16 @@ class _Block:
     def append(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add rows; their sign bits and norms come from ``derive``."""
         self._reserve(len(ids))
-        self.ids[self.n: self.n + len(ids)] = ids
-        self.vectors[self.n: self.n + len(ids)] = vectors
+        self.ids[self.n : self.n + len(ids)] = ids
+        self.vectors[self.n : self.n + len(ids)] = vectors
         self.n += len(ids)
 
     def derive(self, start: int, centre: np.ndarray) -> None:
         """Sign bits and squared norms of rows ``start`` onwards, a batch at a time."""
         for at in range(start, self.n, BUILD_BATCH):
-            vectors = self.vectors[at: min(self.n, at + BUILD_BATCH)]
-            self.sqnorms[at: at + len(vectors)] = np.einsum("ij,ij->i", vectors, vectors)
-            self.codes[:, at: at + len(vectors)] = sign_bits(vectors, centre).T
+            vectors = self.vectors[at : min(self.n, at + BUILD_BATCH)]
+            self.sqnorms[at : at + len(vectors)] = np.einsum("ij,ij->i", vectors, vectors)
+            self.codes[:, at : at + len(vectors)] = sign_bits(vectors, centre).T
 
     def remove(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Drop rows by moving the last live rows into their places; returns (moved ids, new rows)."""
@@ -245,7 +245,8 @@ class MemIndex:
     def _head(self, conn) -> tuple[int, str, int]:
         head, table, schema = conn.execute(
             "SELECT (SELECT max(seq) FROM vector_changes), (SELECT value FROM meta WHERE key = 'vec_table'),"
-            " (SELECT schema_version FROM pragma_schema_version)").fetchone()
+            " (SELECT schema_version FROM pragma_schema_version)"
+        ).fetchone()
         return head or 0, table or "vec_chunks", schema
 
     def _sync(self) -> None:
@@ -330,8 +331,12 @@ class MemIndex:
         owner = self._snapshot(conn)
         try:
             oldest = conn.execute("SELECT min(seq) FROM vector_changes").fetchone()[0]
-            changed = [row[0] for row in conn.execute(
-                "SELECT DISTINCT chunk_id FROM vector_changes WHERE seq > ? AND seq <= ?", (self._cursor, head))]
+            changed = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT DISTINCT chunk_id FROM vector_changes WHERE seq > ? AND seq <= ?", (self._cursor, head)
+                )
+            ]
             pruned = oldest is None or oldest > self._cursor + 1
             if pruned or len(changed) > REBUILD_CHANGES:
                 rebuild = True
@@ -341,9 +346,13 @@ class MemIndex:
                 if self._dim is None and dim:
                     self._reset(self._table, self._schema, int(dim))
                 if self._dim and self._table is not None:
-                    fresh = vec0_rows.read_rows(conn, self._table, self._dim, changed,
-                                                vec0_rows.layout_known(conn, self._table)) \
-                        if self.store.table_exists(self._table) else None
+                    fresh = (
+                        vec0_rows.read_rows(
+                            conn, self._table, self._dim, changed, vec0_rows.layout_known(conn, self._table)
+                        )
+                        if self.store.table_exists(self._table)
+                        else None
+                    )
         finally:
             if owner:
                 conn.execute("COMMIT")
@@ -410,8 +419,7 @@ class MemIndex:
         distances = [b.hamming(code) for b in blocks]
         chosen = nearest_counts(np.concatenate(distances), wanted, self._words * 64)
         bounds = np.cumsum([0] + [len(d) for d in distances])
-        return [(b, chosen[(chosen >= lo) & (chosen < hi)] - lo)
-                for b, lo, hi in zip(blocks, bounds[:-1], bounds[1:])]
+        return [(b, chosen[(chosen >= lo) & (chosen < hi)] - lo) for b, lo, hi in zip(blocks, bounds[:-1], bounds[1:])]
 
     def similarities(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
         """Exact similarity of given chunks (chunks without a vector are left out)."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from captain_memo.errors import EmbeddingError, StoreError
 from captain_memo.store.db import checked_dim, create_vec_table, vector_blob
@@ -70,8 +71,9 @@ def pending_target(store: Store) -> tuple[str, str] | None:
     return (table, model) if table and model else None
 
 
-def reindex(store: Store, embedder, batch_size: int = 64, progress: ProgressFactory | None = None,
-            restart: bool = False) -> ReindexReport:
+def reindex(
+    store: Store, embedder, batch_size: int = 64, progress: ProgressFactory | None = None, restart: bool = False
+) -> ReindexReport:
     """Re-embed every chunk with ``embedder`` and make its model the store's; resumes an
     interrupted run for the same model (``restart`` discards it instead). Only one reindex runs per
     store: another one meanwhile raises ReindexRunningError (store/lock.py)."""
@@ -81,8 +83,7 @@ def reindex(store: Store, embedder, batch_size: int = 64, progress: ProgressFact
         return _reindex(store, embedder, batch_size, progress, restart)
 
 
-def _reindex(store: Store, embedder, batch_size: int, progress: ProgressFactory | None,
-             restart: bool) -> ReindexReport:
+def _reindex(store: Store, embedder, batch_size: int, progress: ProgressFactory | None, restart: bool) -> ReindexReport:
     started = time.perf_counter()
     model = embedder.model_id
     previous = store.meta("embed_model")
@@ -112,8 +113,15 @@ def _reindex(store: Store, embedder, batch_size: int, progress: ProgressFactory 
         if bar is not None:
             bar.close()
     dim = store.meta("embed_dim")
-    return ReindexReport(model, int(dim) if dim else None, previous, _count(store, "SELECT count(*) FROM chunks"),
-                         embedded, resumed, time.perf_counter() - started)
+    return ReindexReport(
+        model,
+        int(dim) if dim else None,
+        previous,
+        _count(store, "SELECT count(*) FROM chunks"),
+        embedded,
+        resumed,
+        time.perf_counter() - started,
+    )
 
 
 def fill_missing(store: Store, embedder, batch_size: int = 64, progress: ProgressFactory | None = None) -> int:
@@ -127,8 +135,14 @@ def fill_missing(store: Store, embedder, batch_size: int = 64, progress: Progres
 
 
 def _fill_missing(store: Store, embedder, batch_size: int, progress: ProgressFactory | None) -> int:
-    bar = progress(_count(store, "SELECT count(*) FROM chunks WHERE has_vector = 0"),
-                   f"embedding missing vectors with {embedder.model_id}") if progress else None
+    bar = (
+        progress(
+            _count(store, "SELECT count(*) FROM chunks WHERE has_vector = 0"),
+            f"embedding missing vectors with {embedder.model_id}",
+        )
+        if progress
+        else None
+    )
     filled = 0
     try:
         while pending := store.pending_chunks(max(1, batch_size)):
@@ -195,14 +209,20 @@ def _write_batch(store: Store, target: str, model: str, batch, vectors) -> None:
         elif int(recorded) != dim:
             raise EmbeddingError(
                 f"{model} now returns {dim}-d vectors, but the unfinished reindex holds {recorded}-d ones; "
-                "run `captain-memo reindex --restart`")
+                "run `captain-memo reindex --restart`"
+            )
         for (chunk_id, _, digest, scope), vector in zip(batch, vectors):
             conn.execute(f"DELETE FROM {target} WHERE rowid = ?", (chunk_id,))
-            conn.execute(f"INSERT INTO {target} (rowid, scope, embedding) VALUES (?, ?, ?)",
-                         (chunk_id, scope, vector_blob(vector)))
-            conn.execute(f"INSERT INTO {DONE_TABLE} (chunk_id, content_hash, scope) VALUES (?, ?, ?)"
-                         " ON CONFLICT(chunk_id) DO UPDATE SET content_hash = excluded.content_hash,"
-                         " scope = excluded.scope", (chunk_id, digest, scope))
+            conn.execute(
+                f"INSERT INTO {target} (rowid, scope, embedding) VALUES (?, ?, ?)",
+                (chunk_id, scope, vector_blob(vector)),
+            )
+            conn.execute(
+                f"INSERT INTO {DONE_TABLE} (chunk_id, content_hash, scope) VALUES (?, ?, ?)"
+                " ON CONFLICT(chunk_id) DO UPDATE SET content_hash = excluded.content_hash,"
+                " scope = excluded.scope",
+                (chunk_id, digest, scope),
+            )
 
 
 def _swap(store: Store, target: str, model: str) -> bool:
@@ -210,8 +230,12 @@ def _swap(store: Store, target: str, model: str) -> bool:
     with store.write() as conn:
         if conn.execute(TODO_SQL, (0, 1)).fetchone() is not None:
             return False
-        deleted = [row[0] for row in conn.execute(
-            f"SELECT r.chunk_id FROM {DONE_TABLE} r LEFT JOIN chunks c ON c.id = r.chunk_id WHERE c.id IS NULL")]
+        deleted = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT r.chunk_id FROM {DONE_TABLE} r LEFT JOIN chunks c ON c.id = r.chunk_id WHERE c.id IS NULL"
+            )
+        ]
         dim = store.meta("reindex_dim")
         old = store.vec_table
         if dim is not None:

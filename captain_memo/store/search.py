@@ -7,8 +7,9 @@ filtering a global top 25 afterwards would starve small projects.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -38,23 +39,28 @@ def keyword_leg(store: Store, match: str | None, scope: Scope, k: int) -> dict[i
     if match is None:
         return {}
     if scope.all_projects:
-        sql = ("SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ?"
-               " ORDER BY rank LIMIT ?")
+        sql = "SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
         return {chunk_id: -rank for chunk_id, rank in store.conn.execute(sql, (match, k))}
     # FTS5 scores every matching row before it returns the best one, so rank them all there (FTS
     # alone, never joined) and look up the scope of only as many as it takes to find k in scope.
     # Joining every hit to its memory first cost as much again as the ranking: 65 ms against
     # 19 ms for 4,800 hits at 150,000 chunks.
     conn = store.conn
-    ranked = conn.execute("SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ?"
-                          " ORDER BY rank", (match,))
+    ranked = conn.execute(
+        "SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank", (match,)
+    )
     found: dict[int, float] = {}
     batch = max(k, 16)
     while len(found) < k and (rows := ranked.fetchmany(batch)):
         marks = ",".join("?" * len(rows))
-        inside = {chunk_id for chunk_id, project in conn.execute(
-            f"SELECT c.id, m.project FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE c.id IN ({marks})",
-            [row[0] for row in rows]) if project is None or project == scope.project}
+        inside = {
+            chunk_id
+            for chunk_id, project in conn.execute(
+                f"SELECT c.id, m.project FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE c.id IN ({marks})",
+                [row[0] for row in rows],
+            )
+            if project is None or project == scope.project
+        }
         for chunk_id, rank in rows:
             if chunk_id in inside and len(found) < k:
                 found[chunk_id] = -rank
@@ -100,8 +106,9 @@ def selective_match(store: Store, match: str | None, stopwords: frozenset[str]) 
 
 def _rows_up_to(store: Store, phrase: str, cap: int) -> int:
     """How many chunks hold ``phrase``, counting no further than ``cap``."""
-    return store.conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
-                              (phrase, cap)).fetchone()[0]
+    return store.conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (phrase, cap)
+    ).fetchone()[0]
 
 
 def keyword_scores(store: Store, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
@@ -114,7 +121,8 @@ def keyword_scores(store: Store, match: str | None, chunk_ids: Sequence[int]) ->
     marks = ",".join("?" * len(chunk_ids))
     rows = store.conn.execute(
         f"SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
-        (match, *chunk_ids))
+        (match, *chunk_ids),
+    )
     return {chunk_id: -rank for chunk_id, rank in rows}
 
 
@@ -154,8 +162,13 @@ class SqliteVecIndex:
             return k
         if not self._warned:
             self._warned = True
-            log.warning("CAPTAIN_MEMO_CANDIDATES_PER_LEG=%d is more than the %d nearest neighbours sqlite-vec "
-                        "can give; the vector leg returns %d", k, MAX_K, MAX_K)
+            log.warning(
+                "CAPTAIN_MEMO_CANDIDATES_PER_LEG=%d is more than the %d nearest neighbours sqlite-vec "
+                "can give; the vector leg returns %d",
+                k,
+                MAX_K,
+                MAX_K,
+            )
         return MAX_K
 
     def close(self) -> None:
@@ -179,13 +192,15 @@ class SqliteVecIndex:
         partitions = scope.partitions
         if partitions is None:
             rows = self.store.conn.execute(
-                f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?", (blob, k)).fetchall()
+                f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?", (blob, k)
+            ).fetchall()
         else:
             rows = []
             for partition in partitions:
                 rows += self.store.conn.execute(
                     f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? AND scope = ?",
-                    (blob, k, partition)).fetchall()
+                    (blob, k, partition),
+                ).fetchall()
         for chunk_id, distance in sorted(rows, key=lambda r: r[1])[:k]:
             found[chunk_id] = similarity(distance * distance)
         return found
@@ -198,7 +213,8 @@ class SqliteVecIndex:
         marks = ",".join("?" * len(chunk_ids))
         rows = self.store.conn.execute(
             f"SELECT rowid, vec_distance_l2(embedding, ?) FROM {table} WHERE rowid IN ({marks})",
-            (vector_blob(query), *chunk_ids))
+            (vector_blob(query), *chunk_ids),
+        )
         return {chunk_id: similarity(distance * distance) for chunk_id, distance in rows}
 
 
@@ -223,7 +239,9 @@ def newest_matching(store: Store, topic: tuple[str | None, str | None], scope: S
         rows = store.conn.execute(
             "WITH hits AS (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)"
             " SELECT min(c.id) FROM hits JOIN chunks c ON c.id = hits.rowid JOIN memories m ON m.id = c.memory_id"
-            f" WHERE {where} GROUP BY m.id ORDER BY max(m.created_at) DESC LIMIT ?", (match, *args, k))
+            f" WHERE {where} GROUP BY m.id ORDER BY max(m.created_at) DESC LIMIT ?",
+            (match, *args, k),
+        )
         for (chunk_id,) in rows:
             if chunk_id not in found and len(found) < k:
                 found.append(chunk_id)

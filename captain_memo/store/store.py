@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
 from captain_memo.chunking import content_hash
 from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError
+from captain_memo.records import Chunk, Memory, NewMemory, Source, Superseded
 from captain_memo.store.db import vector_blob
 from captain_memo.store.sync import SourceRows
-from captain_memo.records import Chunk, Memory, NewMemory, Source, Superseded
 
 # What SQLite can bind: a larger id raised OverflowError; no memory can have it.
-SQLITE_INTEGERS = range(-2**63, 2**63)
+SQLITE_INTEGERS = range(-(2**63), 2**63)
 
 MEMORY_COLUMNS = (
     "id, kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end, "
@@ -26,13 +26,48 @@ MEMORY_COLUMNS = (
 
 
 def memory_from_row(row) -> Memory:
-    (mid, kind, title, body, created, updated, project, branch, path, start, end, commit, origin, filetype,
-     digest, superseded_by, stability, surfaced, opened, source_key, tags, last_opened) = row
+    (
+        mid,
+        kind,
+        title,
+        body,
+        created,
+        updated,
+        project,
+        branch,
+        path,
+        start,
+        end,
+        commit,
+        origin,
+        filetype,
+        digest,
+        superseded_by,
+        stability,
+        surfaced,
+        opened,
+        source_key,
+        tags,
+        last_opened,
+    ) = row
     return Memory(
-        id=mid, kind=kind, title=title, body=body, created_at=created, updated_at=updated, project=project,
-        branch=branch, source=Source(path, start, end, commit, origin, filetype), content_hash=digest,
-        superseded_by=superseded_by, stability=stability, last_surfaced=surfaced, opened_in_full=bool(opened),
-        source_key=source_key, tags=tuple(t for t in tags.split(",") if t), last_opened=last_opened,
+        id=mid,
+        kind=kind,
+        title=title,
+        body=body,
+        created_at=created,
+        updated_at=updated,
+        project=project,
+        branch=branch,
+        source=Source(path, start, end, commit, origin, filetype),
+        content_hash=digest,
+        superseded_by=superseded_by,
+        stability=stability,
+        last_surfaced=surfaced,
+        opened_in_full=bool(opened),
+        source_key=source_key,
+        tags=tuple(t for t in tags.split(",") if t),
+        last_opened=last_opened,
     )
 
 
@@ -46,12 +81,15 @@ class Store(SourceRows):
 
     # -- writing -------------------------------------------------------------------------
 
-    def add(self, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float | None = None) -> int:
+    def add(
+        self, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float | None = None
+    ) -> int:
         """Insert a memory with its chunks, FTS rows and (when given) vectors; returns its id."""
         return self.add_many([(memory, chunks, vectors)], now)[0]
 
-    def add_many(self, items: Sequence[tuple[NewMemory, Sequence[str], np.ndarray | None]],
-                 now: float | None = None) -> list[int]:
+    def add_many(
+        self, items: Sequence[tuple[NewMemory, Sequence[str], np.ndarray | None]], now: float | None = None
+    ) -> list[int]:
         """Insert several memories in one transaction; returns their ids.
 
         For bulk sources (a batch of commits): one commit per memory cost ~4.5 ms each, a quarter
@@ -66,17 +104,33 @@ class Store(SourceRows):
             "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
             " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key, tags)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (memory.kind, memory.title, memory.body, memory.created_at or now, now, memory.project,
-             memory.branch, memory.source.path, memory.source.line_start, memory.source.line_end,
-             memory.source.commit, memory.source.origin, memory.source.filetype,
-             content_hash(memory.kind, memory.title, memory.body), self.initial_stability,
-             memory.source_key, ",".join(memory.tags)),
+            (
+                memory.kind,
+                memory.title,
+                memory.body,
+                memory.created_at or now,
+                now,
+                memory.project,
+                memory.branch,
+                memory.source.path,
+                memory.source.line_start,
+                memory.source.line_end,
+                memory.source.commit,
+                memory.source.origin,
+                memory.source.filetype,
+                content_hash(memory.kind, memory.title, memory.body),
+                self.initial_stability,
+                memory.source_key,
+                ",".join(memory.tags),
+            ),
         )
         memory_id = cur.lastrowid
         self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
         return memory_id
 
-    def replace_body(self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None) -> None:
+    def replace_body(
+        self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None
+    ) -> None:
         """Update a memory's text in place (its id and Tide fields stay); every chunk is rebuilt.
 
         Re-indexing that keeps unchanged chunks and their vectors is ``rewrite`` (store/sync.py).
@@ -87,15 +141,27 @@ class Store(SourceRows):
                 "UPDATE memories SET title = ?, body = ?, updated_at = ?, branch = ?, source_path = ?, line_start = ?,"
                 " line_end = ?, source_commit = ?, content_hash = ?, tags = ?, created_at = coalesce(?, created_at)"
                 " WHERE id = ?",
-                (memory.title, memory.body, now, memory.branch, memory.source.path, memory.source.line_start,
-                 memory.source.line_end, memory.source.commit, content_hash(memory.kind, memory.title, memory.body),
-                 ",".join(memory.tags), memory.created_at, memory_id),
+                (
+                    memory.title,
+                    memory.body,
+                    now,
+                    memory.branch,
+                    memory.source.path,
+                    memory.source.line_start,
+                    memory.source.line_end,
+                    memory.source.commit,
+                    content_hash(memory.kind, memory.title, memory.body),
+                    ",".join(memory.tags),
+                    memory.created_at,
+                    memory_id,
+                ),
             )
             self._delete_chunks(conn, memory_id)
             self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
 
-    def _insert_chunks(self, conn, memory_id: int, project: str | None, chunks: Sequence[str],
-                       vectors: np.ndarray | None) -> None:
+    def _insert_chunks(
+        self, conn, memory_id: int, project: str | None, chunks: Sequence[str], vectors: np.ndarray | None
+    ) -> None:
         for seq, text in enumerate(chunks):
             self.insert_chunk(conn, memory_id, seq, text, project, None if vectors is None else vectors[seq])
 
@@ -115,13 +181,16 @@ class Store(SourceRows):
         table = table or self.vec_table
         with self.write() as conn:
             for chunk_id, vector in zip(chunk_ids, vectors):
-                row = conn.execute("SELECT m.project FROM chunks c JOIN memories m ON m.id = c.memory_id"
-                                   " WHERE c.id = ?", (chunk_id,)).fetchone()
+                row = conn.execute(
+                    "SELECT m.project FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE c.id = ?", (chunk_id,)
+                ).fetchone()
                 if row is None:
                     continue  # deleted meanwhile
                 conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (chunk_id,))
-                conn.execute(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
-                             (chunk_id, row[0] or "", vector_blob(vector)))
+                conn.execute(
+                    f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
+                    (chunk_id, row[0] or "", vector_blob(vector)),
+                )
                 if table == self.vec_table:
                     conn.execute("UPDATE chunks SET has_vector = 1 WHERE id = ?", (chunk_id,))
 
@@ -138,18 +207,35 @@ class Store(SourceRows):
             vecs: list[tuple] = []
             for i, (memory, texts, vectors) in enumerate(memories):
                 mid = first_memory + i
-                rows.append((mid, memory.kind, memory.title, memory.body, memory.created_at, memory.created_at,
-                             memory.project, memory.branch, content_hash(memory.kind, memory.title, memory.body),
-                             self.initial_stability, memory.source.origin))
+                rows.append(
+                    (
+                        mid,
+                        memory.kind,
+                        memory.title,
+                        memory.body,
+                        memory.created_at,
+                        memory.created_at,
+                        memory.project,
+                        memory.branch,
+                        content_hash(memory.kind, memory.title, memory.body),
+                        self.initial_stability,
+                        memory.source.origin,
+                    )
+                )
                 for seq, text in enumerate(texts):
                     cid = first_chunk + len(chunk_rows)
                     chunk_rows.append((cid, mid, seq, text, content_hash(text)))
                     fts.append((cid, text))
                     vecs.append((cid, memory.project or "", vector_blob(vectors[seq])))
-            conn.executemany("INSERT INTO memories (id, kind, title, body, created_at, updated_at, project, branch,"
-                             " content_hash, stability, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            conn.executemany("INSERT INTO chunks (id, memory_id, seq, text, content_hash, has_vector)"
-                             " VALUES (?, ?, ?, ?, ?, 1)", chunk_rows)
+            conn.executemany(
+                "INSERT INTO memories (id, kind, title, body, created_at, updated_at, project, branch,"
+                " content_hash, stability, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.executemany(
+                "INSERT INTO chunks (id, memory_id, seq, text, content_hash, has_vector) VALUES (?, ?, ?, ?, ?, 1)",
+                chunk_rows,
+            )
             conn.executemany("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", fts)
             conn.executemany(f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)", vecs)
 
@@ -159,8 +245,7 @@ class Store(SourceRows):
 
     def pending_chunks(self, limit: int = 256) -> list[tuple[int, str]]:
         """Chunks stored without a vector, oldest first."""
-        return list(self.conn.execute(
-            "SELECT id, text FROM chunks WHERE has_vector = 0 ORDER BY id LIMIT ?", (limit,)))
+        return list(self.conn.execute("SELECT id, text FROM chunks WHERE has_vector = 0 ORDER BY id LIMIT ?", (limit,)))
 
     def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> int | None:
         """Mark ``old_id`` superseded by ``new_id`` (None clears it); returns what superseded it before."""
@@ -169,8 +254,10 @@ class Store(SourceRows):
                 if mid is not None and not self._exists(conn, mid):
                     raise NotFoundError(f"no memory with id {mid}")
             previous = conn.execute("SELECT superseded_by FROM memories WHERE id = ?", (old_id,)).fetchone()[0]
-            conn.execute("UPDATE memories SET superseded_by = ?, supersede_auto = ? WHERE id = ?",
-                         (new_id, int(automatic and new_id is not None), old_id))
+            conn.execute(
+                "UPDATE memories SET superseded_by = ?, supersede_auto = ? WHERE id = ?",
+                (new_id, int(automatic and new_id is not None), old_id),
+            )
         return previous
 
     def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
@@ -180,14 +267,17 @@ class Store(SourceRows):
                 conn.execute(
                     "UPDATE memories SET stability = ?, last_surfaced = ?, opened_in_full = opened_in_full | ?,"
                     " last_opened = CASE WHEN ? THEN ? ELSE last_opened END WHERE id = ?",
-                    (stability, now, int(opened), int(opened), now, memory_id))
+                    (stability, now, int(opened), int(opened), now, memory_id),
+                )
 
     # -- reading -------------------------------------------------------------------------
 
     @staticmethod
     def _exists(conn, memory_id: int) -> bool:
-        return memory_id in SQLITE_INTEGERS and conn.execute(
-            "SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is not None
+        return (
+            memory_id in SQLITE_INTEGERS
+            and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is not None
+        )
 
     def get(self, memory_id: int) -> Memory:
         row = None
@@ -198,23 +288,32 @@ class Store(SourceRows):
         return memory_from_row(row)
 
     def find_by_hash(self, digest: str, project: str | None) -> int | None:
-        row = self.conn.execute("SELECT id FROM memories WHERE content_hash = ? AND project IS ?",
-                                (digest, project)).fetchone()
+        row = self.conn.execute(
+            "SELECT id FROM memories WHERE content_hash = ? AND project IS ?", (digest, project)
+        ).fetchone()
         return row[0] if row else None
 
     def find_by_source_key(self, source_key: str, project: str | None) -> Memory | None:
-        row = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE source_key = ? AND"
-                                " ifnull(project, '') = ifnull(?, '')", (source_key, project)).fetchone()
+        row = self.conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE source_key = ? AND ifnull(project, '') = ifnull(?, '')",
+            (source_key, project),
+        ).fetchone()
         return memory_from_row(row) if row else None
 
     def missing_vectors(self, memory_id: int) -> int:
         """How many of a memory's chunks have no vector yet (saved while the embedder was down)."""
-        return self.conn.execute("SELECT count(*) FROM chunks WHERE memory_id = ? AND has_vector = 0",
-                                 (memory_id,)).fetchone()[0]
+        return self.conn.execute(
+            "SELECT count(*) FROM chunks WHERE memory_id = ? AND has_vector = 0", (memory_id,)
+        ).fetchone()[0]
 
     def chunks_of(self, memory_id: int) -> list[Chunk]:
-        return [Chunk(*row) for row in self.conn.execute(
-            "SELECT id, memory_id, seq, text, content_hash FROM chunks WHERE memory_id = ? ORDER BY seq", (memory_id,))]
+        return [
+            Chunk(*row)
+            for row in self.conn.execute(
+                "SELECT id, memory_id, seq, text, content_hash FROM chunks WHERE memory_id = ? ORDER BY seq",
+                (memory_id,),
+            )
+        ]
 
     def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, Memory]]:
         """Text and memory of each chunk id (missing ids are left out)."""
@@ -223,11 +322,14 @@ class Store(SourceRows):
         marks = ",".join("?" * len(chunk_ids))
         rows = self.conn.execute(
             f"SELECT c.id, c.text, {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}"
-            f" FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE c.id IN ({marks})", list(chunk_ids))
+            f" FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE c.id IN ({marks})",
+            list(chunk_ids),
+        )
         return {row[0]: (row[1], memory_from_row(row[2:])) for row in rows}
 
-    def list_memories(self, project: str | None = None, all_projects: bool = True, kind: str | None = None,
-                      limit: int = 100) -> list[Memory]:
+    def list_memories(
+        self, project: str | None = None, all_projects: bool = True, kind: str | None = None, limit: int = 100
+    ) -> list[Memory]:
         where, args = ["1 = 1"], []
         if not all_projects:
             where.append("(project IS ? OR project IS NULL)")
@@ -235,21 +337,30 @@ class Store(SourceRows):
         if kind:
             where.append("kind = ?")
             args.append(kind)
-        rows = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)}"
-                                 " ORDER BY created_at DESC LIMIT ?", (*args, limit))
+        rows = self.conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC LIMIT ?",
+            (*args, limit),
+        )
         return [memory_from_row(r) for r in rows]
 
     def superseded(self) -> list[Superseded]:
         """Every superseded memory, by id."""
-        return [Superseded(a, b, bool(auto), title) for a, b, auto, title in self.conn.execute(
-            "SELECT id, superseded_by, supersede_auto, title FROM memories WHERE superseded_by IS NOT NULL"
-            " ORDER BY id")]
+        return [
+            Superseded(a, b, bool(auto), title)
+            for a, b, auto, title in self.conn.execute(
+                "SELECT id, superseded_by, supersede_auto, title FROM memories WHERE superseded_by IS NOT NULL"
+                " ORDER BY id"
+            )
+        ]
 
     def first_chunks(self, memory_ids: Sequence[int]) -> dict[int, str]:
         """Each memory's first chunk text."""
         marks = ",".join("?" * len(memory_ids))
-        return dict(self.conn.execute(
-            f"SELECT memory_id, text FROM chunks WHERE seq = 0 AND memory_id IN ({marks})", list(memory_ids)))
+        return dict(
+            self.conn.execute(
+                f"SELECT memory_id, text FROM chunks WHERE seq = 0 AND memory_id IN ({marks})", list(memory_ids)
+            )
+        )
 
     def current_observations_like(self, memory: Memory, pattern: str) -> list[tuple[int, str, str]]:
         """(id, title, body) of current observations of ``memory``'s project and branch, other than
@@ -259,7 +370,8 @@ class Store(SourceRows):
             " AND origin != 'git' AND project IS ? AND branch IS ?"
             " AND (title LIKE ? ESCAPE '\\' OR (title = '' AND substr(ltrim(body), 1, 400) LIKE ? ESCAPE '\\'))"
             " ORDER BY created_at DESC",
-            (memory.id, memory.project, memory.branch, pattern, pattern)).fetchall()
+            (memory.id, memory.project, memory.branch, pattern, pattern),
+        ).fetchall()
 
     def sample_vectors(self, count: int) -> list[tuple[int, str, np.ndarray]]:
         """(chunk id, text, stored vector) of up to ``count`` chunks spread evenly over the ids."""
@@ -270,14 +382,19 @@ class Store(SourceRows):
         ids: list[int] = []
         for step in range(count):
             start = low + (high - low) * step // max(1, count - 1)
-            row = conn.execute("SELECT id FROM chunks WHERE has_vector = 1 AND id >= ? ORDER BY id LIMIT 1",
-                               (start,)).fetchone()
+            row = conn.execute(
+                "SELECT id FROM chunks WHERE has_vector = 1 AND id >= ? ORDER BY id LIMIT 1", (start,)
+            ).fetchone()
             if row and row[0] not in ids:
                 ids.append(row[0])
         marks = ",".join("?" * len(ids))
         texts = dict(conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", ids))
-        vectors = {rowid: np.frombuffer(blob, np.float32) for rowid, blob in conn.execute(
-            f"SELECT rowid, embedding FROM {self.vec_table} WHERE rowid IN ({marks})", ids)}
+        vectors = {
+            rowid: np.frombuffer(blob, np.float32)
+            for rowid, blob in conn.execute(
+                f"SELECT rowid, embedding FROM {self.vec_table} WHERE rowid IN ({marks})", ids
+            )
+        }
         return [(i, texts[i], vectors[i]) for i in ids if i in vectors and i in texts]
 
     def chunk_count(self) -> int:
@@ -294,8 +411,11 @@ class Store(SourceRows):
             "fts_rows": conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0],
             "pending_vectors": conn.execute("SELECT count(*) FROM chunks WHERE has_vector = 0").fetchone()[0],
         }
-        counts["vectors"] = (conn.execute(f"SELECT count(*) FROM {self.vec_table}").fetchone()[0]
-                             if self.vec_available and self.table_exists(self.vec_table) else 0)
+        counts["vectors"] = (
+            conn.execute(f"SELECT count(*) FROM {self.vec_table}").fetchone()[0]
+            if self.vec_available and self.table_exists(self.vec_table)
+            else 0
+        )
         for kind, n in conn.execute("SELECT kind, count(*) FROM memories GROUP BY kind"):
             counts[kind] = n
         return counts

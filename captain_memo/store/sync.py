@@ -9,8 +9,8 @@ supersession links. Each call is one transaction, like every other write.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -35,8 +35,11 @@ class Stored:
 
     def same_place(self, memory: NewMemory) -> bool:
         return (self.source_path, self.line_start, self.line_end, self.tags) == (
-            memory.source.path, memory.source.line_start, memory.source.line_end, memory.tags)
-
+            memory.source.path,
+            memory.source.line_start,
+            memory.source.line_end,
+            memory.tags,
+        )
 
 
 class SourceRows(Database):
@@ -47,9 +50,13 @@ class SourceRows(Database):
         rows = self.conn.execute(
             "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at"
             " FROM memories WHERE ifnull(project, '') = ifnull(?, '') AND source_key IS NOT NULL"
-            " AND substr(source_key, 1, ?) = ?", (project, len(prefix), prefix))
-        return {key: Stored(mid, key, kind, digest, path, start, end, tuple(t for t in tags.split(",") if t), created)
-                for mid, key, kind, digest, path, start, end, tags, created in rows}
+            " AND substr(source_key, 1, ?) = ?",
+            (project, len(prefix), prefix),
+        )
+        return {
+            key: Stored(mid, key, kind, digest, path, start, end, tuple(t for t in tags.split(",") if t), created)
+            for mid, key, kind, digest, path, start, end, tags, created in rows
+        }
 
     def bodies(self, ids: Sequence[int]) -> dict[int, str]:
         if not ids:
@@ -58,7 +65,9 @@ class SourceRows(Database):
         return dict(self.conn.execute(f"SELECT id, body FROM memories WHERE id IN ({marks})", list(ids)))
 
     def chunk_hashes(self, memory_id: int) -> set[str]:
-        return {row[0] for row in self.conn.execute("SELECT content_hash FROM chunks WHERE memory_id = ?", (memory_id,))}
+        return {
+            row[0] for row in self.conn.execute("SELECT content_hash FROM chunks WHERE memory_id = ?", (memory_id,))
+        }
 
     def update_place(self, memory_id: int, memory: NewMemory) -> None:
         """Only where the text sits moved (line range, tags, date, key): no chunk is touched."""
@@ -66,11 +75,20 @@ class SourceRows(Database):
             conn.execute(
                 "UPDATE memories SET source_key = ?, source_path = ?, line_start = ?, line_end = ?, tags = ?,"
                 " created_at = coalesce(?, created_at) WHERE id = ?",
-                (memory.source_key, memory.source.path, memory.source.line_start, memory.source.line_end,
-                 ",".join(memory.tags), memory.created_at, memory_id))
+                (
+                    memory.source_key,
+                    memory.source.path,
+                    memory.source.line_start,
+                    memory.source.line_end,
+                    ",".join(memory.tags),
+                    memory.created_at,
+                    memory_id,
+                ),
+            )
 
-    def rewrite(self, memory_id: int, memory: NewMemory, chunks: Sequence[str],
-                vectors: Mapping[str, np.ndarray] | None) -> int:
+    def rewrite(
+        self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: Mapping[str, np.ndarray] | None
+    ) -> int:
         """Replace a memory's text; unchanged chunks keep their rows and vectors.
 
         ``vectors`` maps a chunk text's hash to its new vector (None: the embedder is down, new chunks
@@ -83,13 +101,29 @@ class SourceRows(Database):
                 "UPDATE memories SET kind = ?, title = ?, body = ?, updated_at = ?, branch = ?, source_key = ?, source_path = ?,"
                 " line_start = ?, line_end = ?, source_commit = ?, origin = ?, filetype = ?, content_hash = ?,"
                 " tags = ?, created_at = coalesce(?, created_at) WHERE id = ?",
-                (memory.kind, memory.title, memory.body, now, memory.branch, memory.source_key, memory.source.path,
-                 memory.source.line_start, memory.source.line_end, memory.source.commit, memory.source.origin,
-                 memory.source.filetype, content_hash(memory.kind, memory.title, memory.body), ",".join(memory.tags),
-                 memory.created_at, memory_id))
+                (
+                    memory.kind,
+                    memory.title,
+                    memory.body,
+                    now,
+                    memory.branch,
+                    memory.source_key,
+                    memory.source.path,
+                    memory.source.line_start,
+                    memory.source.line_end,
+                    memory.source.commit,
+                    memory.source.origin,
+                    memory.source.filetype,
+                    content_hash(memory.kind, memory.title, memory.body),
+                    ",".join(memory.tags),
+                    memory.created_at,
+                    memory_id,
+                ),
+            )
             old: dict[str, list[int]] = {}
-            for chunk_id, digest in conn.execute("SELECT id, content_hash FROM chunks WHERE memory_id = ? ORDER BY seq",
-                                                 (memory_id,)):
+            for chunk_id, digest in conn.execute(
+                "SELECT id, content_hash FROM chunks WHERE memory_id = ? ORDER BY seq", (memory_id,)
+            ):
                 old.setdefault(digest, []).append(chunk_id)
             inserted = 0
             for seq, text in enumerate(chunks):
@@ -111,14 +145,18 @@ class SourceRows(Database):
         rows = self.conn.execute("SELECT path, digest, sections FROM source_files WHERE project = ?", (project or "",))
         return {path: (digest, sections) for path, digest, sections in rows}
 
-    def save_file_states(self, project: str | None, states: Mapping[str, tuple[str, int]],
-                         dropped: Sequence[str]) -> None:
+    def save_file_states(
+        self, project: str | None, states: Mapping[str, tuple[str, int]], dropped: Sequence[str]
+    ) -> None:
         if not states and not dropped:
             return
         with self.write() as conn:
-            conn.executemany("INSERT INTO source_files (project, path, digest, sections) VALUES (?, ?, ?, ?)"
-                             " ON CONFLICT (project, path) DO UPDATE SET digest = excluded.digest,"
-                             " sections = excluded.sections",
-                             [(project or "", path, digest, n) for path, (digest, n) in states.items()])
-            conn.executemany("DELETE FROM source_files WHERE project = ? AND path = ?",
-                             [(project or "", path) for path in dropped])
+            conn.executemany(
+                "INSERT INTO source_files (project, path, digest, sections) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (project, path) DO UPDATE SET digest = excluded.digest,"
+                " sections = excluded.sections",
+                [(project or "", path, digest, n) for path, (digest, n) in states.items()],
+            )
+            conn.executemany(
+                "DELETE FROM source_files WHERE project = ? AND path = ?", [(project or "", path) for path in dropped]
+            )

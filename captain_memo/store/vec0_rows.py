@@ -10,8 +10,8 @@ pyproject.toml); a table that does not look exactly like it is read through the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -44,11 +44,13 @@ def _columns(conn, table: str) -> set[str]:
 def layout_known(conn, table: str) -> bool:
     """True when ``table`` is stored as sqlite-vec 0.1 stores one vector column and one partition key."""
     chunks = _columns(conn, f"{table}_chunks")
-    return ({"chunk_id", "size", "validity", "rowids", "partition00"} <= chunks
-            and "partition01" not in chunks
-            and {"rowid", "chunk_id", "chunk_offset"} <= _columns(conn, f"{table}_rowids")
-            and {"rowid", "vectors"} <= _columns(conn, f"{table}_vector_chunks00")
-            and not _columns(conn, f"{table}_vector_chunks01"))
+    return (
+        {"chunk_id", "size", "validity", "rowids", "partition00"} <= chunks
+        and "partition01" not in chunks
+        and {"rowid", "chunk_id", "chunk_offset"} <= _columns(conn, f"{table}_rowids")
+        and {"rowid", "vectors"} <= _columns(conn, f"{table}_vector_chunks00")
+        and not _columns(conn, f"{table}_vector_chunks01")
+    )
 
 
 def _live(validity: bytes, rowids: bytes, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +63,8 @@ def chunk_map(conn, table: str) -> list[VecChunk]:
     """Every storage chunk with its live rows (a few MB even at a million rows; no vectors read)."""
     out = []
     for chunk_id, size, scope, validity, rowids in conn.execute(
-            f'SELECT chunk_id, size, partition00, validity, rowids FROM "{table}_chunks" ORDER BY chunk_id'):
+        f'SELECT chunk_id, size, partition00, validity, rowids FROM "{table}_chunks" ORDER BY chunk_id'
+    ):
         ids, offsets = _live(validity, rowids, size)
         if len(ids):
             out.append(VecChunk(chunk_id, scope or "", ids, offsets))
@@ -88,22 +91,25 @@ def read_rows(conn, table: str, dim: int, ids: Sequence[int], known_layout: bool
     if not known_layout:
         rows = []
         for start in range(0, len(ids), BATCH):
-            part = ids[start:start + BATCH]
-            rows += conn.execute(f'SELECT rowid, scope, embedding FROM "{table}" WHERE rowid IN'
-                                 f' ({",".join("?" * len(part))})', part).fetchall()
+            part = ids[start : start + BATCH]
+            rows += conn.execute(
+                f'SELECT rowid, scope, embedding FROM "{table}" WHERE rowid IN ({",".join("?" * len(part))})', part
+            ).fetchall()
         return _rows(rows, dim)
     by_chunk: dict[int, list[tuple[int, int]]] = {}
     for start in range(0, len(ids), BATCH):
-        part = ids[start:start + BATCH]
+        part = ids[start : start + BATCH]
         for rowid, chunk_id, offset in conn.execute(
-                f'SELECT rowid, chunk_id, chunk_offset FROM "{table}_rowids" WHERE rowid IN'
-                f' ({",".join("?" * len(part))})', part):
+            f'SELECT rowid, chunk_id, chunk_offset FROM "{table}_rowids" WHERE rowid IN ({",".join("?" * len(part))})',
+            part,
+        ):
             if chunk_id is not None:
                 by_chunk.setdefault(chunk_id, []).append((rowid, offset))
     found_ids, scopes, vectors = [], [], []
     for chunk_id, wanted in by_chunk.items():
-        meta = conn.execute(f'SELECT size, partition00, validity, rowids FROM "{table}_chunks" WHERE chunk_id = ?',
-                            (chunk_id,)).fetchone()
+        meta = conn.execute(
+            f'SELECT size, partition00, validity, rowids FROM "{table}_chunks" WHERE chunk_id = ?', (chunk_id,)
+        ).fetchone()
         if meta is None:
             continue
         live = dict(zip(*(a.tolist() for a in _live(meta[2], meta[3], meta[0]))))
@@ -113,10 +119,12 @@ def read_rows(conn, table: str, dim: int, ids: Sequence[int], known_layout: bool
                 found_ids.append(rowid)
                 scopes.append(meta[1] or "")
                 vectors.append(slots[offset])
-    return Rows(np.array(found_ids, np.int64), scopes,
-                np.array(vectors, np.float32).reshape(len(found_ids), dim))
+    return Rows(np.array(found_ids, np.int64), scopes, np.array(vectors, np.float32).reshape(len(found_ids), dim))
 
 
 def _rows(rows: list, dim: int) -> Rows:
-    return Rows(np.array([r[0] for r in rows], np.int64), [r[1] or "" for r in rows],
-                np.frombuffer(b"".join(r[2] for r in rows), np.float32).reshape(len(rows), dim))
+    return Rows(
+        np.array([r[0] for r in rows], np.int64),
+        [r[1] or "" for r in rows],
+        np.frombuffer(b"".join(r[2] for r in rows), np.float32).reshape(len(rows), dim),
+    )

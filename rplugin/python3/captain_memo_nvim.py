@@ -22,8 +22,14 @@ class CaptainMemoPlugin:
         try:
             service = self._get_service()
         except ImportError as exc:  # the host's Python lacks the package: say so, not a traceback
-            self._push({"id": args[0].get("id"), "op": args[0].get("op"), "ok": False, "error":
-                        f"the captain_memo package cannot be imported by g:python3_host_prog ({exc})"})
+            self._push(
+                {
+                    "id": args[0].get("id"),
+                    "op": args[0].get("op"),
+                    "ok": False,
+                    "error": f"the captain_memo package cannot be imported by g:python3_host_prog ({exc})",
+                }
+            )
             return
         service.submit(args[0])
 
