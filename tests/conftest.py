@@ -15,6 +15,9 @@ def isolated_env(tmp_path, monkeypatch):
         if name.startswith("CAPTAIN_MEMO_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("CAPTAIN_MEMO_HOME", str(tmp_path / "home"))
+    # Commands run in the test's process (or child) unless a test starts the warm service itself.
+    monkeypatch.setenv("CAPTAIN_MEMO_SERVICE", "0")
+    monkeypatch.setenv("CAPTAIN_MEMO_RUNTIME_DIR", str(tmp_path / "run"))
     yield
 
 

@@ -23,6 +23,7 @@ def child_env(**extra: str) -> dict[str, str]:
     """The environment for a child: this checkout and tests/ importable, no inherited settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_MEMO_")}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["CAPTAIN_MEMO_SERVICE"] = "0"  # each child does its own work: these tests are about SQLite
     env.update(extra)
     return env
 

@@ -7,13 +7,22 @@ import sys
 import time
 
 from captain_memo.config import db_path
-from captain_memo.gitctx import GitContext, git_context
+from captain_memo.gitctx import GitContext, git_context, with_overrides
 
 
 def open_engine(args, embedder=None):
     from captain_memo.engine import Engine
 
     return Engine.open(args.db or db_path(), embedder)
+
+
+def warm_call(args, op: str, request: dict) -> dict | None:
+    """The warm service's answer (captain_memo/service/), or None to run the command here."""
+    if getattr(args, "no_service", False):
+        return None
+    from captain_memo.service.client import call
+
+    return call(op, request, args.db or db_path())
 
 
 def open_store(args):
@@ -37,14 +46,7 @@ def add_secrets_arg(parser) -> None:
 
 def context(args) -> GitContext:
     """The caller's git context, with --project and --branch applied."""
-    ctx = git_context()
-    project = getattr(args, "project", None)
-    if project is not None:
-        ctx = GitContext(None if project.lower() == "none" else project, ctx.branch, ctx.commit, ctx.root)
-    branch = getattr(args, "branch", None)
-    if branch is not None:
-        ctx = GitContext(ctx.project, branch or None, ctx.commit, ctx.root)
-    return ctx
+    return with_overrides(git_context(), getattr(args, "project", None), getattr(args, "branch", None))
 
 
 def print_json(data) -> None:

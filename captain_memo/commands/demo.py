@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 from captain_memo.commands.importer import import_memories, read_records
 from captain_memo.commands.recall import render
+from captain_memo.ranking.result import result_json
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample_notes.jsonl"
 DEMO_QUERY = "get_effective_contract_price rounding"
@@ -30,7 +32,7 @@ def run(args) -> int:
             print(f"loaded {added} sample notes into a temporary store (embedded offline with {engine.embedder.model_id})")
             print(f"\n$ captain-memo recall --explain --branch {args.branch} {query!r}\n")
             result = engine.recall(query, branch=args.branch)
-            print(render(result, explain=True))
+            print(render(result_json(result, time.time()), explain=True))
         finally:
             engine.close()
     return 0

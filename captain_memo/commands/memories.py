@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
-from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_engine, parse_date, print_json
-from captain_memo.store import KINDS, NewMemory, Source
+from captain_memo import app
+from captain_memo.commands._common import add_context_args, add_secrets_arg, age, open_engine, parse_date, print_json, warm_call
+from captain_memo.store.models import KINDS
 
 
 def register(sub) -> None:
@@ -51,22 +53,22 @@ def remember(args) -> int:
     text = " ".join(args.text) if args.text else sys.stdin.read()
     for finding in secrets.check(text, args.title, allow=args.allow_secrets, how_to_allow="rerun with --allow-secrets"):
         print(f"captain-memo: warning: storing a credential as it is ({finding.describe()})", file=sys.stderr)
-    ctx = context(args)
     start, end = _lines(args.lines)
-    source = Source(path=ctx.relative(args.file) if args.file else None, line_start=start, line_end=end,
-                    commit=ctx.commit if args.file else None, origin="cli")
-    engine = open_engine(args)
-    try:
-        memory_id = engine.remember(NewMemory(body=text, kind=args.kind, title=args.title, project=ctx.project,
-                                              branch=ctx.branch, source=source, created_at=parse_date(args.date)))
-        pending = engine.store.counts()["pending_vectors"]
-    finally:
-        engine.close()
+    request = app.RememberRequest(text, os.getcwd(), kind=args.kind, title=args.title, file=args.file,
+                                  line_start=start, line_end=end, created_at=parse_date(args.date),
+                                  project=args.project, branch=args.branch)
+    data = warm_call(args, "remember", request.to_json())
+    if data is None:  # no service: run it here
+        engine = open_engine(args)
+        try:
+            data = app.remember(engine, request)
+        finally:
+            engine.close()
     if args.json:
-        print_json({"id": memory_id, "pending_vectors": pending})
+        print_json(data)
     else:
-        note = " (no vector yet: the embedder is down; keyword search finds it meanwhile)" if pending else ""
-        print(f"remembered #{memory_id}{note}")
+        note = " (no vector yet: the embedder is down; keyword search finds it meanwhile)" if data["pending_vectors"] else ""
+        print(f"remembered #{data['id']}{note}")
     return 0
 
 

@@ -1,0 +1,116 @@
+"""The operations a front end asks of the library, as plain requests in and JSON-able answers out.
+
+The command line runs them in its own process (cold) or sends the same request to the warm
+service (captain_memo/service/), which runs them on an engine it keeps open; either way the
+answer is the same dict, so both paths print the same thing. A request names the caller's folder
+(``cwd``): the git context is worked out where the engine runs, because importing gitpython
+(~100 ms) would cost the thin client more than the whole warm answer.
+
+Importing this module imports no numpy, SQLite or git: the thin client builds requests with it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, fields
+from typing import Callable
+
+from captain_memo.errors import InputError
+
+# (folder, fresh) -> the git context there; ``fresh`` asks for the current commit, not a cached one.
+ContextLookup = Callable[[str, bool], object]
+
+
+def _from_json(cls, data: dict):
+    if not isinstance(data, dict):
+        raise InputError(f"a {cls.__name__} must be a JSON object")
+    names = {f.name for f in fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise InputError(f"unknown fields in {cls.__name__}: {', '.join(sorted(unknown))}")
+    return cls(**data)
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    query: str
+    cwd: str
+    project: str | None = None  # overrides the folder's repository ("none": personal notes)
+    branch: str | None = None
+    limit: int | None = None
+    profile: str | None = None
+    all_projects: bool = False
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RecallRequest":
+        return _from_json(cls, data)
+
+
+@dataclass(frozen=True)
+class RememberRequest:
+    text: str
+    cwd: str
+    kind: str = "memory"
+    title: str = ""
+    file: str | None = None  # as the user wrote it, relative to ``cwd`` or absolute
+    line_start: int | None = None
+    line_end: int | None = None
+    created_at: float | None = None
+    project: str | None = None
+    branch: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RememberRequest":
+        return _from_json(cls, data)
+
+
+def git_lookup(folder: str, fresh: bool = True):
+    from captain_memo.gitctx import git_context
+
+    return git_context(folder)
+
+
+def _context(lookup: ContextLookup, cwd: str, project: str | None, branch: str | None, fresh: bool):
+    from captain_memo.gitctx import with_overrides
+
+    return with_overrides(lookup(cwd, fresh), project, branch)
+
+
+def recall(engine, request: RecallRequest, lookup: ContextLookup = git_lookup) -> dict:
+    """A search from ``request.cwd``: the hits as doc/json.md shows them."""
+    from captain_memo.ranking.result import result_json
+
+    ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=False)
+    result = engine.recall(request.query, project=ctx.project, branch=ctx.branch, limit=request.limit,
+                           profile=request.profile, all_projects=request.all_projects)
+    return result_json(result, time.time())
+
+
+def remember(engine, request: RememberRequest, lookup: ContextLookup = git_lookup) -> dict:
+    """Store a memory written from ``request.cwd``; its id and how many chunks still wait for a vector."""
+    from captain_memo.store.models import NewMemory, Source
+
+    # The commit matters here: a cached context may predate the last commit.
+    ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=True)
+    path = _source_path(ctx, request.cwd, request.file) if request.file else None
+    source = Source(path=path, line_start=request.line_start, line_end=request.line_end,
+                    commit=ctx.commit if request.file else None, origin="cli")
+    memory_id = engine.remember(NewMemory(body=request.text, kind=request.kind, title=request.title,
+                                          project=ctx.project, branch=ctx.branch, source=source,
+                                          created_at=request.created_at))
+    return {"id": memory_id, "pending_vectors": engine.store.counts()["pending_vectors"]}
+
+
+def _source_path(ctx, cwd: str, file: str) -> str:
+    """The file relative to the working tree when inside it, else as the user wrote it."""
+    import os
+
+    absolute = file if os.path.isabs(file) else os.path.join(cwd, file)
+    relative = ctx.relative(absolute)
+    return file if relative == absolute else relative

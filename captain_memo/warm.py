@@ -1,0 +1,127 @@
+"""An engine held open by a long-lived process (the warm service, an MCP server), kept honest.
+
+Other processes write to the same store meanwhile: a CLI run with the service off, the editor
+host, a ``reindex``. Writes are no problem (SQLite serialises them and the in-memory index reads
+every change from the ``vector_changes`` log). What a held engine must notice is the store
+changing under it: a reindex that swapped the model or vector table, or the file replaced by a
+restored backup. Before each call the holder compares the store's model, dimension, vector table
+and file identity with what the engine was opened on, and reopens the engine when any differs;
+opening refuses a store whose model is not the configured one, as a cold command would.
+
+Every call runs on one worker thread: an engine and its SQLite connections are used by one
+thread at a time, and the connection count stays fixed however many clients call.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+from captain_memo import app
+
+log = logging.getLogger("captain_memo")
+
+
+def open_memory_indexed(path: Path):
+    from captain_memo.engine import Engine
+
+    return Engine.open(path, memory_index=True)
+
+
+class WarmEngine:
+    """One store's engine, opened on first use and reopened when the store changed under it."""
+
+    def __init__(self, path: Path | str, open_engine: Callable[[Path], object] = open_memory_indexed):
+        from captain_memo.editor import ContextCache
+
+        self.path = Path(path)
+        self._open = open_engine
+        self._engine = None
+        self._opened_on: tuple | None = None
+        self.reopened = 0  # reopens after a change (the tests and `service status` read it)
+        self._contexts = ContextCache()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-warm")
+        self._closed = threading.Event()
+
+    # -- the calls ------------------------------------------------------------------------
+
+    def call(self, work: Callable[[object], object]):
+        """``work(engine)`` on the worker thread, with an engine that matches the store now."""
+        if self._closed.is_set():
+            raise RuntimeError("the warm engine is closed")
+        return self._worker.submit(self._run, work).result()
+
+    def recall(self, request: app.RecallRequest) -> dict:
+        return self.call(lambda engine: app.recall(engine, request, self._context))
+
+    def remember(self, request: app.RememberRequest) -> dict:
+        return self.call(lambda engine: app.remember(engine, request, self._context))
+
+    def warm_up(self) -> None:
+        """Open the engine and load the model now, so the first search does not wait for them."""
+        self.call(lambda engine: engine.queries.embed_query("warm up"))
+
+    def model(self) -> str | None:
+        return self.call(lambda engine: engine.embedder.model_id)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._worker.submit(self._drop).result()
+        self._worker.shutdown(wait=True)
+
+    # -- freshness ------------------------------------------------------------------------
+
+    def _run(self, work: Callable[[object], object]):
+        try:
+            return work(self._current())
+        except Exception as exc:
+            from captain_memo.errors import DatabaseDamagedError
+            from captain_memo.store.db import store_error
+
+            if isinstance(exc, DatabaseDamagedError) or isinstance(store_error(exc, self.path), DatabaseDamagedError):
+                self._drop()  # the next call opens the file afresh (restored, or moved away)
+            raise
+
+    def _context(self, folder: str, fresh: bool):
+        return self._contexts.get(folder, share_worktrees=True, fresh=fresh)
+
+    def _current(self):
+        if self._engine is not None:
+            now = self._fingerprint(self._engine.store)
+            if _changed(self._opened_on, now):
+                log.info("%s changed (%s -> %s); reopening", self.path, self._opened_on, now)
+                self._drop()
+                self.reopened += 1
+        if self._engine is None:
+            engine = self._open(self.path)
+            self._opened_on = self._fingerprint(engine.store)
+            self._engine = engine
+        return self._engine
+
+    def _fingerprint(self, store) -> tuple:
+        try:
+            info = os.stat(self.path)
+            identity = (info.st_dev, info.st_ino)
+        except OSError:
+            identity = None  # moved away: the next open creates a new store there
+        return identity, store.meta("embed_model"), store.meta("embed_dim"), store.vec_table
+
+    def _drop(self) -> None:
+        engine, self._engine, self._opened_on = self._engine, None, None
+        if engine is not None:
+            try:
+                engine.close()
+            except Exception:  # closing a damaged store can fail; the engine is dropped either way
+                log.exception("closing the engine of %s failed", self.path)
+
+
+def _changed(before: tuple | None, now: tuple) -> bool:
+    """The file was replaced, or a model, dimension or vector table the engine was opened on changed.
+    A first model recorded since (the first vectors written) is no change: the engine checks it."""
+    if before is None:
+        return True
+    return before[0] != now[0] or any(old is not None and old != new for old, new in zip(before[1:], now[1:]))
