@@ -480,7 +480,7 @@ def _database(cfg: EditorSettings) -> str:
     try:
         with store.write() as conn:  # BEGIN IMMEDIATE takes the write lock: proof it is writable
             conn.execute("SELECT 1")
-        store.check_model(make_embedder(cfg.embed_config()).model_id)  # a cheap call: nothing loads
+        store.check_model(make_embedder(cfg.embed_config(), backoff=False).model_id)  # nothing loads
         return (f"{path} is writable: {store.counts()['memories']} memories, model "
                 f"{store.meta('embed_model') or 'none yet'}")
     finally:
@@ -488,12 +488,9 @@ def _database(cfg: EditorSettings) -> str:
 
 
 def _embedding(cfg: EditorSettings) -> str:
-    from captain_memo.embeddings import make_embedder
+    from captain_memo.embeddings import probe_provider
 
-    embedder = make_embedder(cfg.embed_config())
-    started = time.perf_counter()
-    vectors = embedder.embed(["captain memo health check"])
-    return f"{embedder.model_id} answered ({vectors.shape[1]} dimensions, {(time.perf_counter() - started) * 1000:.0f} ms)"
+    return probe_provider(cfg.embed_config())
 
 
 def _repository(cfg: EditorSettings, context: str | None) -> str:

@@ -35,7 +35,7 @@ def run(args) -> int:
 
     datasets = [load(folder) for folder in args.data]  # every folder checked before any work starts
     cache = EmbeddingCache(args.cache or default_cache_dir())
-    embedder = CachedEmbedder(make_embedder(embed_config()), cache)
+    embedder = CachedEmbedder(make_embedder(embed_config(), backoff=False), cache)
     methods = default_methods(with_ablations=not args.no_ablations)
     names = [m.name for m in methods]
     results = []

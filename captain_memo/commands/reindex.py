@@ -29,7 +29,7 @@ def run(args) -> int:
         raise InputError("--batch-size must be at least 1")
     cfg = embed_config()
     batch_size = args.batch_size or cfg.batch_size
-    embedder = make_embedder(cfg)
+    embedder = make_embedder(cfg, backoff=False)  # a deliberate run asks the endpoint
     store = open_store(args)
     try:
         if args.missing:

@@ -14,8 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+from captain_memo import runtime
 from captain_memo.errors import CaptainMemoError
-from captain_memo.service import runtime, wire
+from captain_memo.service import wire
 
 # A first start imports the engine (~1 s on an idle machine, several on a busy one) before the
 # socket exists; past this, the command runs in its own process rather than wait longer.

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 from captain_memo import app
+from captain_memo import runtime
 from captain_memo.errors import CaptainMemoError
-from captain_memo.service import runtime, wire
+from captain_memo.service import wire
 
 log = logging.getLogger("captain_memo")
 ACCEPT_POLL = 0.5  # seconds between idle checks while nobody connects

@@ -1,4 +1,5 @@
-"""Where the warm service listens, and the checks that keep its socket the user's own.
+"""The user's private runtime folder: where the warm service listens, and where state shared by
+processes for a short while lives (an embedding endpoint's back-off).
 
 One service per store and configuration: its socket is named by a hash of the database path and
 every ``CAPTAIN_MEMO_*`` setting (the service runs with the same settings as the command that
@@ -19,7 +20,7 @@ from captain_memo.errors import CaptainMemoError
 
 SERVICE_ENV = ENV_PREFIX + "SERVICE"  # 0 / off: every command runs in its own process
 IDLE_ENV = ENV_PREFIX + "SERVICE_IDLE"  # seconds without a request before the service exits
-RUNTIME_ENV = ENV_PREFIX + "RUNTIME_DIR"  # where sockets and the service log live
+RUNTIME_ENV = ENV_PREFIX + "RUNTIME_DIR"  # sockets, the service log, back-off state
 DEFAULT_IDLE = 600.0
 # Settings that change where or how long the service runs, not what it answers.
 UNKEYED = {SERVICE_ENV, IDLE_ENV, RUNTIME_ENV}

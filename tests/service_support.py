@@ -1,0 +1,71 @@
+"""The warm service in tests: real `captain-memo` child processes, a real service process, and the
+real local model served over HTTP on 127.0.0.1 (so no child loads the model itself)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from embed_support import cli, embed_server, provider_env  # noqa: F401 - fixture
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped (a container's init may never reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def wait_for(condition, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def status(env: dict) -> dict:
+    done = cli("service", "status", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def stop_all(folder: Path) -> None:
+    """Stop every service listening in ``folder``; kill one that does not go."""
+    for path in folder.glob("*.sock"):
+        pid = None
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(10)
+                sock.connect(str(path))
+                sock.sendall(b'{"op": "status"}\n')
+                reader = sock.makefile("rb")
+                reader.readline()
+                pid = json.loads(reader.readline())["result"]["pid"]
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(str(path))
+                sock.sendall(b'{"op": "stop"}\n')
+                sock.makefile("rb").read()
+        except (OSError, ValueError, KeyError):
+            pass
+        if pid and not wait_for(lambda: not alive(pid), 10):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def service_env(embed_server, tmp_path):
+    """Settings for child commands that use the service: a store, a runtime folder, the model over HTTP."""
+    run = tmp_path / "run"
+    env = {**provider_env("openai", embed_server.url), "CAPTAIN_MEMO_SERVICE": "1",
+           "CAPTAIN_MEMO_RUNTIME_DIR": str(run), "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
+    yield env
+    stop_all(run)
