@@ -12,8 +12,8 @@ Importing this module imports no numpy, SQLite or git: the thin client builds re
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
-from typing import Callable
 
 from captain_memo.errors import InputError
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import pkgutil
 import sys
 
 from captain_memo import __version__, commands
@@ -27,6 +26,8 @@ def command_modules(argv: list[str]) -> list[str]:
             if token in THIN_COMMANDS:
                 return [THIN_COMMANDS[token]]
             break
+    import pkgutil
+
     return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
 
 

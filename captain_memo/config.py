@@ -11,12 +11,11 @@ import logging
 import math
 import os
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 
 from captain_memo.errors import ConfigError
+from captain_memo.paths import ENV_PREFIX, data_home, db_path  # noqa: F401 - where settings are read from
 
 log = logging.getLogger("captain_memo")
-ENV_PREFIX = "CAPTAIN_MEMO_"
 _reported: set[str] = set()
 
 
@@ -132,22 +131,6 @@ def rank_config(profile: str | None = None, env: dict | None = None) -> RankConf
         _warn_once(ENV_PREFIX + "FUSION_MODE", changes["fusion_mode"], "expected weighted, rrf or union", base.fusion_mode)
         changes.pop("fusion_mode")
     return replace(base, **changes)
-
-
-def data_home(env: dict | None = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get(ENV_PREFIX + "HOME"):
-        return Path(env[ENV_PREFIX + "HOME"]).expanduser()
-    xdg = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg).expanduser() / "captain-memo"
-
-
-def db_path(env: dict | None = None) -> Path:
-    """``CAPTAIN_MEMO_DB`` (a file), else ``CAPTAIN_MEMO_HOME/memo.db``, else the XDG data folder."""
-    env = os.environ if env is None else env
-    if env.get(ENV_PREFIX + "DB"):
-        return Path(env[ENV_PREFIX + "DB"]).expanduser()
-    return data_home(env) / "memo.db"
 
 
 @dataclass(frozen=True)

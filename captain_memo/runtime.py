@@ -10,12 +10,12 @@ can open, is refused rather than used.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
+import zlib
 from pathlib import Path
 
-from captain_memo.config import ENV_PREFIX
+from captain_memo.paths import ENV_PREFIX
 from captain_memo.errors import CaptainMemoError
 
 SERVICE_ENV = ENV_PREFIX + "SERVICE"  # 0 / off: every command runs in its own process
@@ -48,7 +48,7 @@ def runtime_dir(env=None) -> Path:
     """``CAPTAIN_MEMO_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/captain-memo``, else /tmp/captain-memo-UID."""
     env = os.environ if env is None else env
     if env.get(RUNTIME_ENV):
-        return Path(env[RUNTIME_ENV]).expanduser()
+        return Path(env[RUNTIME_ENV]).expanduser().absolute()
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isdir(xdg):
         return Path(xdg) / "captain-memo"
@@ -76,8 +76,10 @@ def private_dir(env=None) -> Path:
 def service_key(db: str | os.PathLike, env=None) -> str:
     env = os.environ if env is None else env
     settings = sorted((k, v) for k, v in env.items() if k.startswith(ENV_PREFIX) and k not in UNKEYED)
-    digest = hashlib.sha256(repr((os.path.abspath(os.path.expanduser(str(db))), settings)).encode("utf-8"))
-    return digest.hexdigest()[:16]
+    # Two 32-bit checksums rather than hashlib, whose OpenSSL import costs the thin path ~5 ms; the
+    # name only has to tell a user's few configurations apart, in a folder nobody else can enter.
+    material = repr((os.path.abspath(os.path.expanduser(str(db))), settings)).encode("utf-8")
+    return f"{zlib.crc32(material):08x}{zlib.adler32(material):08x}"
 
 
 def socket_path(db: str | os.PathLike, env=None) -> Path:

@@ -66,7 +66,9 @@ class WarmEngine:
         self.call(lambda engine: engine.queries.embed_query("warm up"))
 
     def model(self) -> str | None:
-        return self.call(lambda engine: engine.embedder.model_id)
+        """The model of the engine held now; None before the first call or after a failed open."""
+        engine = self._engine
+        return engine.embedder.model_id if engine is not None else None
 
     def close(self) -> None:
         self._closed.set()

@@ -42,22 +42,17 @@ def status(env: dict) -> dict:
 def stop_all(folder: Path) -> None:
     """Stop every service listening in ``folder``; kill one that does not go."""
     for path in folder.glob("*.sock"):
-        pid = None
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.settimeout(10)
                 sock.connect(str(path))
-                sock.sendall(b'{"op": "status"}\n')
+                sock.sendall(b'{"op": "stop"}\n')
                 reader = sock.makefile("rb")
                 reader.readline()
                 pid = json.loads(reader.readline())["result"]["pid"]
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.connect(str(path))
-                sock.sendall(b'{"op": "stop"}\n')
-                sock.makefile("rb").read()
-        except (OSError, ValueError, KeyError):
-            pass
-        if pid and not wait_for(lambda: not alive(pid), 10):
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not wait_for(lambda: not alive(pid), 10):
             os.kill(pid, signal.SIGKILL)
 
 

@@ -13,6 +13,7 @@ import socket
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -131,6 +132,7 @@ def test_the_service_never_answers_with_a_model_other_than_the_stores(service_en
         warm, cold = cli("recall", "parse_config", env=old), cli("--no-service", "recall", "parse_config", env=old)
         assert warm.returncode == cold.returncode == 1
         assert warm.stderr == cold.stderr and "other-model" in warm.stderr and "reindex" in warm.stderr
+        assert status(old)["model"] is None  # it holds no engine on the old model any more
         # With the store's model configured, that configuration's service answers.
         found = cli("recall", "parse_config", env=new)
         assert "legs: vector + keyword" in found.stdout and "parse_config reads" in found.stdout
@@ -173,3 +175,33 @@ def test_writers_through_the_service_cold_and_in_an_editor_host_lose_nothing(ser
     report = agreement(service_env["CAPTAIN_MEMO_DB"])
     assert_consistent(report)
     assert report["memories"] == report["distinct_hashes"] == 20 and report["pending"] == 0
+
+
+def test_a_checkout_in_the_working_folder_is_not_what_the_service_runs(service_env, tmp_path):
+    """`python -m` puts the working folder first on sys.path; the service must not import from it."""
+    script = Path(sys.executable).with_name("captain-memo")
+    if not script.exists():
+        pytest.skip("needs the installed captain-memo script")
+    decoy = tmp_path / "checkout" / "captain_memo"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('the checkout in the working folder was imported')\n")
+    run = subprocess.run([str(script), "remember", "saved from inside another checkout"], cwd=decoy.parent,
+                         env={**os.environ, **service_env}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "remembered #1" in run.stdout, run.stderr
+    assert status(service_env)["requests"] >= 1
+
+
+def test_a_relative_database_path_is_the_callers(service_env, tmp_path):
+    env = {**os.environ, **{k: v for k, v in service_env.items() if k != "CAPTAIN_MEMO_DB"}}
+    env.pop("CAPTAIN_MEMO_DB", None)
+    work = tmp_path / "work"
+    work.mkdir()
+    outputs = []
+    for argv in (["remember", "kept beside the caller"], ["recall", "kept beside the caller"]):
+        done = subprocess.run([sys.executable, "-m", "captain_memo.cli", "--db", "mine.db", *argv], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert "remembered #1" in outputs[0]
+    assert "#1 [memory] kept beside the caller" in outputs[1] and "legs: vector + keyword" in outputs[1]
+    assert (work / "mine.db").exists()

@@ -6,8 +6,7 @@ import json
 import sys
 import time
 
-from captain_memo.config import db_path
-from captain_memo.gitctx import GitContext, git_context, with_overrides
+from captain_memo.paths import db_path
 
 
 def open_engine(args, embedder=None):
@@ -20,9 +19,12 @@ def warm_call(args, op: str, request: dict) -> dict | None:
     """The warm service's answer (captain_memo/service/), or None to run the command here."""
     if getattr(args, "no_service", False):
         return None
+    import os
+
     from captain_memo.service.client import call
 
-    return call(op, request, args.db or db_path())
+    # Absolute: the service runs in another folder.
+    return call(op, request, os.path.abspath(os.path.expanduser(str(args.db or db_path()))))
 
 
 def open_store(args):
@@ -44,8 +46,10 @@ def add_secrets_arg(parser) -> None:
                              "CAPTAIN_MEMO_REDACT_SECRETS=1 stores it redacted)")
 
 
-def context(args) -> GitContext:
+def context(args):
     """The caller's git context, with --project and --branch applied."""
+    from captain_memo.gitctx import git_context, with_overrides
+
     return with_overrides(git_context(), getattr(args, "project", None), getattr(args, "branch", None))
 
 

@@ -7,7 +7,8 @@ import sys
 import time
 
 from captain_memo import app
-from captain_memo.commands._common import add_context_args, add_secrets_arg, age, open_engine, parse_date, print_json, warm_call
+from captain_memo.commands._common import (add_context_args, add_secrets_arg, age, open_engine, parse_date,
+                                          print_json, warm_call)
 from captain_memo.store.models import KINDS
 
 
@@ -67,7 +68,8 @@ def remember(args) -> int:
     if args.json:
         print_json(data)
     else:
-        note = " (no vector yet: the embedder is down; keyword search finds it meanwhile)" if data["pending_vectors"] else ""
+        pending = data["pending_vectors"]
+        note = " (no vector yet: the embedder is down; keyword search finds it meanwhile)" if pending else ""
         print(f"remembered #{data['id']}{note}")
     return 0
 

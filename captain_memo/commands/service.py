@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from captain_memo.config import db_path
+    from captain_memo.paths import db_path
     from captain_memo.service.client import control
 
     db = args.db or db_path()
@@ -31,6 +31,7 @@ def run(args) -> int:
     elif args.action == "stop":
         print(f"stopped the service (pid {answer['pid']}) for {db}")
     else:
-        print(f"service pid {answer['pid']} for {answer['db']}: model {answer['model']}, {answer['requests']} "
-              f"requests, up {time.time() - answer['started']:.0f} s, exits after {answer['idle_exit_seconds']:g} s idle")
+        print(f"service pid {answer['pid']} for {answer['db']}: model {answer['model'] or 'not loaded yet'}, "
+              f"{answer['requests']} requests, up {time.time() - answer['started']:.0f} s, "
+              f"exits after {answer['idle_exit_seconds']:g} s idle")
     return 0

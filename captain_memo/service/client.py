@@ -59,7 +59,7 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None
                     _say(f"{exc}; running it here")
                     return None
                 raise CaptainMemoError(f"{exc}: it may or may not have been done (run `captain-memo recall` "
-                                       "to check)") from None
+                                       "to check; --no-service runs without the service)") from None
             finally:
                 sock.close()
     except runtime.UnsafeRuntimeError as exc:
@@ -104,7 +104,9 @@ def _start(path: Path, db, env) -> socket.socket | None:
         child = subprocess.Popen(
             [sys.executable, "-m", "captain_memo.service.server", "--socket", str(path), "--db", str(db)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=dict(env),
-            start_new_session=True)
+            # `-m` puts the working folder first on sys.path: a checkout of this project there would
+            # be imported instead of the installed package. The private folder holds no modules.
+            cwd=path.parent, start_new_session=True)
     finally:
         log.close()
     deadline = time.monotonic() + START_TIMEOUT
@@ -139,6 +141,8 @@ def _exchange(sock: socket.socket, op: str, request: dict) -> dict:
             raise _Lost(f"the service failed while running `{op}` ({exc})") from None
     if reply is None:
         raise _Lost(f"the service stopped while running `{op}`")
+    if reply.get("internal"):
+        raise _Lost(reply.get("error") or "the service failed without saying why")
     if not reply.get("ok"):
         raise CaptainMemoError(reply.get("error") or "the service failed without saying why")
     return reply["result"]

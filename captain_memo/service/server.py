@@ -120,7 +120,8 @@ class Service:
             if error is not None:
                 return {"ok": False, "error": str(error)}
             log.exception("%s failed", message.get("op"))
-            return {"ok": False, "error": f"the service failed: {type(exc).__name__}: {exc} (details in its log)"}
+            return {"ok": False, "internal": True,
+                    "error": f"the service failed: {type(exc).__name__}: {exc} (details in its log)"}
 
     # -- the requests -----------------------------------------------------------------------
 
