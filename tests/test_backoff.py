@@ -7,7 +7,6 @@ port, or comes back; the clock is the real one, with back-off periods of a fract
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -18,6 +17,7 @@ from captain_memo.embeddings.backoff import BackoffEmbedder, outage_of
 from captain_memo.engine import Engine
 from captain_memo.store import NewMemory, Store
 from embed_support import MODEL, cli, fault_server, provider_env  # noqa: F401 - fixture
+from service_support import wait_for
 
 
 @pytest.fixture
@@ -26,15 +26,6 @@ def provider(fault_server, monkeypatch):
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("CAPTAIN_MEMO_EMBED_BACKOFF", "0.4")
     return fault_server
-
-
-def wait_for(condition, seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_failing_endpoint_is_asked_once_then_skipped(provider, db_file):

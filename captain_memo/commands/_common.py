@@ -15,10 +15,22 @@ def open_engine(args, embedder=None):
     return Engine.open(args.db or db_path(), embedder)
 
 
-def warm_call(args, op: str, request: dict) -> dict | None:
-    """The warm service's answer (captain_memo/service/), or None to run the command here."""
-    if getattr(args, "no_service", False):
-        return None
+def run_request(args, op: str, request) -> dict:
+    """The answer to an app.py request (``recall``, ``remember``): from the warm service
+    (captain_memo/service/) when there is one, else computed in this process."""
+    from captain_memo import app
+
+    data = None if getattr(args, "no_service", False) else _ask_service(args, op, request.to_json())
+    if data is not None:
+        return data
+    engine = open_engine(args)
+    try:
+        return getattr(app, op)(engine, request)
+    finally:
+        engine.close()
+
+
+def _ask_service(args, op: str, request: dict) -> dict | None:
     import os
 
     from captain_memo.service.client import call

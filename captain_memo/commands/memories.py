@@ -8,7 +8,7 @@ import time
 
 from captain_memo import app
 from captain_memo.commands._common import (add_context_args, add_secrets_arg, age, open_engine, parse_date,
-                                          print_json, warm_call)
+                                          print_json, run_request)
 from captain_memo.store.models import KINDS
 
 
@@ -58,13 +58,7 @@ def remember(args) -> int:
     request = app.RememberRequest(text, os.getcwd(), kind=args.kind, title=args.title, file=args.file,
                                   line_start=start, line_end=end, created_at=parse_date(args.date),
                                   project=args.project, branch=args.branch)
-    data = warm_call(args, "remember", request.to_json())
-    if data is None:  # no service: run it here
-        engine = open_engine(args)
-        try:
-            data = app.remember(engine, request)
-        finally:
-            engine.close()
+    data = run_request(args, "remember", request)
     if args.json:
         print_json(data)
     else:

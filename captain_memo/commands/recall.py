@@ -6,7 +6,7 @@ import os
 import time
 
 from captain_memo import app
-from captain_memo.commands._common import add_context_args, age, open_engine, print_json, warm_call
+from captain_memo.commands._common import add_context_args, age, print_json, run_request
 
 FACTOR_LABELS = {"identifier": "identifier", "rare_token": "rare token", "branch": "branch",
                  "superseded": "superseded", "recency": "recency", "tide": "tide"}
@@ -27,13 +27,7 @@ def register(sub) -> None:
 def run(args) -> int:
     request = app.RecallRequest(" ".join(args.query), os.getcwd(), project=args.project, branch=args.branch,
                                 limit=args.limit, profile=args.profile, all_projects=args.all_projects)
-    data = warm_call(args, "recall", request.to_json())
-    if data is None:  # no service: run it here
-        engine = open_engine(args)
-        try:
-            data = app.recall(engine, request)
-        finally:
-            engine.close()
+    data = run_request(args, "recall", request)
     if args.json:
         print_json(data)
     else:
