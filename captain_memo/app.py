@@ -12,8 +12,8 @@ Importing this module imports no numpy, SQLite or git: the thin client builds re
 from __future__ import annotations
 
 import time
+from collections import namedtuple
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
 
 from captain_memo.errors import InputError
 
@@ -21,53 +21,42 @@ from captain_memo.errors import InputError
 ContextLookup = Callable[[str, bool], object]
 
 
-def _from_json(cls, data: dict):
-    if not isinstance(data, dict):
-        raise InputError(f"a {cls.__name__} must be a JSON object")
-    names = {f.name for f in fields(cls)}
-    unknown = set(data) - names
-    if unknown:
-        raise InputError(f"unknown fields in {cls.__name__}: {', '.join(sorted(unknown))}")
-    return cls(**data)
+class _Request:
+    """JSON in and out for the request records below. They are NamedTuples, immutable like the
+    frozen dataclasses elsewhere: the dataclasses module imports inspect (ast, dis, tokenize),
+    a fifth of what the thin client imports (`python -X importtime`)."""
 
-
-@dataclass(frozen=True)
-class RecallRequest:
-    query: str
-    cwd: str
-    project: str | None = None  # overrides the folder's repository ("none": personal notes)
-    branch: str | None = None
-    limit: int | None = None
-    profile: str | None = None
-    all_projects: bool = False
+    __slots__ = ()
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return self._asdict()
 
     @classmethod
-    def from_json(cls, data: dict) -> "RecallRequest":
-        return _from_json(cls, data)
+    def from_json(cls, data: dict):
+        if not isinstance(data, dict):
+            raise InputError(f"a {cls.__name__} must be a JSON object")
+        unknown = set(data) - set(cls._fields)
+        if unknown:
+            raise InputError(f"unknown fields in {cls.__name__}: {', '.join(sorted(unknown))}")
+        missing = [name for name in cls._fields if name not in data and name not in cls._field_defaults]
+        if missing:
+            raise InputError(f"{cls.__name__} needs {', '.join(missing)}")
+        return cls(**data)
 
 
-@dataclass(frozen=True)
-class RememberRequest:
-    text: str
-    cwd: str
-    kind: str = "memory"
-    title: str = ""
-    file: str | None = None  # as the user wrote it, relative to ``cwd`` or absolute
-    line_start: int | None = None
-    line_end: int | None = None
-    created_at: float | None = None
-    project: str | None = None
-    branch: str | None = None
+class RecallRequest(_Request, namedtuple("RecallRequest", "query cwd project branch limit profile all_projects",
+                                         defaults=(None, None, None, None, False))):
+    """A search from the folder ``cwd``; ``project`` overrides its repository ("none": personal notes)."""
 
-    def to_json(self) -> dict:
-        return asdict(self)
+    __slots__ = ()
 
-    @classmethod
-    def from_json(cls, data: dict) -> "RememberRequest":
-        return _from_json(cls, data)
+
+class RememberRequest(_Request, namedtuple(
+        "RememberRequest", "text cwd kind title file line_start line_end created_at project branch",
+        defaults=("memory", "", None, None, None, None, None, None))):
+    """A memory written from ``cwd``; ``file`` as the user wrote it, relative to ``cwd`` or absolute."""
+
+    __slots__ = ()
 
 
 def git_lookup(folder: str, fresh: bool = True):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 
 from captain_memo import __version__, commands
+from captain_memo.commands._common import configure_logging
 from captain_memo.errors import CaptainMemoError
 
 # The commands the warm service answers, and the module of each: their parser is built from that
@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="captain-memo: %(message)s",
-                        stream=sys.stderr)
+    if args.command not in THIN_COMMANDS or args.verbose:
+        configure_logging(args.verbose)  # else when a thin command runs here after all (open_engine)
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
