@@ -30,6 +30,9 @@ log = logging.getLogger("captain_memo")
 ACCEPT_POLL = 0.5  # seconds between idle checks while nobody connects
 BACKLOG = 64
 LOCK_WAIT = 30.0  # seconds a new service waits for an exiting one to finish its last requests
+# A client sends its request at once; one that connects and stays silent must not keep the
+# service from ever being idle.
+READ_TIMEOUT = 30.0
 
 
 class Service:
@@ -88,6 +91,7 @@ class Service:
 
     def _serve_one(self, conn: socket.socket) -> None:
         try:
+            conn.settimeout(READ_TIMEOUT)
             with conn, conn.makefile("rb") as reader:
                 if not same_user(conn):
                     wire.send(conn, {"ok": False, "error": "refused: the service answers its own user only"})
