@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 from captain_memo import __version__, commands
-from captain_memo.commands._common import configure_logging
 from captain_memo.errors import CaptainMemoError
+from captain_memo.terminal import EscapedStream, one_line
 
 # The commands the warm service answers, and the module of each: their parser is built from that
 # module alone, so the thin path imports nothing more (serve-embeddings' defaults import numpy).
@@ -46,19 +47,35 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class OneLineFormatter(logging.Formatter):
+    """A log record is one line, whatever file name or server answer it quotes."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return one_line(super().format(record))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    if args.command not in THIN_COMMANDS or args.verbose:
-        configure_logging(args.verbose)  # else when a thin command runs here after all (open_engine)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter("captain-memo: %(message)s"))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
+    stdout, sys.stdout = sys.stdout, EscapedStream(sys.stdout)  # stored text never reaches the terminal raw
+    try:
+        return _run(args)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args) -> int:
     try:
         return int(args.run(args) or 0)
     except CaptainMemoError as exc:
-        print(f"captain-memo: {exc}", file=sys.stderr)
+        print(f"captain-memo: {one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("captain-memo: interrupted", file=sys.stderr)
@@ -72,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         error = store_error(exc, getattr(args, "db", None) or db_path())
         if error is None:
             raise
-        print(f"captain-memo: {error}", file=sys.stderr)
+        print(f"captain-memo: {one_line(str(error))}", file=sys.stderr)
         return 1
 
 

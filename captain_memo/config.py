@@ -78,6 +78,70 @@ PROFILES: dict[str, RankConfig] = {
 }
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """The values a number setting accepts, and why: a value outside is reported and not used."""
+
+    low: float
+    high: float
+    why: str
+    low_excluded: bool = False
+
+    def refusal(self, value: float) -> str | None:
+        """Why ``value`` is refused, or None when it is accepted."""
+        below = value <= self.low if self.low_excluded else value < self.low
+        if below or value > self.high:
+            return f"must be {self.describe()}: {self.why}"
+        return None
+
+    def describe(self) -> str:
+        def number(x: float) -> str:
+            return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+        return f"{'above' if self.low_excluded else 'from'} {number(self.low)} to {number(self.high)}"
+
+
+# The range of every number setting. Ranges keep stored Tide state recoverable (a stability of 0
+# never grows again) and scores finite (weights of 1e308 gave a score of inf): every multiplier is
+# at most 100, so the product of the few a hit can get stays far from overflow. A number setting
+# not listed gets DEFAULT_BOUNDS.
+MULTIPLIER = Bounds(0, 100, "a weight beyond 100 only rescales scores, and bounded weights keep them finite")
+TIDE_RATE = Bounds(0, 100, "a Tide rate beyond 100 reaches the cap at the first surfacing")
+SHARE = Bounds(0, 1, "it is a fraction")
+STABILITY = Bounds(0.1, 36_500, "stability is in days; below 0.1 an observation sinks at once and cannot recover")
+BOUNDS: dict[str, Bounds] = {
+    "rrf_k": Bounds(0, 1_000_000, "k is added to a rank"),
+    "vector_weight": MULTIPLIER,
+    "keyword_weight": MULTIPLIER,
+    "candidates_per_leg": Bounds(1, 1_000_000, "each leg must return a candidate"),
+    "result_limit": Bounds(1, 1_000_000, "a recall returns at least one hit"),
+    "identifier_boost_step": MULTIPLIER,
+    "identifier_boost_cap": MULTIPLIER,
+    "rare_token_weight": MULTIPLIER,
+    "rare_token_min_length": Bounds(1, 1_000, "a word length"),
+    "branch_weight": MULTIPLIER,
+    "supersede_penalty": Bounds(0, 1, "a penalty: 1 leaves superseded memories where they rank"),
+    "temporal_half_life_days": Bounds(0, 36_500, "a half-life of 0 days has no meaning", low_excluded=True),
+    "temporal_floor": SHARE,
+    "temporal_top_n": Bounds(0, 1_000_000, "a number of candidates (0 switches recency off)"),
+    "tide_initial_stability": STABILITY,
+    "tide_max_stability": STABILITY,
+    "tide_age_weight": TIDE_RATE,
+    "tide_floor": SHARE,
+    "tide_growth": TIDE_RATE,
+    "tide_gain_auto": TIDE_RATE,
+    "tide_gain_search": TIDE_RATE,
+    "tide_gain_open": TIDE_RATE,
+    "tide_dormant_buoyancy": SHARE,
+    "tide_dormant_days": Bounds(0, 36_500, "an age in days"),
+}
+DEFAULT_BOUNDS = Bounds(0, 1_000_000, "a ranking constant is a finite number that is not negative")
+
+
+def bounds(name: str) -> Bounds:
+    return BOUNDS.get(name, DEFAULT_BOUNDS)
+
+
 def _parse(kind: type, raw: str):
     text = raw.strip()
     if kind is bool:
@@ -123,8 +187,9 @@ def rank_config(profile: str | None = None, env: dict | None = None) -> RankConf
         except ValueError as exc:
             _warn_once(var, env[var], str(exc), default)
             continue
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-            _warn_once(var, env[var], "negative", default)
+        refusal = None if isinstance(value, (bool, str)) else bounds(field.name).refusal(value)
+        if refusal:
+            _warn_once(var, env[var], refusal, default)
             continue
         changes[field.name] = value
     if changes.get("fusion_mode", base.fusion_mode) not in ("weighted", "rrf", "union"):

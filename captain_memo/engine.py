@@ -112,9 +112,14 @@ class Engine:
         """Store a batch with one embedding call; an exact duplicate already stored is skipped (None),
         so an interrupted import can simply be run again."""
         prepared = [self.prepare(m) for m in memories]
-        todo = [(clean, chunks) for clean, chunks in prepared
-                if not (skip_duplicates and self.store.find_by_hash(
-                    content_hash(clean.kind, clean.title, clean.body), clean.project))]
+        todo, seen = [], set()
+        for clean, chunks in prepared:
+            key = (content_hash(clean.kind, clean.title, clean.body), clean.project)
+            # A repeat within the batch counts as stored: it would be once the batch commits.
+            if skip_duplicates and (key in seen or self.store.find_by_hash(*key)):
+                continue
+            seen.add(key)
+            todo.append((clean, chunks))
         flat = [chunk for _, chunks in todo for chunk in chunks]
         vectors = self.try_embed(flat) if flat else None
         ids: dict[int, int] = {}
@@ -187,6 +192,8 @@ class Engine:
         query = validation.checked_text("query", query, MAX_QUERY_CHARS)
         if not query.strip():
             raise InputError("the query is empty")
+        if limit is not None and limit < 1:  # 0 returned the default number of hits, -1 one hit
+            raise InputError(f"the number of hits must be at least 1, not {limit}")
         cfg = cfg or rank_config(profile)
         scope = Scope(project, all_projects)
         pool, answered, failures = self.candidates(query, scope, cfg, legs)

@@ -7,8 +7,10 @@ findings unless the user allowed them or redaction is on, and returns what will 
 so the caller can warn. ``scan`` alone is there for a caller that wants to show findings its own way.
 
 The patterns are the token shapes vendors document as fixed prefixes, so a hit is rarely a false
-alarm; the generic ``password = ...`` rule skips values that are code (``os.environ[...]``,
-``self.password``, ``None``) or placeholders (``$VAR``, ``<token>``, ``***``).
+alarm, and shapes that name where a value sits (a URL's password, an Authorization header,
+``mysql -p``, an Azure connection string, a ``password = ...`` assignment), which skip values that
+are placeholders (``$VAR``, ``<token>``, ``***``) and, unquoted in an assignment, code
+(``os.environ[...]``, ``self.password``, ``None``).
 """
 
 from __future__ import annotations
@@ -18,30 +20,64 @@ import re
 from dataclasses import dataclass, replace
 
 from captain_memo.errors import InputError
+from captain_memo.terminal import one_line
 
 REDACT_ENV = "CAPTAIN_MEMO_REDACT_SECRETS"
 
-# (kind, pattern, group holding the secret). Specific shapes first: where spans overlap the first wins.
-PATTERNS: tuple[tuple[str, re.Pattern, int], ...] = (
+
+def _word(literal: str) -> str:
+    """``literal`` (fixed width) where a word starts. Spelled literal first, so the regex engine looks
+    for the literal's text and tries nothing elsewhere: a leading ``\\b`` made it try every position,
+    0.04 s per MB per pattern, which over 16 patterns was 0.6 s per MB of prose."""
+    return f"{literal}(?<!\\w{literal})"
+
+
+# (kind, pattern). The secret is group 1 of a token shape; a shape that names its value instead has
+# groups named ``value…`` (a placeholder there is no secret) and ``bare`` (an unquoted value, which
+# must also look random and not like code). Specific shapes first: where spans overlap the first wins.
+# Every repetition that could run on past a failed match is bounded, so each pattern is linear in
+# the text (scripts/bench_secrets.py).
+PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     ("private key", re.compile(
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)", re.DOTALL), 0),
-    ("AWS access key id", re.compile(r"\b((?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b"), 1),
-    ("GitHub token", re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), 1),
-    ("Slack token", re.compile(r"\b(xox[abposre]-(?=[A-Za-z0-9-]{10})(?:[A-Za-z0-9]+-)*[A-Za-z0-9]+)"), 1),
-    ("Slack webhook", re.compile(r"(https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,})"), 1),
-    ("Stripe key", re.compile(r"\b((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})\b"), 1),
+        r"(-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z))", re.DOTALL)),
+    ("AWS access key id", re.compile(rf"({_word('A')}(?:KIA|SIA|BIA|CCA)[0-9A-Z]{{16}})\b")),
+    ("GitHub token", re.compile(rf"({_word('gh')}(?:[pousr]_[A-Za-z0-9]{{36,255}}|ithub_pat_[A-Za-z0-9_]{{22,255}}))\b")),
+    # GitLab's documented prefixes: personal, OAuth, deploy, runner, CI job, trigger, feed, mail, agent, SCIM.
+    ("GitLab token", re.compile(
+        rf"({_word('gl')}(?:pat|oas|dt|rt|cbt|ptt|ft|imt|agent|soat)-[A-Za-z0-9_-]{{20,255}})(?![\w-])")),
+    ("npm token", re.compile(rf"({_word('npm_')}[A-Za-z0-9]{{36}})(?![A-Za-z0-9])")),
+    ("Slack token", re.compile(rf"({_word('xox')}[abposre]-(?=[A-Za-z0-9-]{{10}})(?:[A-Za-z0-9]+-)*[A-Za-z0-9]+)")),
+    ("Slack webhook", re.compile(r"(https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,})")),
+    ("Stripe key", re.compile(rf"({_word('[sr]k')}_(?:live|test)_[A-Za-z0-9]{{16,}})\b")),
     # sk-..., sk-proj-..., sk-ant-...: random characters, so a digit is all but certain among 20+.
-    ("OpenAI-style key", re.compile(r"(?<![\w-])(sk-(?=[\w-]*\d)[A-Za-z0-9_-]{20,})"), 1),
-    ("Google API key", re.compile(r"\b(AIza[0-9A-Za-z_-]{35})(?![\w-])"), 1),
-    ("JSON web token", re.compile(r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"), 1),
+    ("OpenAI-style key", re.compile(r"(sk-(?<![\w-]sk-)(?=[\w-]*\d)[A-Za-z0-9_-]{20,})")),
+    ("Google API key", re.compile(rf"({_word('AIza')}[0-9A-Za-z_-]{{35}})(?![\w-])")),
+    ("JSON web token", re.compile(rf"({_word('eyJ')}[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}})")),
+    # A connection string's key (base64 of 64 bytes). A bare 88-character base64 value is not flagged:
+    # package-lock.json's sha512 integrity hashes have the same shape.
+    ("Azure storage key", re.compile(
+        r"(?:Account|SharedAccess)Key[ \t]*=[ \t]*(?P<value>[A-Za-z0-9+/]{20,200}={0,2})")),
+    # scheme://user:password@host, and scheme://:password@host (Redis).
+    ("password in a URL", re.compile(
+        r"://(?<=\w://)[^\s:/@?#\[\]\"'<>]{0,256}:(?P<value>[^\s:/@?#\[\]\"'<>]{1,256})@")),
+    ("Authorization header", re.compile(
+        rf"(?i){_word('authorization')}[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token)[ \t]+"
+        r"(?P<bare>[A-Za-z0-9._~+/=-]{8,4096})")),
+    # mysql -p<password> (no space: "-p pass" would prompt, and -P is the port).
+    ("mysql password", re.compile(
+        rf"{_word('mysql')}(?:dump|admin|import|check|show|slap)?\b[^\n]{{0,200}}?[ \t]-p"
+        r"(?:'(?P<value>[^'\n]{1,256})'|\"(?P<value2>[^\"\n]{1,256})\"|(?P<value3>[^\s'\"]{1,256}))")),
     # The name may have a prefix (db_password, AWS-SECRET): it is only required not to follow a letter
     # or digit. Matching the prefix itself cost 1 s per MB of text like "a-a-a-a-..."; this, 0.1 s.
     ("password or key assignment", re.compile(
         r"(?i)(?<![a-z0-9])(?:password|passwd|pwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|"
-        r"auth[_-]?token|access[_-]?token|token|client[_-]?secret|private[_-]?key)\b[\"']?[ \t]*(?:=|:=|:)[ \t]*"
-        r"(?:\"([^\"\n\0]{4,})\"|'([^'\n\0]{4,})'|([^\s\"',;\0]{6,}))"), 0),
+        r"auth[_-]?token|access[_-]?token|token|client[_-]?secret|private[_-]?key|account[_-]?key|"
+        r"storage[_-]?key)\b[\"']?[ \t]*(?:=|:=|:)[ \t]*"
+        r"(?:\"(?P<value>[^\"\n\0]{4,})\"|'(?P<value2>[^'\n\0]{4,})'|(?P<bare>[^\s\"',;\0]{6,}))")),
 )
+VALUE_GROUPS = ("value", "value2", "value3", "bare")
+ARMOUR = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # Values that are not secrets: variables, templates, masks, our own redaction marks, and type names
 # (`token: string`).
 PLACEHOLDER = re.compile(r"^(?:[$%<{@]|\[REDACTED |\*+$|x+$|\.\.\.$|(?i:none|null|nil|true|false|changeme|password|secret|"
@@ -59,7 +95,7 @@ class Finding:
     line: int  # 1-based line of the span's start
     start: int  # character offsets of the secret itself in the scanned text
     end: int
-    preview: str  # at most a quarter of the secret's first line, then a mask
+    preview: str  # at most a quarter of the secret (a private key: its armour line), then a mask
     field: str = "text"  # text | title
 
     def describe(self) -> str:
@@ -67,24 +103,29 @@ class Finding:
         return f"{where}: {self.kind} ({self.preview})"
 
 
-def _secret_span(kind: str, match: re.Match, group: int) -> tuple[int, int] | None:
-    if kind != "password or key assignment":
-        return match.span(group)
-    number = next(i for i in (1, 2, 3) if match.group(i) is not None)
-    value = match.group(number).strip()
+def _secret_span(match: re.Match) -> tuple[int, int] | None:
+    names = match.re.groupindex
+    if not names:
+        return match.span(1)
+    name = next(n for n in VALUE_GROUPS if n in names and match.group(n) is not None)
+    value = match.group(name).strip()
     if PLACEHOLDER.match(value):
         return None
     # Unquoted, a value must look random (a digit, a symbol, or mixed case) and not like code:
     # "password: rotated monthly" is prose, "password=hunter2" is not.
-    if number == 3 and (CODE_VALUE.search(value) or not RANDOM_LOOKING.search(value)):
+    if name == "bare" and (CODE_VALUE.search(value) or not RANDOM_LOOKING.search(value)):
         return None
-    return match.span(number)
+    return match.span(name)
 
 
-def _mask(secret: str) -> str:
-    if secret.startswith("-----BEGIN"):
-        return secret.split("\n", 1)[0] + "…"  # the armour line names the key type and is not secret
-    return secret[: min(4, len(secret) // 4)] + "…"
+def preview(secret: str) -> str:
+    """At most a quarter of the secret (four characters at most), then a mask. A private key shows
+    its armour line instead: it names the key type and is not secret, and a key on one line (a
+    service account's JSON holds it with literal ``\\n``) would otherwise have no first line to stop at."""
+    armour = ARMOUR.match(secret)
+    if armour:
+        return armour.group(0) + "…"
+    return one_line(secret[: min(4, len(secret) // 4)]) + "…"  # it is printed in warnings
 
 
 def _masked(text: str, spans: list[tuple[int, int]]) -> str:
@@ -99,16 +140,21 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
 
 def scan(text: str) -> list[Finding]:
     """Every credential-looking span in ``text``, in order of position, none overlapping."""
-    found: list[Finding] = []
+    spans: list[tuple[int, int, str]] = []
     searched = text
-    for kind, pattern, group in PATTERNS:
-        spans = [span for match in pattern.finditer(searched)
-                 if (span := _secret_span(kind, match, group)) is not None]
-        for start, end in spans:
-            found.append(Finding(kind, text.count("\n", 0, start) + 1, start, end, _mask(text[start:end])))
-        if spans:
-            searched = _masked(searched, spans)
-    return sorted(found, key=lambda f: f.start)
+    for kind, pattern in PATTERNS:
+        found = [span for match in pattern.finditer(searched) if (span := _secret_span(match)) is not None]
+        spans += [(start, end, kind) for start, end in found]
+        if found:
+            searched = _masked(searched, found)
+    # Lines are counted once, in order of position: counting from the top for each finding made a
+    # .env file of 20,000 lines take 26 s instead of 0.1 s.
+    findings, line, counted = [], 1, 0
+    for start, end, kind in sorted(spans):
+        line += text.count("\n", counted, start)
+        counted = start
+        findings.append(Finding(kind, line, start, end, preview(text[start:end])))
+    return findings
 
 
 def redact(text: str) -> str:
@@ -149,8 +195,11 @@ def check(text: str, title: str = "", allow: bool = False, how_to_allow: str = "
     did not ``allow`` them; ``how_to_allow`` names the caller's way to allow (a flag, a prompt).
     Text inside ``<private>`` spans is not scanned: it is never stored.
     """
-    from captain_memo.validation import without_private
+    from captain_memo.validation import MAX_BODY_CHARS, MAX_TITLE_CHARS, checked_text, without_private
 
+    # Refused before scanning: what the engine would refuse anyway is not worth a scan.
+    checked_text("text", text, MAX_BODY_CHARS)
+    checked_text("title", title, MAX_TITLE_CHARS)
     if redaction_on(env):
         return []
     findings = [replace(f, field="title") for f in scan(without_private(title))] + scan(without_private(text))

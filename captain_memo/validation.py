@@ -10,9 +10,7 @@ from captain_memo.store.models import KINDS
 MAX_BODY_CHARS = 1_000_000
 MAX_TITLE_CHARS = 1_000
 MAX_FIELD_CHARS = 4_096
-# A span runs to its closing tag; an opening tag never closed hides the rest of the text, and a
-# closing tag never opened hides what precedes it (a span cut in two by a chunk boundary).
-PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)|\A(?:(?!<private>).)*?</private>", re.DOTALL | re.IGNORECASE)
+PRIVATE_TAG = re.compile(r"<(/?)private>", re.IGNORECASE)
 
 
 def checked_text(name: str, value: str, limit: int) -> str:
@@ -30,9 +28,40 @@ def checked_text(name: str, value: str, limit: int) -> str:
     return value
 
 
-def without_private(text: str) -> str:
-    """Drop ``<private>…</private>`` spans: they are never stored."""
-    return PRIVATE.sub("", text)
+def private_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``<private>…</private>`` spans start and end, tags included, erring on hiding more.
+
+    Tags nest: a span runs from an opening tag to the closing tag that brings the count back to
+    zero, so ``<private>A <private>B</private> C</private>`` hides C too. An opening tag never
+    closed hides the rest of the text. A closing tag never opened extends the span before it back
+    over the text between them (a nested opening tag was probably lost), or, with no span before
+    it, hides everything before it (a span cut in two by a chunk boundary).
+    """
+    spans: list[tuple[int, int]] = []
+    depth = start = 0
+    for tag in PRIVATE_TAG.finditer(text):
+        if not tag.group(1):
+            start = tag.start() if depth == 0 else start
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, tag.end()))
+        else:
+            spans.append((spans.pop()[0] if spans else 0, tag.end()))
+    if depth:
+        spans.append((start, len(text)))
+    return spans
+
+
+def without_private(text: str, keep_lines: bool = False) -> str:
+    """``text`` without its private spans: they are never stored. ``keep_lines`` leaves each span's
+    line breaks in its place, so the line numbers of what follows stay true."""
+    parts, last = [], 0
+    for start, end in private_spans(text):
+        parts += [text[last:start], "\n" * text.count("\n", start, end) if keep_lines else ""]
+        last = end
+    return "".join(parts) + text[last:]
 
 
 def checked_kind(kind: str) -> str:

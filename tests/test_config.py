@@ -20,14 +20,14 @@ def var(name: str) -> str:
     return "CAPTAIN_MEMO_" + name.upper()
 
 
-def other_value(value):
+def other_value(value, name: str = ""):
     """A valid value different from ``value``, as the environment would spell it."""
     if isinstance(value, bool):
         return (not value), ("0" if value else "1")
-    if isinstance(value, int):
-        return value + 3, str(value + 3)
-    if isinstance(value, float):
-        return value + 0.25, repr(value + 0.25)
+    step = 3 if isinstance(value, int) else 0.25
+    if isinstance(value, (int, float)):
+        changed = value + step if config.bounds(name).refusal(value + step) is None else value - step
+        return changed, str(changed) if isinstance(value, int) else repr(changed)
     modes = ["weighted", "rrf", "union"]
     new = modes[(modes.index(value) + 1) % 3]
     return new, new
@@ -47,7 +47,7 @@ def fresh_reports(monkeypatch):
 @pytest.mark.parametrize("name", FIELDS)
 def test_each_variable_overrides_alone_without_leaving_the_profile(profile, name):
     base = PROFILES[profile]
-    value, raw = other_value(getattr(base, name))
+    value, raw = other_value(getattr(base, name), name)
     cfg = rank_config(profile, env={var(name): raw})
     assert cfg == replace(base, **{name: value})
     assert cfg.profile == profile
@@ -68,6 +68,35 @@ def test_a_bad_value_is_reported_once_and_the_default_used(name, caplog):
         assert len(warnings) == 1, (raw, warnings)
         for value in (getattr(first, f.name) for f in fields(RankConfig)):
             assert not (isinstance(value, float) and not math.isfinite(value))
+
+
+NUMBERS = [name for name in FIELDS if type(getattr(PROFILES["v2"], name)) in (int, float)]
+
+
+@pytest.mark.parametrize("name", NUMBERS)
+def test_a_value_out_of_its_range_is_reported_naming_the_variable_and_why(name, caplog):
+    limits = config.bounds(name)
+    kind = type(getattr(PROFILES["v2"], name))
+    outside = [limits.high * 2 + 1, 1e308, limits.low - 1]
+    if limits.low_excluded:
+        outside.append(limits.low)
+    for value in outside:
+        raw = str(int(value)) if kind is int and value < 1e18 else repr(float(value))
+        if kind is int and "e" in raw:
+            continue
+        config._reported.clear()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="captain_memo"):
+            assert rank_config(env={var(name): raw}) == PROFILES["v2"], raw
+        [warning] = [r.getMessage() for r in caplog.records]
+        assert var(name) in warning and limits.why in warning, warning
+
+
+def test_every_profile_value_is_within_its_range():
+    """A constant without a range of its own gets the default one: finite and not negative."""
+    for name in NUMBERS:
+        for profile in PROFILES.values():
+            assert config.bounds(name).refusal(getattr(profile, name)) is None, (profile.profile, name)
 
 
 def test_the_profile_comes_from_the_environment(monkeypatch):
@@ -152,3 +181,57 @@ def test_the_configuration_table_lists_every_variable_with_its_profile_values():
                   "CAPTAIN_MEMO_EMBED_URL", "CAPTAIN_MEMO_EMBED_MODEL", "CAPTAIN_MEMO_EMBED_API_KEY",
                   "CAPTAIN_MEMO_EMBED_BATCH_SIZE", "CAPTAIN_MEMO_EMBED_TIMEOUT", "CAPTAIN_MEMO_EMBED_ENCODING"):
         assert f"`{other}`" in text, other
+
+
+# -- settings and stored Tide state ---------------------------------------------------------------
+
+
+def test_a_stability_setting_of_zero_never_reaches_the_store(db_file, hash_embedder, monkeypatch):
+    """CAPTAIN_MEMO_TIDE_MAX_STABILITY=0 or ..._INITIAL_STABILITY=0 wrote S = 0, which no later
+    setting could raise again: the observation stayed at the Tide floor for good."""
+    from captain_memo.engine import Engine
+    from captain_memo.ranking.lifecycle import MIN_STABILITY
+    from captain_memo.store import NewMemory, Store
+
+    monkeypatch.setenv(var("tide_max_stability"), "0")
+    monkeypatch.setenv(var("tide_initial_stability"), "0")
+    engine = Engine(Store(db_file), hash_embedder)
+    try:
+        memory_id = engine.remember(NewMemory(body="the staging database restarts nightly", kind="observation"))
+        assert engine.store.get(memory_id).stability == PROFILES["v2"].tide_initial_stability
+        engine.show(memory_id)
+        assert engine.store.get(memory_id).stability > PROFILES["v2"].tide_initial_stability >= MIN_STABILITY
+    finally:
+        engine.close()
+
+
+def test_a_stored_stability_of_zero_grows_again_under_the_defaults(engine):
+    from captain_memo.store import NewMemory
+
+    memory_id = engine.remember(NewMemory(body="the nightly job emails the team", kind="observation"))
+    with engine.store.write() as conn:  # what a version that accepted 0 left behind
+        conn.execute("UPDATE memories SET stability = 0 WHERE id = ?", (memory_id,))
+    engine.show(memory_id)
+    engine.show(memory_id)
+    assert engine.store.get(memory_id).stability > 0.1
+
+
+def test_huge_weights_never_give_an_infinite_score(engine, monkeypatch):
+    from captain_memo.store import NewMemory
+
+    for text in ("deploy the billing service on main", "billing deploys wait for the freeze", "deploy checklist"):
+        engine.remember(NewMemory(body=text, kind="observation", branch="main"))
+    for name in ("vector_weight", "keyword_weight", "branch_weight", "rare_token_weight", "identifier_boost_cap",
+                 "identifier_boost_step"):
+        monkeypatch.setenv(var(name), "1e308")
+    result = engine.recall("deploy billing_service", branch="main", all_projects=True)
+    assert result.hits and all(math.isfinite(hit.score) for hit in result.hits)
+
+
+def test_the_configuration_page_lists_every_range():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "doc" / "configuration.md").read_text(encoding="utf-8")
+    for name in NUMBERS:
+        limits = config.bounds(name)
+        assert f"| `{var(name)}` | {limits.describe()} | {limits.why} |" in doc, name

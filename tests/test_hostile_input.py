@@ -309,6 +309,10 @@ def test_oversized_fields_are_refused_naming_the_limit(engine, field, make, limi
     ("a <PRIVATE>multi\nline\nsecret</Private> b", "a  b"),
     ("x <private>1</private> y <private>2</private> z", "x  y  z"),
     ("kept <private>an opening tag never closed hides the rest", "kept "),
+    ("public <private>A <private>B</private> C secret</private> end", "public  end"),
+    ("public <private>A</private> B secret </private> end", "public  end"),
+    ("x <private>1</private> y <private>2 <private>3</private> z", "x  y "),
+    ("a secret</private> b </private> c", " c"),
 ])
 def test_private_spans_are_never_stored_or_indexed(engine, body, stored):
     memory_id = engine.remember(NewMemory(body=body, title="t <private>title secret</private>"))
@@ -327,6 +331,26 @@ def test_private_spans_in_given_chunks_are_removed(engine):
                                           chunks=("## Deploy\nthe token is <private>abc", "rotated</private> daily")))
     texts = [c.text for c in engine.store.chunks_of(memory_id)]
     assert texts == ["## Deploy\nthe token is ", " daily"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<private>", "</private>", "<PRIVATE>", "kept ", "\n"]), max_size=12))
+def test_nothing_between_a_first_opening_tag_and_its_last_matching_close_is_kept(pieces):
+    """Whatever the nesting or order of tags, no text inside an opened span survives (counting
+    nested tags), no tag survives, and blanking line for line keeps every line break."""
+    from captain_memo.validation import without_private
+
+    marked = [piece if "private" in piece.lower() or piece != "kept " else f"k{i} " for i, piece in enumerate(pieces)]
+    text = "".join(marked)
+    kept = without_private(text)
+    assert "private>" not in kept.lower()
+    depth = 0
+    for i, piece in enumerate(marked):
+        lowered = piece.lower()
+        depth += (lowered == "<private>") - (lowered == "</private>" and depth > 0)
+        if piece.startswith("k") and depth > 0:
+            assert piece not in kept, (text, kept)
+    assert without_private(text, keep_lines=True).count("\n") == text.count("\n")
 
 
 def test_only_private_text_is_refused_as_empty(engine):

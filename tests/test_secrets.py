@@ -147,3 +147,94 @@ def test_cli_remember_refuses_then_allows_then_redacts(tmp_path):
     assert code == 0, err
     code, out, err = cli("show", "--json", "2")
     assert json.loads(out)["body"] == "deploy with [REDACTED AWS access key id] again"
+
+
+# Shapes named by their value: (kind, text, the secret inside it).
+VALUE_SHAPES = [
+    ("password in a URL", "DATABASE_URL=postgres://app:" + "s3cretPass" + "@db.internal:5432/app", "s3cretPass"),
+    ("password in a URL", "clone https://deploy:" + "hunter2" + "@git.example.org/repo.git", "hunter2"),
+    ("password in a URL", "cache at redis://:" + "p4ssw0rd" + "@10.0.0.5:6379/0", "p4ssw0rd"),
+    ("Authorization header", "curl -H 'Authorization: Bearer " + ALNUM[:20] + "' https://api", ALNUM[:20]),
+    ("Authorization header", "Authorization: Basic " + "dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+    ("GitLab token", "export GL_TOKEN=" + "glpat-" + ALNUM[:20], "glpat-" + ALNUM[:20]),
+    ("npm token", "//registry.npmjs.org/:_authToken=" + "npm_" + ALNUM + "abcd", "npm_" + ALNUM + "abcd"),
+    ("Azure storage key", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + ALNUM * 2 + "abcdefghijklmnopqrstuv=="
+     + ";EndpointSuffix=core.windows.net", ALNUM * 2 + "abcdefghijklmnopqrstuv=="),
+    ("mysql password", "mysql -u root -p" + "Tr0ub4dor" + " shop < dump.sql", "Tr0ub4dor"),
+    ("mysql password", "mysqldump -uadmin -p'" + "pa ss" + "' shop", "pa ss"),
+]
+ORDINARY = [
+    "postgres://localhost:5432/app", "https://example.com/path?q=1#top", "git@github.com:org/repo.git",
+    "ssh://git@github.com:22/org/repo", "mail jane@example.com", "postgres://app:${DB_PASSWORD}@db/app",
+    "https://user:password@host/ is the form of a URL with a password", "http://[::1]:8080/health",
+    "the Authorization header carries a bearer token", "Authorization: Bearer $TOKEN",
+    "mysql -u root -p shop", "mysql -h db -P 3306 shop", "npm_config_cache=/tmp/npm", "npm install --save-dev",
+    '"integrity": "sha512-' + ALNUM * 2 + 'abcdefghijklmnopqrstuv=="', "glpat tokens expire after a year",
+    "for (i = 0; i < n; i++) { total += price[i]; }", "SELECT * FROM users WHERE id = :id",
+    "ratio = a:b@c", "See RFC 3986 for user:pass@host URLs.",
+]
+
+
+@pytest.mark.parametrize("kind, text, secret", VALUE_SHAPES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(VALUE_SHAPES)])
+def test_each_common_credential_shape_is_found(kind, text, secret):
+    found = secrets.scan("notes\n" + text)
+    assert [(f.kind, f.line) for f in found] == [(kind, 2)]
+    assert ("notes\n" + text)[found[0].start: found[0].end] == secret
+    assert secret not in found[0].describe()
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_urls_headers_commands_and_code_are_not_flagged(text):
+    assert secrets.scan(text) == []
+
+
+def test_a_private_key_on_one_line_shows_only_its_armour():
+    """A service account's JSON holds the PEM block on one line, with literal backslash-n."""
+    body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" + ALNUM * 3
+    text = ('{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n' + body
+            + '\\n-----END PRIVATE KEY-----\\n", "client_email": "bot@project.iam.gserviceaccount.com"}')
+    [found] = secrets.scan(text)
+    assert found.kind == "private key"
+    assert found.preview == "-----BEGIN PRIVATE KEY-----…"
+    assert body[:8] not in found.describe()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([*TOKENS.values(), *(secret for _, _, secret in VALUE_SHAPES)]), st.text(max_size=20))
+def test_a_preview_shows_at_most_a_quarter_of_the_secret(token, noise):
+    for f in secrets.scan(noise + " " + token + " " + noise):
+        shown = f.preview.removesuffix("…")
+        secret = (noise + " " + token + " " + noise)[f.start: f.end]
+        if not secrets.ARMOUR.fullmatch(shown):
+            assert len(shown) <= len(secret) // 4 and secret.startswith(shown)
+
+
+class CountingText(str):
+    """Text that adds up how many characters ``count`` was asked to look at."""
+
+    looked_at = 0
+
+    def count(self, sub, start=0, end=None):
+        end = len(self) if end is None else end
+        CountingText.looked_at += max(0, end - start)
+        return super().count(sub, start, end)
+
+
+def test_line_numbers_are_counted_in_one_pass():
+    """A per-finding count from the top made 20,000 .env lines take 26 s (doc/reliability.md)."""
+    text = CountingText("".join(f"SERVICE_{n}_PASSWORD=h{n:07d}Xq9\n" for n in range(3000)))
+    CountingText.looked_at = 0
+    found = secrets.scan(text)
+    assert len(found) == 3000 and found[-1].line == 3000
+    assert CountingText.looked_at <= len(text)
+
+
+def test_text_over_the_size_limit_is_refused_before_it_is_scanned(monkeypatch):
+    def no_scan(text):
+        raise AssertionError("scanned text that is refused anyway")
+
+    monkeypatch.setattr(secrets, "scan", no_scan)
+    with pytest.raises(InputError, match="the limit is 1,000,000"):
+        secrets.check("password=hunter2x\n" * 60_000, env={})
+    with pytest.raises(InputError, match="title is"):
+        secrets.check("fine", title="t" * 1001, env={})

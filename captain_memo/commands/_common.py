@@ -9,19 +9,9 @@ import time
 from captain_memo.paths import db_path
 
 
-def configure_logging(verbose: bool = False) -> None:
-    """Library log lines on stderr as ``captain-memo: ...``. Called only once logging can happen:
-    importing logging is ~10% of the thin path's own time (`python -X importtime`)."""
-    import logging
-
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="captain-memo: %(message)s",
-                        stream=sys.stderr)
-
-
 def open_engine(args, embedder=None):
     from captain_memo.engine import Engine
 
-    configure_logging(getattr(args, "verbose", False))
     return Engine.open(args.db or db_path(), embedder)
 
 
@@ -52,7 +42,6 @@ def _ask_service(args, op: str, request: dict) -> dict | None:
 def open_store(args):
     from captain_memo.store import Store
 
-    configure_logging(getattr(args, "verbose", False))
     return Store(args.db or db_path())
 
 

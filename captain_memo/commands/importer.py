@@ -5,50 +5,43 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from captain_memo.commands._common import add_context_args, context, open_engine, parse_date
+from captain_memo.commands._common import add_context_args, context, open_engine
 from captain_memo.errors import InputError
-from captain_memo.jsonl import parse_lines
 from captain_memo.progress import Progress
-from captain_memo.store import NewMemory, Source
+from captain_memo.records import read_import
+from captain_memo.store import NewMemory
 
 BATCH = 32
 
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="import memories from a JSON-lines file",
-                       description="One JSON object a line: kind, title, text, created_at, branch, source "
-                                   "(a path string or an object with path, line_start, line_end, commit). "
+                       description="One JSON object a line: kind, title, text, created_at, branch, project, tags, "
+                                   "source (a path string or an object with path, line_start, line_end, commit). "
+                                   "Every line is checked first; a line that cannot be stored is named with its "
+                                   "number and reason and the others are imported (--strict: then none are). "
                                    "Rerunning skips what is already stored.")
     p.add_argument("file", help="the .jsonl file ('-' for stdin)")
+    p.add_argument("--strict", action="store_true", help="import nothing if any line is refused")
     add_context_args(p, branch=False)
     p.set_defaults(run=run)
 
 
-def memory_from_record(record: dict, where: str, project: str | None) -> NewMemory:
-    if not isinstance(record, dict):
-        raise InputError(f"{where}: expected a JSON object")
-    text = record.get("text") or record.get("body")
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"{where}: 'text' is missing or empty")
-    source = record.get("source")
-    if isinstance(source, dict):
-        src = Source(path=source.get("path"), line_start=source.get("line_start"), line_end=source.get("line_end"),
-                     commit=source.get("commit"), origin="import", filetype=source.get("filetype"))
-    else:
-        src = Source(path=source if isinstance(source, str) else None, origin="import")
-    created = record.get("created_at")
-    created_at = float(created) if isinstance(created, (int, float)) else parse_date(created)
-    return NewMemory(body=text, kind=record.get("kind") or "memory", title=record.get("title") or "",
-                     project=record.get("project", project), branch=record.get("branch"), source=src,
-                     created_at=created_at, tags=tuple(record.get("tags") or ()))
+def read_lines(path: str) -> list[str]:
+    # Split on newlines only: str.splitlines() also splits on U+2028 and other separators that a
+    # JSON string may hold raw, which cut a valid record in two and shifted every line number after it.
+    try:
+        return (sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")).split("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}") from None
 
 
 def read_records(path: str, project: str | None) -> list[NewMemory]:
-    try:
-        lines = (sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")).splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
-    return [memory_from_record(record, where, project) for where, record in parse_lines(lines, path)]
+    """Every record of the file, or InputError naming each line that cannot be stored."""
+    found = read_import(read_lines(path), project)
+    if found.refused:
+        raise InputError("; ".join(r.describe(path) for r in found.refused))
+    return list(found.memories)
 
 
 def import_memories(engine, memories: list[NewMemory], label: str = "importing") -> tuple[int, int]:
@@ -67,13 +60,20 @@ def import_memories(engine, memories: list[NewMemory], label: str = "importing")
 
 def run(args) -> int:
     project = context(args).project if args.project is not None else None
-    memories = read_records(args.file, project)
+    name = "stdin" if args.file == "-" else args.file
+    found = read_import(read_lines(args.file), project)
+    for refused in found.refused:
+        print(f"captain-memo: {refused.describe(name)}", file=sys.stderr)
+    if found.refused and args.strict:
+        raise InputError(f"nothing was imported (--strict): {len(found.refused)} of "
+                         f"{len(found.refused) + len(found.memories)} records refused")
     engine = open_engine(args)
     try:
-        added, skipped = import_memories(engine, memories)
+        added, skipped = import_memories(engine, list(found.memories))
         pending = engine.store.counts()["pending_vectors"]
     finally:
         engine.close()
     print(f"imported {added} memories, {skipped} already present"
-          + (f"; {pending} chunks wait for a vector" if pending else ""))
-    return 0
+          + (f"; {pending} chunks wait for a vector" if pending else "")
+          + (f"; {len(found.refused)} lines refused" if found.refused else ""))
+    return 1 if found.refused else 0

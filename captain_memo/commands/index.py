@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from captain_memo.commands._common import open_engine, print_json
+from captain_memo.terminal import one_line
 
 
 def register(sub) -> None:
@@ -49,13 +50,13 @@ def run(args) -> int:
         print_json({"notes": report.to_json(), "git": history.to_json() if history else None})
         return 0
     for path, reason in report.skipped_files:
-        print(f"skipped {path}: {reason}")
+        print(f"skipped {one_line(str(path))}: {one_line(reason)}")
     for path, message in report.warnings:
-        print(f"note {path}: {message}")
+        print(f"note {one_line(str(path))}: {one_line(message)}")
     print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)")
     if history is not None:
         for sha, message in history.warnings:
-            print(f"note {'' if sha == 'embedder' else 'commit '}{sha}: {message}")
+            print(f"note {'' if sha == 'embedder' else 'commit '}{one_line(sha)}: {one_line(message)}")
         print(f"git: {history.indexed} new commits · {history.unchanged} already stored · "
               f"{history.skipped} merge or empty skipped ({history.chunks_embedded} chunks embedded)")
     return 0

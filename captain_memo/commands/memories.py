@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -10,6 +11,7 @@ from captain_memo import app
 from captain_memo.commands._common import (add_context_args, add_secrets_arg, age, open_engine, parse_date,
                                           print_json, run_request)
 from captain_memo.store.models import KINDS
+from captain_memo.terminal import block, one_line
 
 
 def register(sub) -> None:
@@ -42,10 +44,17 @@ def register(sub) -> None:
 
 
 def _lines(text: str | None) -> tuple[int | None, int | None]:
+    """``--lines 10`` or ``--lines 10-24``: line numbers from 1, the second not before the first."""
+    from captain_memo.errors import InputError
+    from captain_memo.records import MAX_LINE
+
     if not text:
         return None, None
-    start, _, end = text.partition("-")
-    return int(start), int(end or start)
+    found = re.fullmatch(r"\s*(\d{1,10})\s*(?:-\s*(\d{1,10})\s*)?", text)
+    start, end = (int(found[1]), int(found[2] or found[1])) if found else (0, 0)
+    if not 1 <= start <= end <= MAX_LINE:
+        raise InputError(f"--lines {text!r}: give a line or a range of lines from 1, like 10 or 10-24")
+    return start, end
 
 
 def remember(args) -> int:
@@ -86,13 +95,13 @@ def show(args) -> int:
     if args.json:
         print_json(memory_json(m))
         return 0
-    print(f"#{m.id} [{m.kind}] {m.display_title}")
+    print(f"#{m.id} [{m.kind}] {one_line(m.display_title)}")
     meta = [f"{age(time.time() - m.created_at)} old", m.branch and f"branch {m.branch}", m.source.describe()]
     if m.superseded_by:
         meta.append(f"superseded by #{m.superseded_by}")
-    print("   " + " · ".join(x for x in meta if x))
+    print("   " + one_line(" · ".join(x for x in meta if x)))
     print()
-    print(m.body)
+    print(block(m.body))
     return 0
 
 
@@ -114,7 +123,7 @@ def supersede(args) -> int:
         if args.list:
             for m in engine.store.superseded():
                 how = "auto" if m[2] else "manual"
-                print(f"#{m[0]} superseded by #{m[1]} ({how}): {m[3]}")
+                print(f"#{m[0]} superseded by #{m[1]} ({how}): {one_line(m[3])}")
             return 0
         if args.undo is not None:
             engine.unsupersede(args.undo)

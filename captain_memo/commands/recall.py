@@ -7,6 +7,7 @@ import time
 
 from captain_memo import app
 from captain_memo.commands._common import add_context_args, age, print_json, run_request
+from captain_memo.terminal import one_line
 
 FACTOR_LABELS = {"identifier": "identifier", "rare_token": "rare token", "branch": "branch",
                  "superseded": "superseded", "recency": "recency", "tide": "tide"}
@@ -43,7 +44,7 @@ def explain_lines(hit: dict) -> list[str]:
     lines = [f"      vector {num(trace['vector'])}  keyword {num(trace['keyword'])}  fused {trace['fused']:.3f}"]
     product = f"{trace['fused']:.3f}"
     for f in trace["factors"]:
-        detail = f" ({f['detail']})" if f["detail"] else ""
+        detail = f" ({one_line(f['detail'])})" if f["detail"] else ""
         lines.append(f"      x {f['value']:.3f} {FACTOR_LABELS.get(f['name'], f['name'])}{detail}")
         product += f" x {f['value']:.3f}"
     lines.append(f"      = {product} = {hit['score']:.3f}")
@@ -58,7 +59,7 @@ def render(result: dict, explain: bool = False) -> str:
         src = hit["source"]
         meta = " ".join(x for x in (age(now - hit["created_at"]), hit["branch"] and f"@{hit['branch']}",
                                     src["label"]) if x)
-        lines.append(f"{hit['rank']:>2}. {hit['score']:.3f}  #{hit['id']} [{hit['kind']}] {hit['title']}  ({meta})")
+        lines.append(f"{hit['rank']:>2}. {hit['score']:.3f}  #{hit['id']} [{hit['kind']}] {one_line(hit['title'])}  ({one_line(meta)})")
         if explain:
             lines.extend(explain_lines(hit))
     if not result["hits"]:
@@ -66,7 +67,7 @@ def render(result: dict, explain: bool = False) -> str:
     legs = " + ".join(result["legs"])
     footer = f"profile {result['profile']} · legs: {legs} · {result['elapsed_ms']:.0f} ms"
     if result["failures"]:
-        failed = "; ".join(f"{leg} leg failed: {why}" for leg, why in result["failures"].items())
+        failed = "; ".join(f"{leg} leg failed: {one_line(why)}" for leg, why in result["failures"].items())
         footer += f"\nwarning: only the {legs} leg answered ({failed})"
     lines.append(footer)
     return "\n".join(lines)

@@ -6,10 +6,11 @@ looked at it this month. Only observations move.
 
 from __future__ import annotations
 
-from captain_memo.config import RankConfig
+from captain_memo.config import STABILITY, RankConfig
 from captain_memo.ranking.candidates import Candidate, by_score
 
 DAY = 86400.0
+MIN_STABILITY = STABILITY.low  # days: the lowest CAPTAIN_MEMO_TIDE_*_STABILITY accepts
 
 
 def recency_factor(age_days: float | None, cfg: RankConfig) -> float:
@@ -47,8 +48,11 @@ def tide_multiplier(age_days: float, stability: float, cfg: RankConfig) -> float
 
 
 def strengthened(stability: float, gain: float, cfg: RankConfig) -> float:
-    """Stability after a surfacing with gain g: ``min(cap, S × (1 + growth × g × cap / (cap + S)))``."""
-    cap = cfg.tide_max_stability
+    """Stability after a surfacing with gain g: ``min(cap, S × (1 + growth × g × cap / (cap + S)))``,
+    never below MIN_STABILITY: S only ever grows by a factor, so a stability of 0 (written by
+    versions that accepted a cap or an initial value of 0) would stay 0 under any settings."""
+    cap = max(cfg.tide_max_stability, MIN_STABILITY)
+    stability = max(stability, MIN_STABILITY)
     return min(cap, stability * (1.0 + cfg.tide_growth * gain * cap / (cap + stability)))
 
 

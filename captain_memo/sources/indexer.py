@@ -30,7 +30,7 @@ from captain_memo.sources.folders import (Folder, folder_of, is_note, note_files
 from captain_memo.sources.report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
 from captain_memo.store import NewMemory, Source
-from captain_memo.validation import PRIVATE
+from captain_memo.validation import without_private
 
 log = logging.getLogger("captain_memo")
 KEY_PREFIX = "file:"
@@ -269,7 +269,7 @@ class _Run:
     def _plan_sections(self, folder: Folder, file: Path, where: str, kind: str,
                        text: str) -> tuple[list[Planned], int]:
         # Private spans are blanked line for line so every line number stays true.
-        text = PRIVATE.sub(lambda m: "\n" * m.group().count("\n"), text)
+        text = without_private(text, keep_lines=True)
         note = markdown.parse(text, file.stem)
         if note.front.date_error:
             self.tally.warnings.append((where, f"front matter date {note.front.date_error!r} is not an ISO date; "

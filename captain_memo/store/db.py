@@ -131,6 +131,15 @@ def _m002_vector_changes(conn) -> None:
 MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes)]
 
 
+def _not_a_folder(path: Path) -> str | None:
+    """Why a database cannot be created under ``path``'s folder when one of its folders is a file
+    (CAPTAIN_MEMO_HOME set to a file said only "File exists")."""
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is a file, not a folder"
+    return None
+
+
 class Database:
     """One database file; a connection per thread, opened on first use in that thread."""
 
@@ -152,7 +161,7 @@ class Database:
                 fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
                 os.close(fd)
         except OSError as exc:
-            raise StoreError(f"cannot create the database {self.path}: {exc.strerror}") from None
+            raise StoreError(f"cannot create the database {self.path}: {_not_a_folder(self.path) or exc.strerror}") from None
 
     @property
     def conn(self):

@@ -13,6 +13,9 @@ from captain_memo.errors import NotFoundError
 from captain_memo.store.db import Database
 from captain_memo.store.models import Chunk, Memory, NewMemory, Source
 
+# What SQLite can bind: a larger id raised OverflowError; no memory can have it.
+SQLITE_INTEGERS = range(-2**63, 2**63)
+
 MEMORY_COLUMNS = (
     "id, kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end, "
     "source_commit, origin, filetype, content_hash, superseded_by, stability, last_surfaced, opened_in_full, "
@@ -109,7 +112,7 @@ class Store(Database):
 
     def delete(self, memory_id: int) -> None:
         with self.write() as conn:
-            if conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is None:
+            if not self._exists(conn, memory_id):
                 raise NotFoundError(f"no memory with id {memory_id}")
             self._delete_chunks(conn, memory_id)
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
@@ -137,7 +140,7 @@ class Store(Database):
     def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> None:
         with self.write() as conn:
             for mid in (old_id, new_id):
-                if mid is not None and conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is None:
+                if mid is not None and not self._exists(conn, mid):
                     raise NotFoundError(f"no memory with id {mid}")
             conn.execute("UPDATE memories SET superseded_by = ?, supersede_auto = ? WHERE id = ?",
                          (new_id, int(automatic and new_id is not None), old_id))
@@ -152,8 +155,15 @@ class Store(Database):
 
     # -- reading -------------------------------------------------------------------------
 
+    @staticmethod
+    def _exists(conn, memory_id: int) -> bool:
+        return memory_id in SQLITE_INTEGERS and conn.execute(
+            "SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is not None
+
     def get(self, memory_id: int) -> Memory:
-        row = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        row = None
+        if memory_id in SQLITE_INTEGERS:
+            row = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no memory with id {memory_id}")
         return memory_from_row(row)

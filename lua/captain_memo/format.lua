@@ -25,9 +25,54 @@ function M.age(days)
   return ("%.0fy"):format(days / 365)
 end
 
-local function flat(text)
-  return (tostring(text or ""):gsub("%s+", " "))
+local SHORT = { ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
+
+local function code_point(n)
+  return ("\\u%04x"):format(n)
 end
+
+---`text` with every control character written as an escape, as the CLI prints it: C0, DEL, C1
+---(U+0080..U+009F) and the line and paragraph separators. A stored title or file name can hold
+---a line break (a buffer line cannot) or an escape sequence; `keep_tabs` is for a body's lines.
+---@param text any
+---@param keep_tabs boolean|nil
+---@return string
+function M.escaped(text, keep_tabs)
+  local out = tostring(text or ""):gsub("[%z\1-\31\127]", function(c)
+    if keep_tabs and c == "\t" then
+      return c
+    end
+    return SHORT[c] or code_point(c:byte())
+  end)
+  out = out:gsub("\194([\128-\159])", function(b)
+    return code_point(b:byte())
+  end)
+  out = out:gsub("\226\128([\168\169])", function(b)
+    return code_point(0x2000 + b:byte() - 128)
+  end)
+  return out
+end
+
+---`text` on one line: runs of white space as one space, other control characters escaped.
+---@param text any
+---@return string
+function M.flat(text)
+  return M.escaped((tostring(text or ""):gsub("%s+", " ")))
+end
+
+---A body as buffer lines: a Windows line ending is a line ending; a lone carriage return and
+---other control characters are escaped, tabs kept.
+---@param text string|nil
+---@return string[]
+function M.body_lines(text)
+  local lines = vim.split((tostring(text or ""):gsub("\r\n", "\n")), "\n", { plain = true })
+  for i, line in ipairs(lines) do
+    lines[i] = M.escaped(line, true)
+  end
+  return lines
+end
+
+local flat = M.flat
 
 ---`text` cut to `width` display cells, with an ellipsis when cut.
 ---@param text string
@@ -68,7 +113,7 @@ function M.hit_line(hit, width)
   local left = rank .. "  " .. score .. "  " .. pad(kind, 5) .. "  "
   local right_parts = {
     { M.age(hit.age_days), "CaptainMemoAge" },
-    { hit.branch or "", "CaptainMemoBranch" },
+    { flat(hit.branch), "CaptainMemoBranch" },
     { flat(hit.source and hit.source.label or ""), "CaptainMemoSource" },
   }
   local room = width - vim.fn.strdisplaywidth(left)
@@ -133,10 +178,10 @@ function M.preview(hit)
   local src = hit.source or {}
   local meta = { hit.kind, "#" .. hit.id }
   if hit.branch then
-    meta[#meta + 1] = hit.branch
+    meta[#meta + 1] = flat(hit.branch)
   end
   if src.label and src.label ~= "" then
-    meta[#meta + 1] = src.label
+    meta[#meta + 1] = flat(src.label)
   end
   meta[#meta + 1] = M.age(hit.age_days)
   local lines = { flat(hit.title), table.concat(meta, " · ") }
@@ -144,7 +189,7 @@ function M.preview(hit)
     lines[#lines + 1] = ("superseded by #%d"):format(hit.superseded_by)
   end
   lines[#lines + 1] = ""
-  vim.list_extend(lines, vim.split(hit.text or "", "\n", { plain = true }))
+  vim.list_extend(lines, M.body_lines(hit.text))
   return lines
 end
 
@@ -203,7 +248,7 @@ function M.explanation(hit, profile)
       return
     end
     for _, f in ipairs(fired[name]) do
-      row("× " .. label, number(f.value), f.detail or "")
+      row("× " .. label, number(f.value), flat(f.detail))
       product_parts[#product_parts + 1] = number(f.value)
     end
   end

@@ -101,7 +101,7 @@ local function win_config(g, kind)
   }
   if kind == "results" then
     config.row, config.height = g.row, g.height
-    local query = view.query and (view.query:gsub("%s+", " "))
+    local query = view.query and format.flat(view.query)
     local title = query and (" Captain Memo: " .. format.truncate(query, g.width - 20) .. " ") or " Captain Memo "
     if g.border > 0 then
       config.title, config.title_pos = title, "left"
@@ -269,8 +269,8 @@ local function show_memory(memory)
   if memory.source and memory.source.label then
     meta[#meta + 1] = memory.source.label
   end
-  local lines = { "# " .. (memory.title or ""), "", "<!-- " .. table.concat(meta, " · ") .. " -->", "" }
-  vim.list_extend(lines, vim.split(memory.body or "", "\n", { plain = true }))
+  local lines = { "# " .. format.flat(memory.title), "", "<!-- " .. format.flat(table.concat(meta, " · ")) .. " -->", "" }
+  vim.list_extend(lines, format.body_lines(memory.body))
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].filetype = "markdown"
@@ -315,9 +315,9 @@ function M.supersede_selected()
     return
   end
   vim.ui.select(others, {
-    prompt = ("#%d %s is superseded by:"):format(hit.id, hit.title),
+    prompt = ("#%d %s is superseded by:"):format(hit.id, format.flat(hit.title)),
     format_item = function(h)
-      return ("#%d %s"):format(h.id, h.title)
+      return ("#%d %s"):format(h.id, format.flat(h.title))
     end,
   }, function(choice)
     if not choice then
@@ -342,7 +342,7 @@ function M.forget_selected()
   if not hit then
     return
   end
-  vim.ui.select({ "Forget it", "Keep it" }, { prompt = ("Forget #%d %s?"):format(hit.id, hit.title) }, function(_, idx)
+  vim.ui.select({ "Forget it", "Keep it" }, { prompt = ("Forget #%d %s?"):format(hit.id, format.flat(hit.title)) }, function(_, idx)
     if idx ~= 1 then
       return
     end
@@ -355,7 +355,7 @@ function M.forget_selected()
           M.render(false)
         end
         require("captain_memo.ambient").forget_cache()
-        log.info(("forgot #%d %s"):format(hit.id, hit.title))
+        log.info(("forgot #%d %s"):format(hit.id, format.flat(hit.title)))
       end,
     })
   end)

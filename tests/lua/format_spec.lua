@@ -98,4 +98,42 @@ test("a leg that did not find the hit is shown as absent, not zero", function()
   H.truthy(lines[2]:find("not found by the vector leg", 1, true), lines[2])
 end)
 
+local OSC52 = "\27]52;c;aGVsbG8=\7" -- writes "hello" to the clipboard of many terminals
+local CONTROL = "[%z\1-\8\10-\31\127]"
+
+local function hostile()
+  return hit({
+    title = "deploy" .. OSC52 .. "\nforged line",
+    branch = "main\nforged",
+    text = "steps\r\nsecond\27[2J line\rback\tend\194\155x",
+    source = { label = "ops/run\nbook.md\27[31m" },
+    explain = { factors = { { name = "branch", value = 1.1, detail = "main\nforged" } } },
+  })
+end
+
+test("stored control characters are shown as escapes, never sent raw", function()
+  local line = format.hit_line(hostile(), 200)
+  H.eq(line:find(CONTROL), nil, line)
+  H.truthy(line:find("deploy\\u001b]52;c;aGVsbG8=\\u0007 forged line", 1, true), line)
+  local preview = format.preview(hostile())
+  for _, l in ipairs(preview) do
+    H.eq(l:find(CONTROL), nil, l)
+    H.eq(l:find("\194\155", 1, true), nil, l)
+  end
+  H.eq(vim.list_slice(preview, #preview - 1), { "steps", "second\\u001b[2J line\\rback\tend\\u009bx" })
+  for _, l in ipairs(format.explanation(hostile(), "v2")) do
+    H.eq(l:find(CONTROL), nil, l)
+  end
+end)
+
+test("a title, branch or source with a line break fits in a buffer line", function()
+  local buf = vim.api.nvim_create_buf(false, true)
+  local lines = { (format.hit_line(hostile(), 120)) }
+  vim.list_extend(lines, format.preview(hostile()))
+  vim.list_extend(lines, (format.explanation(hostile(), "v2")))
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines) -- raises "String cannot contain newlines"
+  H.eq(vim.api.nvim_buf_line_count(buf), #lines)
+  H.eq(format.flat("a\u{2028}b\194\133c"), "a\\u2028b\\u0085c")
+end)
+
 return T
