@@ -59,7 +59,8 @@ def render(result: dict, explain: bool = False) -> str:
         src = hit["source"]
         meta = " ".join(x for x in (age(now - hit["created_at"]), hit["branch"] and f"@{hit['branch']}",
                                     src["label"]) if x)
-        lines.append(f"{hit['rank']:>2}. {hit['score']:.3f}  #{hit['id']} [{hit['kind']}] {one_line(hit['title'])}  ({one_line(meta)})")
+        title = one_line(hit["title"])
+        lines.append(f"{hit['rank']:>2}. {hit['score']:.3f}  #{hit['id']} [{hit['kind']}] {title}  ({one_line(meta)})")
         if explain:
             lines.extend(explain_lines(hit))
     if not result["hits"]:
