@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 
 from captain_memo import __version__, commands
@@ -47,20 +46,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-class OneLineFormatter(logging.Formatter):
-    """A log record is one line, whatever file name or server answer it quotes."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return one_line(super().format(record))
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(OneLineFormatter("captain-memo: %(message)s"))
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
+    if args.command not in THIN_COMMANDS or args.verbose:  # else set up if they run here (open_engine)
+        from captain_memo.commands._log import configure
+
+        configure(args.verbose)
     if not getattr(args, "run", None):
         parser.print_help()
         return 2

@@ -10,8 +10,10 @@ from captain_memo.paths import db_path
 
 
 def open_engine(args, embedder=None):
+    from captain_memo.commands._log import configure
     from captain_memo.engine import Engine
 
+    configure(getattr(args, "verbose", False))
     return Engine.open(args.db or db_path(), embedder)
 
 
@@ -40,8 +42,10 @@ def _ask_service(args, op: str, request: dict) -> dict | None:
 
 
 def open_store(args):
+    from captain_memo.commands._log import configure
     from captain_memo.store import Store
 
+    configure(getattr(args, "verbose", False))
     return Store(args.db or db_path())
 
 
