@@ -52,9 +52,11 @@ class RecallRequest(_Request, namedtuple("RecallRequest", "query cwd project bra
 
 
 class RememberRequest(_Request, namedtuple(
-        "RememberRequest", "text cwd kind title file line_start line_end created_at project branch",
-        defaults=("memory", "", None, None, None, None, None, None))):
-    """A memory written from ``cwd``; ``file`` as the user wrote it, relative to ``cwd`` or absolute."""
+        "RememberRequest", "text cwd kind title file line_start line_end created_at project branch allow_secrets",
+        defaults=("memory", "", None, None, None, None, None, None, False))):
+    """A memory written from ``cwd``; ``file`` as the user wrote it, relative to ``cwd`` or absolute;
+    ``allow_secrets``: store text that looks like a credential as it is (else refused, or redacted
+    with CAPTAIN_MEMO_REDACT_SECRETS=1)."""
 
     __slots__ = ()
 
@@ -82,9 +84,14 @@ def recall(engine, request: RecallRequest, lookup: ContextLookup = git_lookup) -
 
 
 def remember(engine, request: RememberRequest, lookup: ContextLookup = git_lookup) -> dict:
-    """Store a memory written from ``request.cwd``; its id and how many chunks still wait for a vector."""
+    """Store a memory written from ``request.cwd``: its id, how many chunks still wait for a vector,
+    and the credentials it was allowed to keep as they are (for a warning)."""
+    from captain_memo import secrets
     from captain_memo.store.models import NewMemory, Source
 
+    # Checked where the engine runs: compiling the patterns would cost the thin client ~10 ms.
+    kept = secrets.check(request.text, request.title, allow=request.allow_secrets,
+                         how_to_allow="rerun with --allow-secrets")
     # The commit matters here: a cached context may predate the last commit.
     ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=True)
     path = _source_path(ctx, request.cwd, request.file) if request.file else None
@@ -93,7 +100,8 @@ def remember(engine, request: RememberRequest, lookup: ContextLookup = git_looku
     memory_id = engine.remember(NewMemory(body=request.text, kind=request.kind, title=request.title,
                                           project=ctx.project, branch=ctx.branch, source=source,
                                           created_at=request.created_at))
-    return {"id": memory_id, "pending_vectors": engine.store.counts()["pending_vectors"]}
+    return {"id": memory_id, "pending_vectors": engine.store.counts()["pending_vectors"],
+            "kept_secrets": [finding.describe() for finding in kept]}
 
 
 def _source_path(ctx, cwd: str, file: str) -> str:

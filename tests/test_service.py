@@ -205,3 +205,15 @@ def test_a_relative_database_path_is_the_callers(service_env, tmp_path):
     assert "remembered #1" in outputs[0]
     assert "#1 [memory] kept beside the caller" in outputs[1] and "legs: vector + keyword" in outputs[1]
     assert (work / "mine.db").exists()
+
+
+def test_credentials_are_checked_the_same_through_the_service(service_env):
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    text = f"deploy with {token} on friday"
+    warm, cold = cli("remember", text, env=service_env), cli("--no-service", "remember", text, env=service_env)
+    assert warm.returncode == cold.returncode == 1
+    assert warm.stderr == cold.stderr and "GitHub token" in warm.stderr and "--allow-secrets" in warm.stderr
+    allowed = cli("remember", "--allow-secrets", text, env=service_env)
+    assert allowed.returncode == 0 and "remembered #1" in allowed.stdout
+    assert "warning: storing a credential as it is" in allowed.stderr
+    assert status(service_env)["requests"] >= 2

@@ -10,7 +10,7 @@ import time
 from captain_memo import app
 from captain_memo.commands._common import (add_context_args, add_secrets_arg, age, open_engine, parse_date,
                                           print_json, run_request)
-from captain_memo.store.models import KINDS
+from captain_memo.kinds import KINDS
 from captain_memo.terminal import block, one_line
 
 
@@ -58,18 +58,16 @@ def _lines(text: str | None) -> tuple[int | None, int | None]:
 
 
 def remember(args) -> int:
-    from captain_memo import secrets
-
     text = " ".join(args.text) if args.text else sys.stdin.read()
-    for finding in secrets.check(text, args.title, allow=args.allow_secrets, how_to_allow="rerun with --allow-secrets"):
-        print(f"captain-memo: warning: storing a credential as it is ({finding.describe()})", file=sys.stderr)
     start, end = _lines(args.lines)
     request = app.RememberRequest(text, os.getcwd(), kind=args.kind, title=args.title, file=args.file,
                                   line_start=start, line_end=end, created_at=parse_date(args.date),
-                                  project=args.project, branch=args.branch)
+                                  project=args.project, branch=args.branch, allow_secrets=args.allow_secrets)
     data = run_request(args, "remember", request)
+    for finding in data["kept_secrets"]:
+        print(f"captain-memo: warning: storing a credential as it is ({finding})", file=sys.stderr)
     if args.json:
-        print_json(data)
+        print_json({"id": data["id"], "pending_vectors": data["pending_vectors"]})
     else:
         pending = data["pending_vectors"]
         note = " (no vector yet: the embedder is down; keyword search finds it meanwhile)" if pending else ""

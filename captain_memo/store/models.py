@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-KINDS = ("memory", "skill", "observation")
+from captain_memo.kinds import KINDS  # noqa: F401 - part of the records' vocabulary
 
 
 @dataclass(frozen=True)
