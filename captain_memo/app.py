@@ -100,7 +100,7 @@ def remember(engine, request: RememberRequest, lookup: ContextLookup = git_looku
     memory_id = engine.remember(NewMemory(body=request.text, kind=request.kind, title=request.title,
                                           project=ctx.project, branch=ctx.branch, source=source,
                                           created_at=request.created_at))
-    return {"id": memory_id, "pending_vectors": engine.store.counts()["pending_vectors"],
+    return {"id": memory_id, "pending_vectors": engine.store.pending_count(),
             "kept_secrets": [finding.describe() for finding in kept]}
 
 
