@@ -45,11 +45,11 @@ def register(sub) -> None:
 
 def _lines(text: str | None) -> tuple[int | None, int | None]:
     """``--lines 10`` or ``--lines 10-24``: line numbers from 1, the second not before the first."""
-    from captain_memo.errors import InputError
-    from captain_memo.records import MAX_LINE
-
     if not text:
         return None, None
+    from captain_memo.errors import InputError
+    from captain_memo.records import MAX_LINE  # imports the record classes: only when --lines is given
+
     found = re.fullmatch(r"\s*(\d{1,10})\s*(?:-\s*(\d{1,10})\s*)?", text)
     start, end = (int(found[1]), int(found[2] or found[1])) if found else (0, 0)
     if not 1 <= start <= end <= MAX_LINE:
