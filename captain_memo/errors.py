@@ -21,6 +21,10 @@ class DatabaseDamagedError(StoreError):
     """The database file is not a usable Captain Memo database."""
 
 
+class ForeignDatabaseError(StoreError):
+    """The file is another application's database; it is left untouched."""
+
+
 class ModelMismatchError(StoreError):
     """The store was embedded with another model than the one configured now."""
 

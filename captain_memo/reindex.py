@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from captain_memo.errors import EmbeddingError, StoreError
-from captain_memo.store.db import create_vec_table
+from captain_memo.store.db import checked_dim, create_vec_table
+from captain_memo.store.lock import reindex_lock
 from captain_memo.store.store import Store, vector_blob
 
 log = logging.getLogger("captain_memo")
@@ -66,9 +67,16 @@ def pending_target(store: Store) -> tuple[str, str] | None:
 def reindex(store: Store, embedder, batch_size: int = 64, progress: ProgressFactory | None = None,
             restart: bool = False) -> ReindexReport:
     """Re-embed every chunk with ``embedder`` and make its model the store's; resumes an
-    interrupted run for the same model (``restart`` discards it instead)."""
-    started = time.perf_counter()
+    interrupted run for the same model (``restart`` discards it instead). Only one reindex runs per
+    store: another one meanwhile raises ReindexRunningError (store/lock.py)."""
     _require_vec(store)
+    with reindex_lock(store.path):
+        return _reindex(store, embedder, batch_size, progress, restart)
+
+
+def _reindex(store: Store, embedder, batch_size: int, progress: ProgressFactory | None,
+             restart: bool) -> ReindexReport:
+    started = time.perf_counter()
     model = embedder.model_id
     previous = store.meta("embed_model")
     target, resumed = _begin(store, model, restart)
@@ -106,6 +114,11 @@ def fill_missing(store: Store, embedder, batch_size: int = 64, progress: Progres
     store's own model; returns how many got one."""
     _require_vec(store)
     store.check_model(embedder.model_id)
+    with reindex_lock(store.path):
+        return _fill_missing(store, embedder, batch_size, progress)
+
+
+def _fill_missing(store: Store, embedder, batch_size: int, progress: ProgressFactory | None) -> int:
     bar = progress(_count(store, "SELECT count(*) FROM chunks WHERE has_vector = 0"),
                    f"embedding missing vectors with {embedder.model_id}") if progress else None
     filled = 0
@@ -166,7 +179,7 @@ def _discard(store: Store, conn, table: str) -> None:
 
 
 def _write_batch(store: Store, target: str, model: str, batch, vectors) -> None:
-    dim = int(vectors.shape[1])
+    dim = checked_dim(model, int(vectors.shape[1]))
     with store.write() as conn:
         recorded = store.meta("reindex_dim")
         if recorded is None:

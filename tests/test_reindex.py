@@ -346,3 +346,40 @@ def test_a_dimension_change_mid_reindex_asks_for_a_restart(db_file):
     report = reindex(store, HashEmbedder(dim=24, model_id="test:moving"), batch_size=4, restart=True)
     assert report.dim == 24 and report.embedded == 10
     store.close()
+
+
+def test_a_second_reindex_is_refused_while_one_runs_and_runs_once_the_first_is_killed(db_file, local_embedder,
+                                                                                      embed_server):
+    """Two reindex runs to two models once mixed both in one live table. The loser now stops at once,
+    naming the running one; a run killed with SIGKILL holds nothing, so the next one proceeds."""
+    from embed_support import cli
+    from captain_memo.embeddings.http import OpenAIEmbedder
+
+    seeded(db_file)
+    gate = GatedEmbedder(local_embedder)
+    server = start_server(gate)
+    other = {**os.environ, **provider_env("openai", embed_server.url)}  # another model id, another server
+    second = [sys.executable, "-m", "captain_memo.cli", "--db", str(db_file), "reindex", "--batch-size", "4"]
+    try:
+        gate.arm(1)
+        first = run_reindex(server.url, db_file)
+        assert gate.reached.wait(120), first.communicate()
+        loser = subprocess.run(second, env=other, capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert loser.returncode == 1, loser.stdout + loser.stderr
+        assert f"another reindex of {db_file} is running (process {first.pid})" in loser.stderr, loser.stderr
+        assert "damaged" not in loser.stderr and "continuing" not in loser.stdout
+        doctor = cli("--db", str(db_file), "doctor")
+        assert f"a reindex to {NEW_MODEL} is running (process {first.pid})" in doctor.stdout, doctor.stdout
+
+        first.kill()
+        first.wait(30)
+        gate.release()
+        winner = subprocess.run(second, env=other, capture_output=True, text=True, timeout=300, cwd=REPO)
+        assert winner.returncode == 0, winner.stderr
+        assert "re-embedded 40 of 40 chunks with openai:" in winner.stdout, winner.stdout
+        openai_model = f"openai:{MODEL}"
+        assert assert_one_model(db_file, {openai_model: OpenAIEmbedder(embed_server.url, MODEL)}) == openai_model
+    finally:
+        gate.release()
+        stop_server(server)
+

@@ -24,6 +24,7 @@ def run(args) -> int:
     from captain_memo.errors import InputError
     from captain_memo.progress import Progress
     from captain_memo.reindex import fill_missing, pending_target, reindex
+    from captain_memo.store.lock import running_error, running_reindex
 
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
@@ -36,6 +37,8 @@ def run(args) -> int:
             filled = fill_missing(store, embedder, batch_size, Progress)
             print(f"embedded {filled} chunk{'s' * (filled != 1)} that had no vector, with {embedder.model_id}")
             return 0
+        if (owner := running_reindex(store.path)) is not None:
+            raise running_error(store.path, owner)  # before saying it would continue the unfinished one
         pending = pending_target(store)
         if pending and pending[1] == embedder.model_id and not args.restart:
             print(f"continuing the unfinished reindex to {embedder.model_id}")

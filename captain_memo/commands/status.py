@@ -101,6 +101,7 @@ def checks(args) -> list[tuple[str, bool, str]]:
         counts = store.counts()
         consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
         out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
+        out.append(vector_models(store))
     except Exception as exc:  # a damaged file fails mid-check: report it, never a traceback
         out.append(("database", False, f"{path}: {exc}; {DAMAGED}"))
     finally:
@@ -121,12 +122,30 @@ def provider_state() -> tuple[str, bool, str]:
 
 def reindex_state(store) -> tuple[str, bool, str]:
     from captain_memo.reindex import pending_target
+    from captain_memo.store.lock import running_reindex
 
     target = pending_target(store)
+    owner = running_reindex(store.path)
+    if owner is not None:
+        to = f" to {target[1]}" if target else ""
+        return ("reindex", True, f"a reindex{to} is running{owner}; recall uses the current vectors meanwhile")
     if target is None:
         return ("reindex", True, "none pending")
     return ("reindex", False, f"an interrupted reindex to {target[1]} is pending; run `captain-memo reindex` "
                               "to finish it (recall keeps using the current vectors meanwhile)")
+
+
+def vector_models(store) -> tuple[str, bool, str]:
+    """Whether every stored vector is the recorded model's (a sample embedded again)."""
+    from captain_memo.embeddings import make_embedder
+    from captain_memo.errors import CaptainMemoError
+    from captain_memo.vector_audit import audit_vectors
+
+    try:
+        audit = audit_vectors(store, make_embedder(embed_config()))
+    except CaptainMemoError as exc:
+        return ("vectors", False, f"not checked: the embedder failed ({exc})")
+    return ("vectors", audit.ok, audit.detail)
 
 
 def doctor(args) -> int:

@@ -31,19 +31,27 @@ def make_embedder(cfg: EmbedConfig, backoff: bool = True):
 
 def probe_provider(cfg: EmbedConfig) -> str:
     """Embed one text with the configured provider now (no back-off); its model, dimension and
-    latency, or EmbeddingError / ConfigError saying what failed. A success ends a recorded outage."""
+    latency, or EmbeddingError / ConfigError saying what failed. For an HTTP provider the result
+    ends or extends a recorded outage (embeddings/backoff.py)."""
     import time
 
+    from captain_memo.errors import EmbeddingError
+
     embedder = make_embedder(cfg, backoff=False)
+    record = None
+    if cfg.provider != "local":
+        from captain_memo.embeddings.backoff import record_probe as record
     try:
         started = time.perf_counter()
         vectors = embedder.embed(["captain memo health check"])
         took = (time.perf_counter() - started) * 1000
+    except EmbeddingError as exc:
+        if record is not None:
+            record(embedder, str(exc))
+        raise
     finally:
         if hasattr(embedder, "close"):
             embedder.close()
-    if cfg.provider != "local":
-        from captain_memo.embeddings.backoff import outage_of
-
-        outage_of(embedder).write(None)
+    if record is not None:
+        record(embedder, None)
     return f"{embedder.model_id} answered ({vectors.shape[1]} dimensions, {took:.0f} ms)"

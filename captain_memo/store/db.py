@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from captain_memo.errors import DatabaseDamagedError, ModelMismatchError, StoreError
+from captain_memo.errors import DatabaseDamagedError, EmbeddingError, ForeignDatabaseError, ModelMismatchError, StoreError
 
 log = logging.getLogger("captain_memo")
 BUSY_TIMEOUT_MS = 10_000
@@ -40,20 +40,46 @@ def _load_vec(conn) -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+# SQLite's words for a file whose bytes are not what they should be. Anything else (a lock, a full
+# disk, a read-only file, a limit of sqlite-vec) leaves a healthy file and gets its own message:
+# telling the user to move a healthy store away would be the worst advice possible.
+DAMAGE_WORDS = ("malformed", "not a database", "disk image", "corrupt", "encrypted", "unsupported file format")
+
+
 def store_error(exc: Exception, path) -> StoreError | None:
     """A SQLite error met in the middle of a command (a page found damaged, a lock held too long), as
     a message naming the file and what to do; None for any other exception, which is a bug."""
     sqlite = _sqlite()
     if type(exc) not in (sqlite.DatabaseError, sqlite.OperationalError, sqlite.InternalError):
         return None
-    text = str(exc)
-    if "locked" in text or "busy" in text:
+    return classified(str(exc), path)
+
+
+def classified(text: str, path, opening: bool = False) -> StoreError:
+    """The one message for a SQLite failure ``text`` on ``path``, by what it says about the file;
+    ``opening``: met while opening it, before any command ran."""
+    lowered = text.lower()
+    if "locked" in lowered or "busy" in lowered:
         return StoreError(f"{path} stayed locked by another process ({text}); try again")
-    if "disk is full" in text or "readonly" in text or "unable to open" in text:
-        return StoreError(f"cannot use {path}: {text}")
-    return DatabaseDamagedError(
-        f"{path} failed: {text}; the file may be damaged: run `captain-memo doctor` to check it, restore a "
-        "backup, or move the file away to start a new store")
+    if "readonly" in lowered or "read-only" in lowered:
+        return StoreError(f"{path} is read-only for this process ({text}): check the "
+                          "permissions of the file and of its folder")
+    if "disk is full" in lowered:
+        return StoreError(f"the disk holding {path} is full ({text}); nothing was saved: free some space")
+    if "unable to open" in lowered:
+        return StoreError(f"cannot open {path} ({text}): check that its folder exists and is writable")
+    if any(word in lowered for word in DAMAGE_WORDS) or (
+            "no such table" in lowered and "vec_chunks" not in lowered):
+        if opening:
+            return DatabaseDamagedError(f"{path} is not a usable database ({text}); run `captain-memo doctor`, "
+                                        "restore a backup, or move the file away to start a new store")
+        return DatabaseDamagedError(
+            f"{path} failed: {text}; the file may be damaged: run `captain-memo doctor` to check it, restore a "
+            "backup, or move the file away to start a new store")
+    if "no such table" in lowered:  # the vector table was swapped by a reindex in another process
+        return StoreError(f"{path} changed while this command read it (a reindex finished meanwhile); run the "
+                          "command again")
+    return StoreError(f"cannot use {path}: {text}")
 
 
 def _run_script(conn, script: str) -> None:
@@ -129,6 +155,28 @@ def _m002_vector_changes(conn) -> None:
 
 
 MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes)]
+# The SQLite header's application id marks a file as a Captain Memo store ("CMEM"), so `--db` on
+# another application's database is refused before a byte of it is changed.
+APPLICATION_ID = 0x434D454D
+# Stores made before the id was recorded are recognised by these tables, which every store has.
+OWN_TABLES = {"schema_migrations", "meta", "memories", "chunks", "chunks_fts"}
+
+
+def recognise(conn, path) -> None:
+    """Refuse a database that is not a Captain Memo store; a new, empty file is welcome."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app_id == APPLICATION_ID:
+        return
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    if app_id == 0 and (not names or OWN_TABLES <= names):
+        return
+    if app_id != 0:
+        what = f"its application id is {app_id:#010x}"
+    else:
+        shown = sorted(n for n in names if not n.startswith("sqlite_"))
+        what = "it holds " + ", ".join(shown[:4]) + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
+    raise ForeignDatabaseError(f"{path} is not a Captain Memo store ({what}); it was left untouched: give "
+                               "--db (or CAPTAIN_MEMO_DB) a Captain Memo store or a new file")
 
 
 def _not_a_folder(path: Path) -> str | None:
@@ -149,6 +197,7 @@ class Database:
         self._conns: list = []
         self._conns_lock = threading.Lock()
         self.vec_error: str | None = None
+        self._recognised = False
         self._prepare_file()
         self._migrate()
 
@@ -173,18 +222,23 @@ class Database:
 
     def _connect(self):
         sqlite = _sqlite()
+        conn = None
         try:
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                   timeout=BUSY_TIMEOUT_MS / 1000)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not self._recognised:
+                recognise(conn, self.path)  # reads only: a file not ours is refused before any write
+                self._recognised = True
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite.DatabaseError as exc:
-            raise DatabaseDamagedError(
-                f"{self.path} is not a usable database ({exc}); run `captain-memo doctor`, "
-                "restore a backup, or move the file away to start a new store"
-            ) from None
+        except (sqlite.DatabaseError, StoreError) as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, StoreError):
+                raise
+            raise classified(str(exc), self.path, opening=True) from None
         if mode.lower() != "wal":
             log.warning("could not switch %s to WAL (journal mode %s)", self.path, mode)
         self.vec_error = _load_vec(conn)
@@ -237,11 +291,12 @@ class Database:
                     if version not in done:
                         migrate(conn)
                         conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version, time.time()))
+                # New stores, and stores made before the id was recorded, are marked as ours.
+                for pragma, value in (("application_id", APPLICATION_ID), ("user_version", MIGRATIONS[-1][0])):
+                    if conn.execute(f"PRAGMA {pragma}").fetchone()[0] != value:
+                        conn.execute(f"PRAGMA {pragma} = {value}")
         except sqlite.DatabaseError as exc:
-            raise DatabaseDamagedError(
-                f"{self.path} is not a usable Captain Memo database ({exc}); run `captain-memo doctor`, "
-                "restore a backup, or move the file away to start a new store"
-            ) from None
+            raise classified(str(exc), self.path, opening=True) from None
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -270,6 +325,7 @@ class Database:
     def bind_model(self, model_id: str, dim: int) -> None:
         """Record the model and dimension with the first vectors; refuse another one afterwards."""
         self.check_model(model_id)
+        checked_dim(model_id, dim)
         stored_dim = self.meta("embed_dim")
         if stored_dim is None:
             with self.write() as conn:
@@ -289,6 +345,19 @@ class Database:
 
     def table_exists(self, name: str) -> bool:
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+# sqlite-vec's largest vector column (SQLITE_VEC_VEC0_MAX_DIMENSIONS in sqlite-vec 0.1).
+MAX_DIM = 8192
+
+
+def checked_dim(model_id: str, dim: int) -> int:
+    """The dimension, or an EmbeddingError when the store cannot hold it: the caller then stores the
+    text for keyword search only, as for any embedder failure, instead of failing the write."""
+    if not 1 <= dim <= MAX_DIM:
+        raise EmbeddingError(f"{model_id} answered {dim:,}-dimensional vectors; the store holds at most {MAX_DIM:,} "
+                             "dimensions, so no vector was kept: choose another model")
+    return dim
 
 
 def create_vec_table(conn, name: str, dim: int) -> None:

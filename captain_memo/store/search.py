@@ -6,6 +6,7 @@ filtering a global top 25 afterwards would starve small projects.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -13,6 +14,8 @@ import numpy as np
 
 from captain_memo.errors import StoreError
 from captain_memo.store.store import Store, vector_blob
+
+log = logging.getLogger("captain_memo")
 
 
 @dataclass(frozen=True)
@@ -121,11 +124,25 @@ def similarity(distance: float) -> float:
     return max(0.0, min(1.0, 1.0 - distance * distance / 4.0))
 
 
+# sqlite-vec answers at most this many nearest neighbours per query (SQLITE_VEC_VEC0_K_MAX in 0.1).
+MAX_K = 4096
+
+
 class SqliteVecIndex:
     """Exact KNN with sqlite-vec, one query per partition in scope."""
 
     def __init__(self, store: Store):
         self.store = store
+        self._warned = False
+
+    def _capped(self, k: int) -> int:
+        if k <= MAX_K:
+            return k
+        if not self._warned:
+            self._warned = True
+            log.warning("CAPTAIN_MEMO_CANDIDATES_PER_LEG=%d is more than the %d nearest neighbours sqlite-vec "
+                        "can give; the vector leg returns %d", k, MAX_K, MAX_K)
+        return MAX_K
 
     def _check(self) -> str | None:
         """The vector table, None before the first vector was stored; raises without sqlite-vec."""
@@ -140,6 +157,7 @@ class SqliteVecIndex:
         if table is None:
             return {}
         blob = vector_blob(query)
+        k = self._capped(k)
         found: dict[int, float] = {}
         partitions = scope.partitions
         if partitions is None:
