@@ -84,7 +84,9 @@ def test_processes_share_the_outage(provider, tmp_path):
 
 
 def test_doctor_makes_a_real_request_and_reports_latency_or_the_error(provider, db_file, capsys):
-    Store(db_file).close()
+    engine = Engine(Store(db_file), make_embedder(embed_config()))
+    engine.remember(NewMemory(body="The ledger export runs nightly."))
+    engine.close()
     assert main(["--db", str(db_file), "doctor", "--json"]) == 0
     items = {row["item"]: row for row in json.loads(capsys.readouterr().out)}
     assert items["embedding"]["ok"] is True
@@ -95,6 +97,9 @@ def test_doctor_makes_a_real_request_and_reports_latency_or_the_error(provider, 
     assert main(["--db", str(db_file), "doctor", "--json"]) == 1
     items = {row["item"]: row for row in json.loads(capsys.readouterr().out)}
     assert items["embedding"]["ok"] is False and "cannot connect" in items["embedding"]["detail"]
+    # The failed probe is recorded: the vector audit after it, and the next lookups, skip the endpoint.
+    assert "cannot connect" in outage_of(make_embedder(embed_config(), backoff=False)).read().error
+    assert "back-off" in items["vectors"]["detail"]
 
 
 def test_checkhealth_tests_the_provider_even_during_a_back_off(provider, db_file):
