@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,6 +124,16 @@ class Editor:
 
     def notifications(self) -> list:
         return self.lua("return vim.g.captain_memo_test_notes or {}")
+
+
+def saved_id(editor: Editor) -> int:
+    """The id a save from the editor reports (its "saved #N" notification)."""
+    editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+                    "if n.msg:find('saved #') then return true end end end)()", what="the save")
+    for note in editor.notifications():
+        if m := re.search(r"saved #(\d+)", note["msg"]):
+            return int(m[1])
+    raise AssertionError(editor.notifications())
 
 
 # Records what the user would see: notifications, and the User event that says results are shown.

@@ -7,18 +7,9 @@ import re
 
 import pytest
 
-from nvim_support import close, git, child_env, make_repo, requires_nvim, start_editor
+from nvim_support import close, git, child_env, make_repo, requires_nvim, saved_id, start_editor
 
 pytestmark = [requires_nvim, pytest.mark.nvim]
-
-
-def saved_id(editor) -> int:
-    editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-                    "if n.msg:find('saved #') then return true end end end)()", what="the save")
-    for note in editor.notifications():
-        if m := re.search(r"saved #(\d+)", note["msg"]):
-            return int(m[1])
-    raise AssertionError(editor.notifications())
 
 
 def hit_row(lines, title):

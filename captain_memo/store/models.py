@@ -15,18 +15,22 @@ class Source:
     line_start: int | None = None
     line_end: int | None = None
     commit: str | None = None
-    origin: str = "cli"  # cli | editor | file | git | import
+    origin: str = "cli"  # cli | editor | file | git | import | mcp:<client name> (an agent saved it)
     filetype: str | None = None
 
     def describe(self) -> str:
+        where = self.origin
         if self.path:
             lines = ""
             if self.line_start:
                 lines = f":{self.line_start}" + (f"-{self.line_end}" if self.line_end and self.line_end != self.line_start else "")
-            return self.path + lines
-        if self.commit:
-            return f"commit {self.commit[:10]}"
-        return self.origin
+            where = self.path + lines
+        elif self.commit:
+            where = f"commit {self.commit[:10]}"
+        # What an agent saved says so wherever its source is shown (results, the editor's float).
+        if self.origin.startswith("mcp") and where != self.origin:
+            return f"{where} · {self.origin}"
+        return where
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,11 @@ class Store(Database):
                                 " ifnull(project, '') = ifnull(?, '')", (source_key, project)).fetchone()
         return memory_from_row(row) if row else None
 
+    def missing_vectors(self, memory_id: int) -> int:
+        """How many of a memory's chunks have no vector yet (saved while the embedder was down)."""
+        return self.conn.execute("SELECT count(*) FROM chunks WHERE memory_id = ? AND has_vector = 0",
+                                 (memory_id,)).fetchone()[0]
+
     def chunks_of(self, memory_id: int) -> list[Chunk]:
         return [Chunk(*row) for row in self.conn.execute(
             "SELECT id, memory_id, seq, text, content_hash FROM chunks WHERE memory_id = ? ORDER BY seq", (memory_id,))]

@@ -1,0 +1,27 @@
+"""`captain-memo mcp`: serve the memory to coding agents over the Model Context Protocol (stdio)."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("mcp", help="serve the memory to coding agents (MCP over stdio)",
+                       description="An MCP server on stdin/stdout: tools recall, remember, show, supersede and "
+                                   "forget, and each memory as captain-memo://memory/{id} (doc/mcp.md).")
+    p.add_argument("--folder", help="the folder to work in when the client declares no roots (default: the "
+                                    "current directory); its repository and branch scope recall and remember")
+    p.add_argument("--separate-worktrees", action="store_true",
+                   help="give each worktree of a repository its own project (default: they share one)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from captain_memo.mcpserver.server import serve
+
+    from pathlib import Path
+
+    from captain_memo.errors import InputError
+
+    if args.folder and not Path(args.folder).expanduser().is_dir():
+        raise InputError(f"--folder {args.folder} is not a folder")
+    folder = str(Path(args.folder).expanduser().resolve()) if args.folder else None
+    return serve(args.db, folder=folder, share_worktrees=not args.separate_worktrees)

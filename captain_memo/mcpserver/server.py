@@ -1,0 +1,213 @@
+"""The MCP server on stdio: the SDK's low-level server, answering from MemoryService.
+
+Everything the store or the model does runs on one worker thread, so the protocol loop keeps
+answering (pings, cancellations, tools/list) while a search or an embedding runs, and the engine
+is only ever used by one thread. stdout carries protocol only: the SDK points file descriptor 1 at
+stderr while it serves, and every log line goes to stderr.
+
+Errors: arguments that do not fit a tool's schema, an unknown tool, text that cannot be stored (NUL,
+too long) or an id that names no memory are JSON-RPC errors (-32602, one line naming what was
+wrong). A failure while doing the work (both search legs down, a damaged database) is a tool result
+with ``isError`` and one line saying what to do. Anything else is logged with its traceback on
+stderr and answered as an internal error, one line, never the traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from captain_memo import __version__
+from captain_memo.editor import one_line
+from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, NotFoundError
+from captain_memo.mcpserver import render
+from captain_memo.mcpserver.service import MemoryService
+from captain_memo.mcpserver.tools import TOOLS, checked_arguments, tool_named
+from captain_memo.mcpserver.workspace import Workspace
+
+log = logging.getLogger("captain_memo")
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
+MEMORY_URI = re.compile(r"^captain-memo://memory/(\d{1,18})$")
+# A client that declares roots but never answers must not hold up every first call for long.
+ROOTS_TIMEOUT_S = 5.0
+INSTRUCTIONS = (
+    "Captain Memo is the developer's long-term memory for this repository, shared with their editor. "
+    "Call recall before working on unfamiliar code or when an identifier, error or earlier decision comes "
+    "up; call remember when you learn something a later session would need (what code really does, why "
+    "something failed, a decision and its reason).")
+
+
+class MemoryServer:
+    """The tools and resources, routed to the service on the worker thread."""
+
+    def __init__(self, service: MemoryService, workspace: Workspace):
+        self.service = service
+        self.workspace = workspace
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-mcp")
+        self._roots_stale = True
+        self._roots_lock = anyio.Lock()
+        # Each tool: (what it runs on the worker, given arguments, git context and client name; its text).
+        self._tools = {
+            "recall": (lambda args, ctx, client: service.recall(args, ctx), render.recall_text),
+            "remember": (service.remember, render.remember_text),
+            "show": (lambda args, ctx, client: service.show(args, ctx), render.memory_text),
+            "supersede": (lambda args, ctx, client: service.supersede(args), render.supersede_text),
+            "forget": (lambda args, ctx, client: service.forget(args), render.forget_text)}
+
+    def build(self) -> Server:
+        server = Server("captain-memo", version=__version__, title="Captain Memo", instructions=INSTRUCTIONS,
+                        on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+                        on_list_resources=self.list_resources,
+                        on_list_resource_templates=self.list_resource_templates,
+                        on_read_resource=self.read_resource)
+        server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams,
+                                        self._roots_changed)
+        return server
+
+    async def serve_stdio(self) -> None:
+        server = self.build()
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    def close(self) -> None:
+        try:
+            self._worker.submit(self.service.close).result(timeout=10)
+        except Exception:
+            log.exception("mcp: closing the store failed")
+        self._worker.shutdown(wait=False, cancel_futures=True)
+
+    # -- tools ----------------------------------------------------------------------------
+
+    async def list_tools(self, ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=tool.name, title=tool.title, description=tool.description,
+                       input_schema=tool.input_schema, annotations=types.ToolAnnotations(**_snake(tool.annotations)))
+            for tool in TOOLS.values()])
+
+    async def call_tool(self, ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            tool = tool_named(params.name)
+            args = checked_arguments(tool, params.arguments)
+            await self._refresh_roots(ctx)
+            run, text_of = self._tools[tool.name]
+            data = await self._on_worker(lambda: run(args, self.workspace.context(fresh=tool.name == "remember"),
+                                                     client_name(ctx)))
+            return types.CallToolResult(content=[_text(text_of(data))], structured_content=data)
+        except Exception as exc:
+            return types.CallToolResult(content=[_text(self._failure(f"tool {params.name[:60]}", exc))],
+                                        is_error=True)
+
+    # -- resources ------------------------------------------------------------------------
+
+    async def list_resource_templates(self, ctx, params) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+            name="memory", title="A memory by id", uri_template="captain-memo://memory/{id}",
+            description="One memory in full (Markdown): title, kind, branch, source and text.",
+            mime_type="text/markdown")])
+
+    async def list_resources(self, ctx, params) -> types.ListResourcesResult:
+        await self._refresh_roots(ctx)
+        try:
+            rows = await self._on_worker(lambda: self.service.recent(self.workspace.context()))
+        except Exception as exc:
+            raise MCPError(types.INTERNAL_ERROR, self._failure("resources/list", exc)) from None
+        return types.ListResourcesResult(resources=[
+            types.Resource(name=f"memory {row['id']}", title=row["title"], uri=f"captain-memo://memory/{row['id']}",
+                           description=row["kind"], mime_type="text/markdown") for row in rows])
+
+    async def read_resource(self, ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        match = MEMORY_URI.match(uri)
+        if match is None:
+            raise MCPError(RESOURCE_NOT_FOUND, f"no such resource: {uri[:200]}; memories are "
+                                               "captain-memo://memory/{id}", data={"uri": uri[:200]})
+        await self._refresh_roots(ctx)
+        try:
+            data = await self._on_worker(lambda: self.service.read(int(match[1]), self.workspace.context()))
+        except NotFoundError as exc:
+            raise MCPError(RESOURCE_NOT_FOUND, one_line(str(exc)), data={"uri": uri}) from None
+        except Exception as exc:
+            raise MCPError(types.INTERNAL_ERROR, self._failure("resources/read", exc)) from None
+        return types.ReadResourceResult(contents=[
+            types.TextResourceContents(uri=uri, mime_type="text/markdown", text=render.memory_text(data))])
+
+    # -- parts ----------------------------------------------------------------------------
+
+    async def _on_worker(self, fn):
+        return await asyncio.wrap_future(self._worker.submit(fn))
+
+    def _failure(self, what: str, exc: Exception) -> str:
+        """One line for a failed call; raises MCPError for what was wrong with the arguments."""
+        if isinstance(exc, MCPError):
+            raise exc
+        if isinstance(exc, (InputError, NotFoundError)):
+            raise MCPError(types.INVALID_PARAMS, one_line(str(exc))) from None
+        if isinstance(exc, CaptainMemoError):
+            log.info("mcp: %s failed: %s", what, exc)
+            return one_line(str(exc))
+        from captain_memo.store.db import store_error
+
+        error = store_error(exc, self.service.database_path)
+        if error is not None:
+            log.warning("mcp: %s failed: %s", what, error)
+            if isinstance(error, DatabaseDamagedError):
+                self._worker.submit(self.service.drop_engine)
+            return one_line(str(error))
+        log.error("mcp: %s failed unexpectedly", what, exc_info=exc)
+        raise MCPError(types.INTERNAL_ERROR, f"internal error in {what} ({type(exc).__name__}); the details are "
+                                             "in the server's log (stderr)") from None
+
+    async def _refresh_roots(self, ctx) -> None:
+        """Ask the client for its roots once, and again after it says they changed."""
+        async with self._roots_lock:  # a second call waits for the first one's answer
+            if self._roots_stale:
+                self._roots_stale = False
+                await self._ask_roots(ctx.session)
+
+    async def _ask_roots(self, session) -> None:
+        capabilities = session.client_capabilities
+        if capabilities is None or capabilities.roots is None or session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # no roots to ask for: --folder or the starting folder stands
+        try:
+            with anyio.fail_after(ROOTS_TIMEOUT_S):
+                result = await session.send_request(types.ListRootsRequest(), types.ListRootsResult)
+        except Exception as exc:
+            log.warning("mcp: the client's roots could not be listed (%s); working in %s", one_line(str(exc)),
+                        self.workspace.cwd)
+            return
+        self.workspace.set_roots([str(root.uri) for root in result.roots])
+
+    async def _roots_changed(self, ctx, params) -> None:
+        self._roots_stale = True
+
+
+def client_name(ctx) -> str | None:
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return info.name if info is not None else None
+
+
+def _text(text: str) -> types.TextContent:
+    return types.TextContent(type="text", text=text)
+
+
+def _snake(annotations: dict) -> dict:
+    return {re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower(): value for key, value in annotations.items()}
+
+
+def serve(db: str | None = None, folder: str | None = None, share_worktrees: bool = True) -> int:
+    front = MemoryServer(MemoryService(db), Workspace(folder, share_worktrees=share_worktrees))
+    try:
+        anyio.run(front.serve_stdio)
+    finally:
+        front.close()
+    return 0

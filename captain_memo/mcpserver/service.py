@@ -1,0 +1,178 @@
+"""What each MCP tool does, over one engine opened on first use and kept warm for the session.
+
+The engine is opened by the first call that needs the store (the model loads with the first
+embedding, not before), with the in-memory vector index the editor host uses: an agent's session
+is long-lived like an editor's. Every method takes checked arguments (tools.py) and the workspace's
+git context, and returns plain JSON-ready data; the server turns it into MCP results. The engine is
+used by one thread at a time (the server runs every call on one worker thread).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from captain_memo import secrets, validation
+from captain_memo.errors import InputError
+from captain_memo.gitctx import GitContext
+
+EXCERPT_CHARS = 600
+RECENT_RESOURCES = 50
+MAX_CLIENT_NAME = 64
+
+
+def origin_of(client_name: str | None) -> str:
+    """The stored origin of a memory an MCP client saved: ``mcp:<client name>``, or ``mcp``."""
+    name = " ".join("".join(ch for ch in (client_name or "") if ch.isprintable()).split())[:MAX_CLIENT_NAME]
+    return f"mcp:{name}" if name else "mcp"
+
+
+def excerpt(text: str, title: str = "", limit: int = EXCERPT_CHARS) -> str:
+    """The hit's chunk without the title every chunk starts with (the hit shows it already)."""
+    text = text.strip()
+    if title and text.startswith(title + "\n"):
+        text = text[len(title) + 1:].lstrip()
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
+
+
+def open_warm_engine(db: str | None):
+    from captain_memo.config import db_path
+    from captain_memo.engine import Engine
+
+    return Engine.open(db or db_path(), memory_index=True)
+
+
+class MemoryService:
+    def __init__(self, db: str | None = None, open_engine: Callable[[str | None], object] = open_warm_engine):
+        self.db = db
+        self._open = open_engine
+        self._engine = None
+
+    @property
+    def database_path(self) -> Path:
+        from captain_memo.config import db_path
+
+        return Path(self.db).expanduser() if self.db else db_path()
+
+    def engine(self):
+        if self._engine is None:
+            self._engine = self._open(self.db)
+        return self._engine
+
+    def drop_engine(self) -> None:
+        """Close the engine (a damaged file): the next call opens the file afresh."""
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
+
+    close = drop_engine
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def recall(self, args: dict, ctx: GitContext) -> dict:
+        from captain_memo.commands.recall import explain_lines
+        from captain_memo.editor import locate
+        from captain_memo.ranking.result import hit_json
+
+        result = self.engine().recall(args["query"], project=ctx.project, branch=ctx.branch, limit=args["limit"],
+                                      all_projects=args["all_projects"])
+        now = time.time()
+        hits = []
+        for rank, hit in enumerate(result.hits, 1):
+            data = hit_json(hit, rank, now)
+            entry = {key: data[key] for key in ("id", "kind", "title", "score", "branch", "project", "superseded_by")}
+            entry.update(excerpt=excerpt(hit.text, hit.memory.title), age=_age(now - hit.memory.created_at),
+                         source={**data["source"], "file": locate(data["source"]["path"], ctx, hit.memory.project)})
+            if args["explain"]:
+                entry["explain"] = [line.strip() for line in explain_lines(hit)]
+            hits.append(entry)
+        return {"query": result.query, "profile": result.profile, "legs": list(result.legs),
+                "failed_legs": dict(result.failures), "project": ctx.project, "branch": ctx.branch,
+                "all_projects": args["all_projects"], "elapsed_ms": round(result.elapsed_ms, 1), "hits": hits}
+
+    def remember(self, args: dict, ctx: GitContext, client_name: str | None) -> dict:
+        from captain_memo.store.models import NewMemory
+
+        text, title = args["text"], args["title"]
+        # No one to ask: what looks like a credential is redacted, and the result says what was.
+        found = secrets.check(text, title, allow=True, env={})
+        if found:
+            text, title = secrets.redact(text), secrets.redact(title)
+        source = self._source(args, ctx, origin_of(client_name))
+        memory = NewMemory(body=text, kind=args["kind"], title=title, project=ctx.project, branch=ctx.branch,
+                           source=source)
+        engine = self.engine()
+        memory_id = engine.remember(memory)
+        saved = engine.store.get(memory_id)
+        return {"id": memory_id, "kind": saved.kind, "title": saved.display_title, "project": saved.project,
+                "branch": saved.branch, "source": self._memory_json(saved, ctx)["source"],
+                "redacted": [finding.describe() for finding in found],
+                "private_left_out": any(validation.private_spans(args[name]) for name in ("text", "title")),
+                "vector": engine.store.missing_vectors(memory_id) == 0}
+
+    def show(self, args: dict, ctx: GitContext) -> dict:
+        return self._memory_json(self.engine().show(args["id"]), ctx)
+
+    def read(self, memory_id: int, ctx: GitContext) -> dict:
+        """A memory in full without counting as opening it (a client may read resources unasked)."""
+        return self._memory_json(self.engine().store.get(memory_id), ctx)
+
+    def recent(self, ctx: GitContext, limit: int = RECENT_RESOURCES) -> list[dict]:
+        """The newest memories a recall here would search: this project's and personal notes.
+        Clients list resources as they connect: that must not create a store nobody asked for."""
+        if self._engine is None and not self.database_path.exists():
+            return []
+        memories = self.engine().store.list_memories(ctx.project, all_projects=False, limit=limit)
+        return [{"id": m.id, "kind": m.kind, "title": m.display_title} for m in memories]
+
+    def supersede(self, args: dict) -> dict:
+        engine = self.engine()
+        if args["undo"]:
+            engine.unsupersede(args["old"])
+            return {"old": args["old"], "superseded_by": None}
+        if args.get("new") is None:
+            raise InputError("supersede: new is required (or set undo to make old current again)")
+        engine.supersede(args["old"], args["new"])
+        return {"old": args["old"], "superseded_by": args["new"]}
+
+    def forget(self, args: dict) -> dict:
+        self.engine().forget(args["id"])
+        return {"forgotten": args["id"]}
+
+    # -- parts ----------------------------------------------------------------------------
+
+    def _source(self, args: dict, ctx: GitContext, origin: str):
+        from captain_memo.store.models import Source
+
+        start, end = args.get("line_start"), args.get("line_end")
+        if end is not None and start is None:
+            raise InputError("remember: line_end needs line_start")
+        if start is not None and end is not None and end < start:
+            raise InputError(f"remember: line_end ({end}) comes before line_start ({start})")
+        file = args.get("file")
+        if not file:
+            if start is not None:
+                raise InputError("remember: line_start needs file")
+            return Source(origin=origin)
+        path = Path(file).expanduser()
+        if not path.is_absolute() and ctx.root:
+            path = Path(ctx.root) / path
+        return Source(path=ctx.relative(path), line_start=start, line_end=end if end is not None else start,
+                      commit=ctx.commit, origin=origin)
+
+    def _memory_json(self, memory, ctx: GitContext) -> dict:
+        from captain_memo.editor import memory_json
+
+        data = memory_json(memory, ctx)
+        data["age"] = _age(time.time() - memory.created_at)
+        return data
+
+
+def _age(seconds: float) -> str:
+    from captain_memo.commands._common import age
+
+    return age(seconds)

@@ -1,0 +1,182 @@
+"""The tools an agent sees: names, descriptions written for a model choosing among them, JSON
+schemas, MCP annotations, and the check of a call's arguments against the same schemas.
+
+The SDK's low-level server passes arguments through unchecked; checking them here against the
+schema the client was shown keeps the two from drifting. A check names the argument and what is
+wrong with it, never echoing the value (a 10 MB string must not come back in the error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from captain_memo import validation
+from captain_memo.errors import InputError
+from captain_memo.store.models import KINDS
+
+MAX_QUERY_CHARS = 10_000  # the engine's own limit (engine.MAX_QUERY_CHARS); importing it would load numpy
+MAX_RECALL_LIMIT = 50
+MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    properties: dict
+    required: tuple[str, ...] = ()
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    defaults: dict = field(default_factory=dict)
+
+    @property
+    def input_schema(self) -> dict:
+        properties = {name: {**spec, **({"default": self.defaults[name]} if name in self.defaults else {})}
+                      for name, spec in self.properties.items()}
+        return {"type": "object", "properties": properties, "required": list(self.required),
+                "additionalProperties": False}
+
+    @property
+    def annotations(self) -> dict:
+        return {"title": self.title, "readOnlyHint": self.read_only, "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent, "openWorldHint": False}
+
+
+def _text(description: str, limit: int, min_length: int = 0) -> dict:
+    spec = {"type": "string", "description": description, "maxLength": limit}
+    return {**spec, "minLength": min_length} if min_length else spec
+
+
+def _id(description: str) -> dict:
+    return {"type": "integer", "minimum": 1, "maximum": MAX_ID, "description": description}
+
+
+RECALL = Tool(
+    name="recall",
+    title="Recall from the developer's memory",
+    description=(
+        "Search the developer's memory: notes, decisions, how-tos (skills) and observations saved from the "
+        "editor, the command line or an agent. Use it before changing unfamiliar code, when an identifier, "
+        "error message or file comes up, or when the user refers to an earlier decision. A query may be an "
+        "identifier (get_effective_contract_price), an error text or a question in words. It searches the "
+        "current repository's memories plus personal notes (all_projects searches every repository). Returns "
+        "ranked hits, each with id, kind, title, an excerpt, score, age, branch and source file:lines; open "
+        "one in full with `show`. A hit marked superseded is out of date: prefer the memory that replaced it. "
+        "The result names the search legs that answered; if one failed, results are keyword-only and say so."),
+    properties={
+        "query": _text("What to look for: an identifier, an error message or a question.", MAX_QUERY_CHARS, 1),
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT, "description": "How many hits."},
+        "all_projects": {"type": "boolean", "description": "Search every repository, not only the current one."},
+        "explain": {"type": "boolean", "description": "Add each hit's score trace (every multiplier and why)."},
+    },
+    required=("query",), read_only=True, defaults={"limit": 10, "all_projects": False, "explain": False})
+
+REMEMBER = Tool(
+    name="remember",
+    title="Save to the developer's memory",
+    description=(
+        "Save something worth knowing later: a fact learned while working (what a function really does, why "
+        "a test fails, how to run something), a decision with its reason, or a procedure. Write it so it "
+        "stands alone without this conversation, naming the identifiers and files it is about. kind: "
+        "observation (default; a casual capture), memory (a curated fact or decision) or skill (a how-to). "
+        "Give file and line_start/line_end when it is about specific code. It is saved in the current "
+        "repository on the current branch, marked as saved by this agent. Text that looks like a credential "
+        "is redacted before saving and the result says so; text inside <private>...</private> is never "
+        "stored. Returns the new memory's id."),
+    properties={
+        "text": _text("The memory itself, standing alone.", validation.MAX_BODY_CHARS, 1),
+        "title": _text("A short title (default: the first line).", validation.MAX_TITLE_CHARS),
+        "kind": {"type": "string", "enum": list(KINDS), "description": "observation, memory or skill."},
+        "file": _text("The source file it is about, relative to the repository root.", validation.MAX_FIELD_CHARS),
+        "line_start": {"type": "integer", "minimum": 1, "description": "First line in that file."},
+        "line_end": {"type": "integer", "minimum": 1, "description": "Last line in that file."},
+    },
+    required=("text",), defaults={"title": "", "kind": "observation"})
+
+SHOW = Tool(
+    name="show",
+    title="Open a memory in full",
+    description=("Read one memory in full by its id (from recall): the whole text, its source and whether "
+                 "it was superseded. Opening it tells the ranker it was useful, so it stays easy to find."),
+    properties={"id": _id("The memory's id.")},
+    required=("id",), read_only=True)
+
+SUPERSEDE = Tool(
+    name="supersede",
+    title="Mark a memory as out of date",
+    description=(
+        "Mark memory `old` as out of date, replaced by memory `new` (save the corrected version with "
+        "remember first). The old memory is kept and still found, ranked at half its score and marked "
+        "superseded. With undo set to true, `old` becomes current again and `new` is not needed."),
+    properties={"old": _id("The out-of-date memory's id."), "new": _id("The id of the memory replacing it."),
+                "undo": {"type": "boolean", "description": "Make `old` current again."}},
+    required=("old",), idempotent=True, defaults={"undo": False})
+
+FORGET = Tool(
+    name="forget",
+    title="Delete a memory",
+    description=("Delete a memory permanently by its id. Only when the user asks for it, or the memory is "
+                 "wrong and would mislead; for a fact that changed, prefer supersede, which keeps history."),
+    properties={"id": _id("The id of the memory to delete.")},
+    required=("id",), destructive=True, idempotent=True)
+
+TOOLS = {tool.name: tool for tool in (RECALL, REMEMBER, SHOW, SUPERSEDE, FORGET)}
+
+_JSON_TYPES = {"string": str, "integer": int, "boolean": bool}
+
+
+def tool_named(name: str) -> Tool:
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise InputError(f"unknown tool {_short(name)!r}; the tools are {', '.join(TOOLS)}")
+    return tool
+
+
+def checked_arguments(tool: Tool, arguments) -> dict:
+    """The call's arguments with defaults filled in, or InputError naming the first wrong one."""
+    arguments = {} if arguments is None else arguments
+    if not isinstance(arguments, dict):
+        raise InputError(f"{tool.name}: the arguments must be an object, not {_json_type(arguments)}")
+    unknown = sorted(set(arguments) - set(tool.properties))
+    if unknown:
+        raise InputError(f"{tool.name}: unknown argument {_short(unknown[0])!r}; it takes "
+                         f"{', '.join(tool.properties)}")
+    checked = dict(tool.defaults)
+    for name, value in arguments.items():
+        if value is not None:
+            checked[name] = _checked_value(f"{tool.name}: {name}", tool.properties[name], value)
+    missing = [name for name in tool.required if checked.get(name) is None]
+    if missing:
+        raise InputError(f"{tool.name}: {missing[0]} is required")
+    return checked
+
+
+def _checked_value(where: str, spec: dict, value):
+    kind = spec["type"]
+    if not isinstance(value, _JSON_TYPES[kind]) or (kind == "integer" and isinstance(value, bool)):
+        raise InputError(f"{where} must be {'an' if kind == 'integer' else 'a'} {kind}, not {_json_type(value)}")
+    if kind == "string":
+        if len(value) > spec.get("maxLength", len(value)):
+            raise InputError(f"{where} is {len(value):,} characters; the limit is {spec['maxLength']:,}")
+        if len(value.strip()) < spec.get("minLength", 0):
+            raise InputError(f"{where} is empty")
+        if "enum" in spec and value not in spec["enum"]:
+            raise InputError(f"{where} must be one of {', '.join(spec['enum'])}, not {_short(value)!r}")
+    if kind == "integer":
+        if value < spec.get("minimum", value) or value > spec.get("maximum", value):
+            bounds = f"from {spec['minimum']}" + (f" to {spec['maximum']}" if "maximum" in spec else " up")
+            raise InputError(f"{where} must be a whole number {bounds}, not {value}")
+    return value
+
+
+def _json_type(value) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+             dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,136 @@
+"""Hostile calls to `captain-memo mcp`: each gets a JSON-RPC error naming what was wrong, the server
+keeps serving, and stdout carries nothing but protocol (no traceback, no stray print)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+
+import pytest
+
+from mcp_support import connect, run, server_command
+from nvim_support import make_repo
+
+pytestmark = pytest.mark.mcp
+INVALID_PARAMS = -32602
+TEN_MB = "x" * 10_000_000
+
+CALLS = [
+    ("recall", {"query": 42}, "recall: query must be a string, not a number"),
+    ("recall", {"query": "price", "limit": "ten"}, "recall: limit must be an integer, not a string"),
+    ("recall", {"query": "price", "limit": True}, "recall: limit must be an integer, not a boolean"),
+    ("recall", {"query": "price", "limit": 0}, "recall: limit must be a whole number from 1 to 50, not 0"),
+    ("recall", {"query": "price", "verbose": True}, "recall: unknown argument 'verbose'"),
+    ("recall", {}, "recall: query is required"),
+    ("recall", {"query": "   "}, "recall: query is empty"),
+    ("recall", {"query": "pri\x00ce"}, "query contains a NUL character at position 3"),
+    ("remember", {"text": TEN_MB}, "remember: text is 10,000,000 characters; the limit is 1,000,000"),
+    ("remember", {"text": "a fact\x00"}, "text contains a NUL character at position 6"),
+    ("remember", {"text": "a fact", "title": "\x00"}, "title contains a NUL character at position 0"),
+    ("remember", {"text": "a fact", "kind": "secret"}, "remember: kind must be one of memory, skill, observation"),
+    ("remember", {"text": "a fact", "line_start": 3}, "remember: line_start needs file"),
+    ("remember", {"text": "a fact", "file": "a.py", "line_start": 9, "line_end": 2}, "line_end (2) comes before"),
+    ("remember", {"text": ["a", "list"]}, "remember: text must be a string, not an array"),
+    ("show", {"id": "1"}, "show: id must be an integer, not a string"),
+    ("show", {"id": 10**30}, "show: id must be a whole number from 1 to 9223372036854775807"),
+    ("forget", {"id": -1}, "forget: id must be a whole number from 1"),
+    ("supersede", {"old": 1}, "supersede: new is required"),
+    ("no_such_tool", {}, "unknown tool 'no_such_tool'; the tools are recall, remember, show, supersede, forget"),
+]
+
+
+def test_wrong_arguments_are_protocol_errors_and_the_server_keeps_serving(tmp_path):
+    from mcp.shared.exceptions import MCPError
+
+    repo = make_repo(tmp_path)
+    stderr = tmp_path / "stderr.log"
+
+    async def body():
+        errors = []
+        async with connect(tmp_path / "memo.db", repo, stderr=stderr) as client:
+            for name, args, _ in CALLS:
+                with pytest.raises(MCPError) as caught:
+                    await client.call_tool(name, args)
+                errors.append(caught.value.error)
+            saved = await client.call_tool("remember", {"text": "The price cache is cleared at midnight."})
+            found = await client.call_tool("recall", {"query": "price cache"})
+        return errors, saved, found
+
+    errors, saved, found = run(body)
+    for (name, args, expected), error in zip(CALLS, errors):
+        assert error.code == INVALID_PARAMS, (name, args, error)
+        assert expected in error.message, (expected, error.message)
+        assert len(error.message) < 300, "an error never echoes the value it refused"
+    assert found.structured_content["hits"][0]["id"] == saved.structured_content["id"], "still serving"
+    assert "Traceback" not in stderr.read_text(), "argument errors are expected, not crashes"
+
+
+def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
+    """Raw JSON-RPC lines, including ones no SDK client would send: every line back is JSON-RPC."""
+    repo = make_repo(tmp_path)
+    command, args = server_command()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        "{this is not json",
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": ["a", "list"]}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall", "arguments": "text"}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"arguments": {}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "no/such/method", "params": {}},
+        {"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": "captain-memo://memory/abc"}},
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "show", "arguments": {"id": 1}}},
+        {"jsonrpc": "2.0", "id": 8, "method": "tools/list"},
+    ]
+    proc = subprocess.Popen([command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=repo, env=env)
+    stderr = []
+    threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True).start()
+    for line in lines:
+        proc.stdin.write((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n")
+    proc.stdin.flush()
+    answers = {}
+    try:
+        while len(answers) < 8:
+            raw = proc.stdout.readline()
+            assert raw, f"the server closed stdout early; stderr: {stderr}"
+            message = json.loads(raw)  # every stdout line is JSON ...
+            assert message["jsonrpc"] == "2.0"  # ... and JSON-RPC
+            if "id" in message and message["id"] is not None:
+                answers[message["id"]] = message
+    finally:
+        proc.stdin.close()
+        rc = proc.wait(timeout=30)
+    rest = proc.stdout.read()
+    assert rc == 0 and all(json.loads(line) for line in rest.splitlines()), rest
+    assert "result" in answers[1] and answers[8]["result"]["tools"]
+    for request_id, code in ((2, INVALID_PARAMS), (3, INVALID_PARAMS), (4, INVALID_PARAMS),
+                             (5, -32601), (6, -32002), (7, INVALID_PARAMS)):
+        assert answers[request_id]["error"]["code"] == code, answers[request_id]
+    assert "no memory with id 1" in answers[7]["error"]["message"]
+
+
+def test_an_unreadable_store_is_a_tool_error_naming_the_file_and_the_server_recovers(tmp_path):
+    """Not a database at all: each call says which file and what to do (isError, not a protocol
+    error: the call was right, the store is not); once the file is moved away, a new store opens."""
+    repo = make_repo(tmp_path)
+    db = tmp_path / "memo.db"
+    db.write_bytes(b"these bytes are not a SQLite database " * 200)
+    stderr = tmp_path / "stderr.log"
+
+    async def body():
+        async with connect(db, repo, stderr=stderr) as client:
+            failed = await client.call_tool("recall", {"query": "price"})
+            db.rename(tmp_path / "moved-away.db")
+            saved = await client.call_tool("remember", {"text": "A fresh store after the damaged one."})
+        return failed, saved
+
+    failed, saved = run(body)
+    assert failed.is_error and failed.structured_content is None
+    [text] = [c.text for c in failed.content]
+    assert str(db) in text and "captain-memo doctor" in text and "\n" not in text
+    assert not saved.is_error and saved.structured_content["id"] == 1
+    assert "Traceback" not in stderr.read_text()

@@ -1,0 +1,216 @@
+"""`captain-memo mcp` as an agent meets it: a real child process, the MCP SDK's own stdio client,
+a real git repository, a real store and the real local model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+from mcp_support import children_named, connect, maps_of, run
+from nvim_support import git, make_repo
+
+pytestmark = pytest.mark.mcp
+
+PRICE_NOTE = ("get_effective_contract_price applies the contract's discount to the list price; every invoice "
+              "line goes through it.")
+
+
+def project_of(path):
+    from captain_memo.gitctx import git_context
+
+    return git_context(path).project
+
+
+def stored(db, memory_id):
+    from captain_memo.store import Store
+
+    store = Store(db)
+    try:
+        return store.get(memory_id)
+    finally:
+        store.close()
+
+
+def test_tools_and_the_memory_template_are_listed_and_the_model_loads_on_the_first_recall(tmp_path):
+    repo = make_repo(tmp_path)
+
+    async def body():
+        async with connect(tmp_path / "memo.db", repo) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert (await client.list_resources()).resources == []
+            assert not (tmp_path / "memo.db").exists(), "listing creates no store"
+            [server] = children_named("captain-memo")
+            assert "onnxruntime" not in maps_of(server), "the model must not load before a tool needs it"
+            templates = (await client.list_resource_templates()).resource_templates
+            await client.call_tool("recall", {"query": "anything at all"})
+            assert "onnxruntime" in maps_of(server), "the first recall loads the model"
+            return tools, templates
+
+    tools, templates = run(body)
+    assert set(tools) == {"recall", "remember", "show", "supersede", "forget"}
+    for tool in tools.values():
+        assert tool.input_schema["type"] == "object" and tool.input_schema["additionalProperties"] is False
+        assert len(tool.description) > 100, f"{tool.name} needs a description a model can choose by"
+    assert tools["recall"].input_schema["required"] == ["query"]
+    assert set(tools["recall"].input_schema["properties"]) == {"query", "limit", "all_projects", "explain"}
+    assert tools["remember"].input_schema["properties"]["kind"]["default"] == "observation"
+    hints = {name: (t.annotations.read_only_hint, t.annotations.destructive_hint) for name, t in tools.items()}
+    assert hints == {"recall": (True, False), "show": (True, False), "remember": (False, False),
+                     "supersede": (False, False), "forget": (False, True)}
+    assert [t.uri_template for t in templates] == ["captain-memo://memory/{id}"]
+
+
+def test_remember_then_recall_show_supersede_and_forget(tmp_path):
+    from mcp.shared.exceptions import MCPError
+
+    repo = make_repo(tmp_path)
+    db = tmp_path / "memo.db"
+    head = git(repo, "rev-parse", "HEAD")
+
+    async def body():
+        out = {}
+        async with connect(db, repo) as client:
+            saved = await client.call_tool("remember", {"text": PRICE_NOTE, "title": "Contract price entry point",
+                                                        "file": "src/billing/price.py", "line_start": 6,
+                                                        "line_end": 8})
+            out["saved"] = saved.structured_content
+            newer = await client.call_tool("remember", {"text": PRICE_NOTE + " Discounts stack since 2.0.",
+                                                        "kind": "memory", "title": "Contract price, 2.0"})
+            out["newer"] = newer.structured_content["id"]
+            first = out["saved"]["id"]
+            out["recall"] = await client.call_tool("recall", {"query": "get_effective_contract_price",
+                                                              "explain": True})
+            out["show"] = await client.call_tool("show", {"id": first})
+            await client.call_tool("supersede", {"old": first, "new": out["newer"]})
+            after = await client.call_tool("recall", {"query": "contract discount"})
+            out["after_supersede"] = after.structured_content
+            out["undo"] = await client.call_tool("supersede", {"old": first, "undo": True})
+            out["resource"] = await client.read_resource(f"captain-memo://memory/{first}")
+            out["listed"] = [str(r.uri) for r in (await client.list_resources()).resources]
+            out["forget"] = await client.call_tool("forget", {"id": out["newer"]})
+            with pytest.raises(MCPError) as gone:
+                await client.call_tool("show", {"id": out["newer"]})
+            out["gone"] = gone.value.error
+            with pytest.raises(MCPError) as missing:
+                await client.read_resource(f"captain-memo://memory/{out['newer']}")
+            out["missing"] = missing.value.error
+        return out
+
+    out = run(body)
+    saved = out["saved"]
+    assert saved["kind"] == "observation" and saved["project"] == project_of(repo) and saved["branch"] == "main"
+    assert saved["source"] | {"file": None} == {
+        "path": "src/billing/price.py", "line_start": 6, "line_end": 8, "commit": head, "origin": "mcp:test-agent",
+        "filetype": None, "label": "src/billing/price.py:6-8 · mcp:test-agent", "file": None}
+    assert saved["vector"] is True and saved["redacted"] == []
+
+    recall = out["recall"].structured_content
+    assert recall["legs"] == ["vector", "keyword"] and recall["failed_legs"] == {}
+    top = recall["hits"][0]
+    assert top["id"] == saved["id"] and top["excerpt"] == PRICE_NOTE and top["source"]["line_start"] == 6
+    assert top["source"]["file"] == str(repo / "src" / "billing" / "price.py")
+    assert top["explain"][-1].startswith("= ") and float(top["explain"][-1].rsplit("= ", 1)[1]) == pytest.approx(
+        top["score"], abs=1e-3), "the trace multiplies out to the score"
+    text = out["recall"].content[0].text
+    assert f"#{saved['id']} [observation] Contract price entry point" in text and "mcp:test-agent" in text
+
+    assert PRICE_NOTE in out["show"].content[0].text and out["show"].structured_content["body"] == PRICE_NOTE
+    superseded = {hit["id"]: hit["superseded_by"] for hit in out["after_supersede"]["hits"]}
+    assert superseded[saved["id"]] == out["newer"]
+    assert out["undo"].structured_content == {"old": saved["id"], "superseded_by": None}
+    [contents] = out["resource"].contents
+    assert contents.mime_type == "text/markdown" and PRICE_NOTE in contents.text
+    assert f"captain-memo://memory/{saved['id']}" in out["listed"]
+    assert out["forget"].content[0].text == f"Forgot #{out['newer']}."
+    assert out["gone"].code == -32602 and f"no memory with id {out['newer']}" in out["gone"].message
+    assert out["missing"].code == -32002
+
+    memory = stored(db, saved["id"])
+    assert memory.opened_in_full, "show counts as opening the memory (Tide)"
+    assert memory.superseded_by is None
+
+
+def test_a_credential_is_redacted_and_the_result_says_so(tmp_path):
+    """Through the 2026-07-28 per-request envelopes this time (the SDK client's default): the
+    client's name still reaches the stored origin."""
+    repo = make_repo(tmp_path)
+    db = tmp_path / "memo.db"
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    text = (f"The deploy script reads the AWS key {key} from the environment.\n"
+            "<private>the staging pin is 4471</private>Rotate it every 90 days.")
+
+    async def body():
+        async with connect(db, repo, mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            return await client.call_tool("remember", {"text": text, "kind": "memory"})
+
+    result = run(body)
+    data = result.structured_content
+    assert data["redacted"] == ["line 1: AWS access key id (AKIA…)"]
+    assert "Redacted before saving, as it looked like a credential: line 1: AWS access key id" in result.content[0].text
+    assert data["private_left_out"] is True and "<private>" in result.content[0].text
+    assert data["source"]["origin"] == "mcp:test-agent" and data["project"] == project_of(repo)
+    body_stored = stored(db, data["id"]).body
+    assert key not in body_stored and "[REDACTED" in body_stored
+    assert "4471" not in body_stored and "Rotate it every 90 days." in body_stored
+
+
+@pytest.mark.filterwarnings("ignore:The roots capability is deprecated")  # the clients in use still declare roots
+def test_the_client_roots_select_the_project(tmp_path):
+    """The project comes from the roots the client declares (and declares again), else the folder
+    the server was told (--folder) or started in."""
+    alpha, beta = make_repo(tmp_path / "a"), make_repo(tmp_path / "b")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    db = tmp_path / "memo.db"
+    note = "The quarterly ledger export skips archived tenants."
+
+    async def body():
+        roots = [alpha]
+        out = {}
+        async with connect(db, plain, roots=roots) as client:
+            out["saved"] = (await client.call_tool("remember", {"text": note})).structured_content
+            roots[:] = [beta]
+            await client.send_roots_list_changed()
+            out["in_beta"] = (await client.call_tool("recall", {"query": "ledger export"})).structured_content
+            out["everywhere"] = (await client.call_tool("recall", {"query": "ledger export",
+                                                                   "all_projects": True})).structured_content
+        async with connect(db, plain, options=("--folder", str(alpha))) as client:
+            out["cwd_alpha"] = (await client.call_tool("recall", {"query": "ledger export"})).structured_content
+        return out
+
+    out = run(body)
+    assert out["saved"]["project"] == project_of(alpha) != project_of(beta)
+    memory_id = out["saved"]["id"]
+    assert out["in_beta"]["project"] == project_of(beta)
+    assert memory_id not in [h["id"] for h in out["in_beta"]["hits"]], "another repository's memory stays out"
+    assert memory_id in [h["id"] for h in out["everywhere"]["hits"]]
+    assert out["cwd_alpha"]["project"] == project_of(alpha)
+    assert out["cwd_alpha"]["hits"][0]["id"] == memory_id
+
+
+def test_a_memory_the_cli_saves_mid_session_is_found_by_the_warm_engine(tmp_path):
+    """The server keeps one engine (and its in-memory vector index) for the session; a memory
+    another process writes meanwhile is found by the next recall, by meaning as well as by word."""
+    repo = make_repo(tmp_path)
+    db = tmp_path / "memo.db"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(db)}
+
+    async def body():
+        async with connect(db, repo) as client:
+            await client.call_tool("remember", {"text": "Invoices are numbered per tenant and per year."})
+            await client.call_tool("recall", {"query": "invoice numbering"})
+            await anyio.sleep(1.0)  # the in-memory index builds in the background meanwhile
+            subprocess.run([sys.executable, "-m", "captain_memo.cli", "remember", "--title", "Webhook retries",
+                            "Webhook deliveries are retried three times with exponential backoff."],
+                           cwd=repo, env=env, check=True, capture_output=True, timeout=120)
+            return (await client.call_tool("recall", {"query": "how often do we resend a failed callback",
+                                                      "explain": True})).structured_content
+
+    found = run(body)
+    top = found["hits"][0]
+    assert top["title"] == "Webhook retries" and top["source"]["origin"] == "cli"
+    assert not top["explain"][0].startswith("vector absent"), "found by the vector leg, not only by words"
