@@ -88,7 +88,7 @@ class MemoryService:
             entry.update(excerpt=excerpt(hit.text, hit.memory.title), age=_age(now - hit.memory.created_at),
                          source={**data["source"], "file": locate(data["source"]["path"], ctx, hit.memory.project)})
             if args["explain"]:
-                entry["explain"] = [line.strip() for line in explain_lines(hit)]
+                entry["explain"] = [line.strip() for line in explain_lines(data)]
             hits.append(entry)
         return {"query": result.query, "profile": result.profile, "legs": list(result.legs),
                 "failed_legs": dict(result.failures), "project": ctx.project, "branch": ctx.branch,
