@@ -74,13 +74,13 @@ def _context(lookup: ContextLookup, cwd: str, project: str | None, branch: str |
 
 
 def recall(engine, request: RecallRequest, lookup: ContextLookup = git_lookup) -> dict:
-    """A search from ``request.cwd``: the hits as doc/json.md shows them."""
+    """A search from ``request.cwd``: the hits as doc/json.md shows them, and the project searched."""
     from captain_memo.ranking.result import result_json
 
     ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=False)
     result = engine.recall(request.query, project=ctx.project, branch=ctx.branch, limit=request.limit,
                            profile=request.profile, all_projects=request.all_projects)
-    return result_json(result, time.time())
+    return {**result_json(result, time.time()), "project": ctx.project}
 
 
 def remember(engine, request: RememberRequest, lookup: ContextLookup = git_lookup) -> dict:

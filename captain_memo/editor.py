@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from captain_memo import secrets
-from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
+from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, ReadOnlyStoreError, StoreError
 from captain_memo.gitctx import NO_REPOSITORY, GitContext, git_context
 
 log = logging.getLogger("captain_memo")
@@ -218,7 +218,7 @@ class EditorService:
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
         self._log_files: set[str] = set()
-        self.ops = {"recall": self.recall, "hint": self.hint, "save": self.save, "open": self.open,
+        self.ops = {"recall": self.recall, "hint": self.hint, "check": self.check, "save": self.save, "open": self.open,
                     "forget": self.forget, "supersede": self.supersede, "index": self.index}
 
     # -- the queue ----------------------------------------------------------------------
@@ -296,7 +296,13 @@ class EditorService:
         key = settings.engine_key
         if key not in self._engines:
             self.deliver({"event": "status", "text": "opening the database (the model loads on first search)…"})
-            self._engines[key] = self.engine_factory(settings)
+            engine = self._engines[key] = self.engine_factory(settings)
+            store = getattr(engine, "store", None)
+            if getattr(store, "read_only", False):
+                # Said once per database: every later recall would otherwise repeat it.
+                self.deliver({"event": "notice", "level": "warn", "text": (
+                    f"read-only {store.path}: lookups work, saves fail, recalls are not recorded "
+                    f"({store.read_only_reason})")})
         return self._engines[key]
 
     def context(self, settings: EditorSettings, args: dict, fresh: bool = False) -> GitContext:
@@ -343,6 +349,19 @@ class EditorService:
                                               legs=("keyword",), how="auto", record=False)
         ids = sorted({hit.memory.id for hit in result.hits if token in hit.text})
         return {"token": token, "count": len(ids), "ids": ids}
+
+    def check(self, settings: EditorSettings, args: dict) -> dict:
+        """Credentials in a selection about to be saved, found before the dialog shows any of it: the
+        title prompt is prefilled from ``redacted``, so a token never appears in it. No database is
+        opened. With redaction on everywhere (CAPTAIN_MEMO_REDACT_SECRETS) there is nothing to ask."""
+        from captain_memo.validation import without_private
+
+        text = args.get("text")
+        if not isinstance(text, str):
+            raise InputError(f"text must be text, not {type(text).__name__}")
+        visible = without_private(text)
+        findings = [] if secrets.redaction_on() else secrets.scan(visible)
+        return {"findings": [_finding_json(f) for f in findings], "redacted": secrets.redact(visible)}
 
     def save(self, settings: EditorSettings, args: dict) -> dict:
         """Store a selection or a note; text that looks like it holds credentials is handled by the
@@ -420,6 +439,8 @@ def health_report(settings: dict | None = None, context: str | None = None) -> l
 def _check(item: str, probe: Callable[[], str], failure: str = "error") -> dict:
     try:
         return {"item": item, "status": "ok", "detail": probe()}
+    except ReadOnlyStoreError as exc:  # readable, so lookups work: a warning, not a failure
+        return {"item": item, "status": "warn", "detail": one_line(str(exc))}
     except Exception as exc:
         return {"item": item, "status": failure, "detail": one_line(str(exc) or type(exc).__name__)}
 

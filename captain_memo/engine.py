@@ -38,6 +38,7 @@ class Engine:
         self.queries = QueryCache(embedder)
         self.index = vector_index or SqliteVecIndex(store)
         self._pool: ThreadPoolExecutor | None = None
+        self._read_only_said = False
         store.check_model(embedder.model_id)
         # HTTP providers learn their dimension from the first answer; the store knows it already,
         # so a server that starts answering with another size is caught before a vector is used.
@@ -86,6 +87,7 @@ class Engine:
 
     def backfill(self, limit: int = 256) -> int:
         """Embed chunks stored while the embedder was down; returns how many got a vector."""
+        self.store.require_writable()
         pending = self.store.pending_chunks(limit)
         if not pending:
             return 0
@@ -97,6 +99,7 @@ class Engine:
 
     def remember(self, memory: NewMemory) -> int:
         """Store a memory, its chunks, keyword rows and vectors in one transaction; returns its id."""
+        self.store.require_writable()
         clean, chunks = self.prepare(memory)
         vectors = self.try_embed(chunks)
         memory_id = self.store.add(clean, chunks, vectors)
@@ -111,6 +114,7 @@ class Engine:
     def remember_many(self, memories: list[NewMemory], skip_duplicates: bool = True) -> list[int | None]:
         """Store a batch with one embedding call; an exact duplicate already stored is skipped (None),
         so an interrupted import can simply be run again."""
+        self.store.require_writable()
         prepared = [self.prepare(m) for m in memories]
         todo, seen = [], set()
         for clean, chunks in prepared:
@@ -132,17 +136,19 @@ class Engine:
 
     def prepare(self, memory: NewMemory) -> tuple[NewMemory, list[str]]:
         """The memory as it will be stored (checked, private spans removed) and its chunk texts."""
-        body = validation.without_private(validation.checked_text("text", memory.body, validation.MAX_BODY_CHARS))
+        body = validation.without_private(validation.unix_newlines(
+            validation.checked_text("text", memory.body, validation.MAX_BODY_CHARS)))
         if not body.strip():
             raise InputError("nothing to remember: the text is empty")
-        title = validation.without_private(
-            validation.checked_text("title", memory.title or "", validation.MAX_TITLE_CHARS)).strip()
+        title = validation.without_private(validation.unix_newlines(
+            validation.checked_text("title", memory.title or "", validation.MAX_TITLE_CHARS))).strip()
         validation.checked_kind(memory.kind)
         for name in ("project", "branch"):
             validation.checked_optional(name, getattr(memory, name))
         validation.checked_optional("file path", memory.source.path)
         # Given chunks (a source's sections) are cleaned too: a private span must not reach the index.
-        chunks = [c for c in map(validation.without_private, memory.chunks) if c.strip()] or chunk_texts(title, body)
+        chunks = [c for c in (validation.without_private(validation.unix_newlines(c)) for c in memory.chunks)
+                  if c.strip()] or chunk_texts(title, body)
         for chunk in chunks:
             validation.checked_text("chunk", chunk, validation.MAX_BODY_CHARS)
         if secrets.redaction_on():  # CAPTAIN_MEMO_REDACT_SECRETS=1; otherwise callers decide (secrets.check)
@@ -166,8 +172,9 @@ class Engine:
             raise InputError("a memory cannot supersede itself")
         self.store.set_superseded(old_id, new_id)
 
-    def unsupersede(self, old_id: int) -> None:
-        self.store.set_superseded(old_id, None)
+    def unsupersede(self, old_id: int) -> int | None:
+        """Clear ``old_id``'s supersession; returns the memory that superseded it, None if none did."""
+        return self.store.set_superseded(old_id, None)
 
     def show(self, memory_id: int, cfg: RankConfig | None = None) -> Memory:
         """A memory in full; opening counts as the strongest surfacing for Tide."""
@@ -178,9 +185,18 @@ class Engine:
     def _surface(self, memories: list[Memory], how: str, cfg: RankConfig) -> None:
         if not cfg.tide or not memories:
             return
+        if self.store.read_only:
+            self._say_read_only()
+            return
         gain = getattr(cfg, SURFACING[how])
         updates = [(m.id, lifecycle.strengthened(m.stability, gain, cfg)) for m in memories]
         self.store.record_surfacing(updates, time.time(), opened=how == "open")
+
+    def _say_read_only(self) -> None:
+        if not self._read_only_said:
+            self._read_only_said = True
+            log.warning("%s is read-only (%s): recalls are not recorded for Tide", self.store.path,
+                        self.store.read_only_reason)
 
     # -- recall -------------------------------------------------------------------------
 
@@ -203,7 +219,7 @@ class Engine:
         hits = cut(ranked, req.limit)
         if record:
             self._surface([c.memory for c in hits], how, cfg)
-        if "vector" in answered and self.store.pending_chunks(1):
+        if "vector" in answered and not self.store.read_only and self.store.pending_chunks(1):
             # The embedder answers again: give chunks saved while it was down their vectors.
             self._backfill_quietly()
         return RecallResult(query, cfg.profile, tuple(hits), answered, failures,

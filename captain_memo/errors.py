@@ -21,6 +21,11 @@ class DatabaseDamagedError(StoreError):
     """The database file is not a usable Captain Memo database."""
 
 
+class ReadOnlyStoreError(StoreError):
+    """The database can be read but not written by this user (file or folder permissions, a
+    read-only mount): a permission to change, not damage."""
+
+
 class ForeignDatabaseError(StoreError):
     """The file is another application's database; it is left untouched."""
 

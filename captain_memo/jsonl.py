@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from captain_memo.errors import InputError
 
@@ -40,3 +40,21 @@ def parse_lines(lines: Iterable[str], name: str) -> Iterator[tuple[str, object]]
         if error:
             raise InputError(f"{name}:{number}: {error}")
         yield f"{name}:{number}", value
+
+
+# One record holds at most a memory's text (1,000,000 characters, up to 4 bytes each in UTF-8)
+# plus its fields; a longer line is no record, and reading it whole could exhaust memory.
+MAX_LINE_BYTES = 4 << 20
+
+
+def capped_lines(stream: BinaryIO, name: str, max_bytes: int | None = None) -> Iterator[str]:
+    """The stream's lines as text, each read with a cap (default ``MAX_LINE_BYTES``): a longer line
+    (``/dev/zero``, a binary file) is an InputError naming it, not an unbounded read."""
+    max_bytes = max_bytes or MAX_LINE_BYTES
+    for number, raw in enumerate(iter(lambda: stream.readline(max_bytes + 1), b""), 1):
+        if len(raw) > max_bytes:
+            raise InputError(f"{name}:{number}: line longer than {max_bytes:,} bytes; not a JSON-lines file?")
+        try:
+            yield raw.decode("utf-8").removesuffix("\n")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{name}:{number}: not UTF-8 (byte {exc.start + 1})") from None

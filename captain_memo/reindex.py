@@ -69,6 +69,7 @@ def reindex(store: Store, embedder, batch_size: int = 64, progress: ProgressFact
     """Re-embed every chunk with ``embedder`` and make its model the store's; resumes an
     interrupted run for the same model (``restart`` discards it instead). Only one reindex runs per
     store: another one meanwhile raises ReindexRunningError (store/lock.py)."""
+    store.require_writable()  # the lock file beside a read-only store cannot be made either
     _require_vec(store)
     with reindex_lock(store.path):
         return _reindex(store, embedder, batch_size, progress, restart)
@@ -112,6 +113,7 @@ def _reindex(store: Store, embedder, batch_size: int, progress: ProgressFactory 
 def fill_missing(store: Store, embedder, batch_size: int = 64, progress: ProgressFactory | None = None) -> int:
     """Embed only chunks stored without a vector (saved while the endpoint was down), with the
     store's own model; returns how many got one."""
+    store.require_writable()  # before the lock file is made or a batch embedded for nothing
     _require_vec(store)
     store.check_model(embedder.model_id)
     with reindex_lock(store.path):

@@ -28,6 +28,13 @@ def checked_text(name: str, value: str, limit: int) -> str:
     return value
 
 
+def unix_newlines(text: str) -> str:
+    """CRLF line ends as LF: text from Windows files, commit messages or a pasted selection otherwise
+    shows ``^M`` in every preview. A lone CR is not a line end anywhere now; it is kept, and shown
+    escaped like any control character."""
+    return text.replace("\r\n", "\n") if "\r\n" in text else text
+
+
 def private_spans(text: str) -> list[tuple[int, int]]:
     """Where ``<private>…</private>`` spans start and end, tags included, erring on hiding more.
 

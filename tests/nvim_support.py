@@ -156,14 +156,16 @@ vim.o.lines = 50
 """
 
 
-def start_editor(tmp: Path, env: dict[str, str] | None = None, cwd: Path | None = None, observe: bool = True):
-    """A Neovim child with its own environment (through ``env -i``: pynvim passes none) and folder."""
+def start_editor(tmp: Path, env: dict[str, str] | None = None, cwd: Path | None = None, observe: bool = True,
+                 prefix: tuple[str, ...] = ()):
+    """A Neovim child with its own environment (through ``env -i``: pynvim passes none) and folder;
+    ``prefix`` runs it through another command first (another user's, with setpriv)."""
     import pynvim
 
     rplugin_manifest()
     env = env or child_env(tmp)
     folder = str(cwd or tmp).replace("\\", "\\\\").replace(" ", "\\ ")
-    argv = ["env", "-i", *(f"{k}={v}" for k, v in env.items())] + base_argv("--cmd", f"cd {folder}")
+    argv = [*prefix, "env", "-i", *(f"{k}={v}" for k, v in env.items())] + base_argv("--cmd", f"cd {folder}")
     editor = Editor(pynvim.attach("child", argv=argv))
     if observe:
         editor.lua(OBSERVE)

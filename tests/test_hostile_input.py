@@ -27,7 +27,7 @@ from captain_memo.ranking.fusion import min_max
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
 from captain_memo.ranking.query import analyse, fts_match
 from captain_memo.store.models import KINDS, Memory, NewMemory, Source
-from captain_memo.validation import MAX_BODY_CHARS, MAX_FIELD_CHARS, MAX_TITLE_CHARS
+from captain_memo.validation import MAX_BODY_CHARS, MAX_FIELD_CHARS, MAX_TITLE_CHARS, unix_newlines
 
 QUERY_EXAMPLES = 600
 MATCH_SELF_EXAMPLES = 300
@@ -243,8 +243,9 @@ def test_hostile_fields_round_trip_byte_equal_or_are_refused_by_name(store_engin
     event("stored")
     assert not refusals, f"stored what should have been refused: {refusals}"
     stored = store_engine.store.get(memory_id)
-    assert stored.body.encode() == body.encode()
-    assert stored.title.encode() == title.strip().encode()
+    # Byte-equal but for line ends: CRLF is stored as LF (validation.unix_newlines).
+    assert stored.body.encode() == unix_newlines(body).encode()
+    assert stored.title.encode() == unix_newlines(title).strip().encode()
     assert (stored.project, stored.branch, stored.source.path) == (project, branch, path)
     assert stored.project.encode() == project.encode() and stored.branch.encode() == branch.encode()
 

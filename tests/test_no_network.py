@@ -114,7 +114,9 @@ def traced(tmp_path):
     def command(*argv: str, umask: int = 0o022, **popen) -> tuple[list[str], Path]:
         log = tmp_path / f"trace-{len(logs)}.txt"
         logs.append(log)
-        return ["strace", "-f", "-qq", "-e", f"trace={TRACED}", "-o", str(log), sys.executable, "-m",
+        # -s: strace cuts strings at 32 characters by default, which cut a long interpreter path (a
+        # worktree's .venv/bin/python) before "python" and the check took it for another program.
+        return ["strace", "-f", "-qq", "-s", "4096", "-e", f"trace={TRACED}", "-o", str(log), sys.executable, "-m",
                 "captain_memo.cli", *argv], log
 
     def run(*argv: str, umask: int = 0o022) -> subprocess.CompletedProcess:

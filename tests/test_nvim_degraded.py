@@ -92,6 +92,8 @@ def test_a_damaged_database_is_one_line_naming_the_file_and_what_to_do(tmp_path,
 
     editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)))
     try:
+        # Wide enough for the whole line; a narrower screen shows its start and the log has the rest.
+        editor.lua("vim.o.columns = 400")
         editor.nvim.command("CaptainMemo recall which port does service 7 listen on")
         editor.wait_for("(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
                         "if n.level == vim.log.levels.ERROR then return true end end end)()", what="the error")

@@ -76,6 +76,7 @@ def test_saved_selection_carries_file_lines_repository_and_branch(tmp_path, loca
         git(repo, "checkout", "-q", "main")
         lines = recall(editor, path, query)
         rank_off, score_off = hit_row(lines, memory.title)
+        editor.nvim.command("normal e")  # a new list starts on the preview
         assert re.search(r"^× branch\s+1\s+not applied", explain_row(editor, rank_off), re.M)
         assert score_off < score_on and rank_off >= rank_on
         assert score_on / score_off == pytest.approx(1.1, abs=0.01)

@@ -56,6 +56,11 @@ def add_context_args(parser, branch: bool = True) -> None:
         parser.add_argument("--branch", help="branch (default: the current git branch)")
 
 
+def add_quiet_arg(parser) -> None:
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line on a terminal (there is none when stderr is not a terminal)")
+
+
 def add_secrets_arg(parser) -> None:
     parser.add_argument("--allow-secrets", action="store_true",
                         help="store text that looks like a credential as it is (default: refuse; "

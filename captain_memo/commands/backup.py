@@ -19,32 +19,43 @@ from captain_memo.errors import InputError, StoreError
 
 def register(sub) -> None:
     p = sub.add_parser("backup", help="copy the database consistently to PATH (a file, or a folder for a dated name)")
-    p.add_argument("path", help="the backup file to write, or an existing folder to write memo-YYYYMMDD-HHMMSS.db in")
+    p.add_argument("path", help="the backup file to write; an existing folder, or a path ending in / (created "
+                                "if missing), gets memo-YYYYMMDD-HHMMSS.db inside it")
     p.add_argument("--force", action="store_true", help="replace PATH if it exists")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     source = Path(args.db or db_path())
-    target = backup(source, Path(args.path).expanduser(), replace=args.force)
+    # Path() drops a trailing slash, which is how a folder that does not exist yet is named.
+    folder = args.path.endswith(("/", os.sep))
+    target = backup(source, Path(args.path).expanduser(), replace=args.force, folder=folder)
     print(f"backed up {source} to {target} ({target.stat().st_size / 1e6:.1f} MB, integrity ok)")
     return 0
 
 
-def backup_target(path: Path) -> Path:
+def backup_target(path: Path, folder: bool = False) -> Path:
+    """The file to write: ``path`` itself, or a dated name inside it when it is a folder (one that
+    exists, or one named with a trailing slash, which is created)."""
+    if folder and not path.is_dir():
+        try:
+            path.mkdir(parents=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create the backup folder {path}: {exc.strerror}") from None
     if path.is_dir():
         return path / time.strftime("memo-%Y%m%d-%H%M%S.db")
     return path
 
 
-def backup(source: Path, path: Path, replace: bool = False) -> Path:
-    """Copy ``source`` to ``path`` with the backup API; returns the file written."""
-    from captain_memo.store.db import _load_vec, _sqlite
+def backup(source: Path, path: Path, replace: bool = False, folder: bool = False) -> Path:
+    """Copy ``source`` to ``path`` with the backup API; returns the file written. ``folder``: ``path``
+    names a folder (given with a trailing slash) even if it does not exist yet."""
+    from captain_memo.store.db import _load_vec, _sqlite, connect_read_only, write_denied
 
     sqlite = _sqlite()
-    target = backup_target(path)
     if not source.is_file():
         raise InputError(f"there is no database at {source} to back up")
+    target = backup_target(path, folder)
     if target.exists() and not replace:
         raise InputError(f"{target} exists; pass --force to replace it")
     if target.resolve() == source.resolve():
@@ -55,7 +66,8 @@ def backup(source: Path, path: Path, replace: bool = False) -> Path:
     except OSError as exc:
         raise StoreError(f"cannot write the backup {target}: {exc.strerror}") from None
     try:
-        src = sqlite.connect(str(source), timeout=10)
+        # A store this user may only read is copied all the same (the read-write path would fail).
+        src = connect_read_only(source) if write_denied(source) else sqlite.connect(str(source), timeout=10)
         dst = sqlite.connect(str(partial))
         try:
             src.backup(dst)

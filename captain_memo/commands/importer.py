@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
-from captain_memo.commands._common import add_context_args, context, open_engine
+from captain_memo.commands._common import add_context_args, add_quiet_arg, context, open_engine
 from captain_memo.errors import InputError
+from captain_memo.jsonl import capped_lines
 from captain_memo.progress import Progress
 from captain_memo.records import read_import
 from captain_memo.store import NewMemory
@@ -24,16 +26,19 @@ def register(sub) -> None:
     p.add_argument("file", help="the .jsonl file ('-' for stdin)")
     p.add_argument("--strict", action="store_true", help="import nothing if any line is refused")
     add_context_args(p, branch=False)
+    add_quiet_arg(p)
     p.set_defaults(run=run)
 
 
 def read_lines(path: str) -> list[str]:
     # Split on newlines only: str.splitlines() also splits on U+2028 and other separators that a
     # JSON string may hold raw, which cut a valid record in two and shifted every line number after it.
+    # Each line is read with a byte cap: `import /dev/zero` must not grow without bound.
     try:
-        return (sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")).split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
+        with (nullcontext(sys.stdin.buffer) if path == "-" else Path(path).open("rb")) as stream:
+            return list(capped_lines(stream, "stdin" if path == "-" else path))
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def read_records(path: str, project: str | None) -> list[NewMemory]:
@@ -44,10 +49,11 @@ def read_records(path: str, project: str | None) -> list[NewMemory]:
     return list(found.memories)
 
 
-def import_memories(engine, memories: list[NewMemory], label: str = "importing") -> tuple[int, int]:
+def import_memories(engine, memories: list[NewMemory], label: str = "importing",
+                    quiet: bool = False) -> tuple[int, int]:
     """Store in batches; returns (added, skipped as already present)."""
     added = skipped = 0
-    bar = Progress(len(memories), label)
+    bar = Progress(len(memories), label, quiet=quiet)
     for start in range(0, len(memories), BATCH):
         batch = memories[start: start + BATCH]
         ids = engine.remember_many(batch)
@@ -69,7 +75,7 @@ def run(args) -> int:
                          f"{len(found.refused) + len(found.memories)} records refused")
     engine = open_engine(args)
     try:
-        added, skipped = import_memories(engine, list(found.memories))
+        added, skipped = import_memories(engine, list(found.memories), quiet=args.quiet)
         pending = engine.store.counts()["pending_vectors"]
     finally:
         engine.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from captain_memo.commands._common import open_engine, print_json
+from captain_memo.commands._common import add_quiet_arg, open_engine, print_json
 from captain_memo.terminal import one_line
 
 
@@ -17,7 +17,11 @@ def register(sub) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index instead of the configured ones")
     p.add_argument("--git", action="store_true", help="also store new commit messages of this repository as observations")
     p.add_argument("--branch", help="branch recorded on new and changed memories (default: the current git branch)")
+    p.add_argument("--max-commits", type=int, metavar="N",
+                   help="with --git, read at most the newest N new commits (default: CAPTAIN_MEMO_GIT_MAX_COMMITS "
+                        "or 5000)")
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    add_quiet_arg(p)
     p.set_defaults(run=run)
 
 
@@ -26,10 +30,14 @@ def run(args) -> int:
 
     from captain_memo.sources.git_history import index_history
     from captain_memo.sources.indexer import configured_folders, index_folders, index_paths
+    from captain_memo.errors import InputError
     from captain_memo.sources.report import IndexReport
     from captain_memo.sources.settings import source_settings
 
+    if args.max_commits is not None and args.max_commits < 1:
+        raise InputError("--max-commits must be at least 1")
     settings = source_settings()
+    progress = not args.quiet
     folders = [] if args.paths else configured_folders(settings=settings)
     if args.branch:
         folders = [f if f.personal else replace(f, branch=args.branch) for f in folders]
@@ -39,24 +47,35 @@ def run(args) -> int:
         return 1
     engine = open_engine(args)
     try:
+        engine.store.require_writable()  # before any text is embedded for nothing
         if args.paths:
-            report = index_paths(engine, args.paths, settings, show_progress=True, branch=args.branch)
+            report = index_paths(engine, args.paths, settings, show_progress=progress, branch=args.branch)
         else:
-            report = index_folders(engine, folders, settings, show_progress=True) if folders else IndexReport()
-        history = index_history(engine, settings=settings, show_progress=True) if args.git else None
+            report = index_folders(engine, folders, settings, show_progress=progress) if folders else IndexReport()
+        history = index_history(engine, settings=settings, show_progress=progress,
+                                max_commits=args.max_commits) if args.git else None
     finally:
         engine.close()
     if args.json:
         print_json({"notes": report.to_json(), "git": history.to_json() if history else None})
         return 0
+    print_report(report, history, args.max_commits or settings.git_max_commits)
+    return 0
+
+
+def print_report(report, history, cap: int) -> None:
+    from captain_memo.sources.report import history_left_out, left_out
+
     for path, reason in report.skipped_files:
         print(f"skipped {one_line(str(path))}: {one_line(reason)}")
     for path, message in report.warnings:
         print(f"note {one_line(str(path))}: {one_line(message)}")
-    print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)")
+    notes = left_out(report)
+    print(f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)"
+          + (f"; {notes}" if notes else ""))
     if history is not None:
         for sha, message in history.warnings:
             print(f"note {'' if sha == 'embedder' else 'commit '}{one_line(sha)}: {one_line(message)}")
-        print(f"git: {history.indexed} new commits · {history.unchanged} already stored · "
-              f"{history.skipped} merge or empty skipped ({history.chunks_embedded} chunks embedded)")
-    return 0
+        commits = history_left_out(history, cap)
+        print(f"git: {history.indexed:,} new commits · {history.unchanged:,} already stored "
+              f"({history.chunks_embedded:,} chunks embedded)" + (f"; {commits}" if commits else ""))

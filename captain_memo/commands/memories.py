@@ -94,13 +94,19 @@ def show(args) -> int:
         print_json(memory_json(m))
         return 0
     print(f"#{m.id} [{m.kind}] {one_line(m.display_title)}")
-    meta = [f"{age(time.time() - m.created_at)} old", m.branch and f"branch {m.branch}", m.source.describe()]
+    meta = [created(time.time() - m.created_at), m.branch and f"branch {m.branch}", m.source.describe()]
     if m.superseded_by:
         meta.append(f"superseded by #{m.superseded_by}")
     print("   " + one_line(" · ".join(x for x in meta if x)))
     print()
     print(block(m.body))
     return 0
+
+
+def created(seconds: float) -> str:
+    """When a memory was saved, for a reader: "saved just now", "saved 3d ago"."""
+    when = age(seconds)
+    return "saved just now" if when == "now" else f"saved {when} ago"
 
 
 def forget(args) -> int:
@@ -124,8 +130,10 @@ def supersede(args) -> int:
                 print(f"#{m[0]} superseded by #{m[1]} ({how}): {one_line(m[3])}")
             return 0
         if args.undo is not None:
-            engine.unsupersede(args.undo)
-            print(f"#{args.undo} is current again")
+            if engine.unsupersede(args.undo) is None:
+                print(f"#{args.undo} was not superseded; nothing changed")
+            else:
+                print(f"#{args.undo} is current again")
             return 0
         if len(args.ids) != 2:
             raise InputError("supersede takes OLD NEW (or --undo OLD, or --list)")

@@ -29,11 +29,22 @@ def run(args) -> int:
     request = app.RecallRequest(" ".join(args.query), os.getcwd(), project=args.project, branch=args.branch,
                                 limit=args.limit, profile=args.profile, all_projects=args.all_projects)
     data = run_request(args, "recall", request)
+    project = data.pop("project", None)  # the repository searched; not part of --json
     if args.json:
         print_json(data)
     else:
-        print(render(data, args.explain))
+        print(render(data, args.explain, searched(project, args.all_projects)))
     return 0
+
+
+def searched(project: str | None, all_projects: bool) -> str:
+    """What a recall looked through, for the line that says nothing matched."""
+    if all_projects:
+        return "every project's memories and personal notes"
+    if project is None:
+        return ("personal notes only (not inside a git repository); "
+                "--all-projects searches every project's memories too")
+    return f"{project} and personal notes; --all-projects searches every project's memories too"
 
 
 def explain_lines(hit: dict) -> list[str]:
@@ -51,7 +62,7 @@ def explain_lines(hit: dict) -> list[str]:
     return lines
 
 
-def render(result: dict, explain: bool = False) -> str:
+def render(result: dict, explain: bool = False, scope: str | None = None) -> str:
     """A recall's JSON (ranking/result.py ``result_json``) as the lines the terminal shows."""
     now = time.time()
     lines = []
@@ -64,7 +75,7 @@ def render(result: dict, explain: bool = False) -> str:
         if explain:
             lines.extend(explain_lines(hit))
     if not result["hits"]:
-        lines.append("no memory matched")
+        lines.append(f"no memory matched in {scope}" if scope else "no memory matched")
     legs = " + ".join(result["legs"])
     footer = f"profile {result['profile']} · legs: {legs} · {result['elapsed_ms']:.0f} ms"
     if result["failures"]:

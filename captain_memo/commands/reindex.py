@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from captain_memo.commands._common import open_store
+from captain_memo.commands._common import add_quiet_arg, open_store
 
 
 def register(sub) -> None:
@@ -15,6 +15,7 @@ def register(sub) -> None:
     p.add_argument("--missing", action="store_true", help="only embed chunks saved without a vector "
                                                           "(the endpoint was down), with the store's own model")
     p.add_argument("--restart", action="store_true", help="discard an unfinished reindex and start over")
+    add_quiet_arg(p)
     p.set_defaults(run=run)
 
 
@@ -22,7 +23,7 @@ def run(args) -> int:
     from captain_memo.config import embed_config
     from captain_memo.embeddings import make_embedder
     from captain_memo.errors import InputError
-    from captain_memo.progress import Progress
+    from captain_memo.progress import progress_factory
     from captain_memo.reindex import fill_missing, pending_target, reindex
     from captain_memo.store.lock import running_error, running_reindex
 
@@ -32,9 +33,10 @@ def run(args) -> int:
     batch_size = args.batch_size or cfg.batch_size
     embedder = make_embedder(cfg, backoff=False)  # a deliberate run asks the endpoint
     store = open_store(args)
+    bars = progress_factory(args.quiet)
     try:
         if args.missing:
-            filled = fill_missing(store, embedder, batch_size, Progress)
+            filled = fill_missing(store, embedder, batch_size, bars)
             print(f"embedded {filled} chunk{'s' * (filled != 1)} that had no vector, with {embedder.model_id}")
             return 0
         if (owner := running_reindex(store.path)) is not None:
@@ -42,7 +44,7 @@ def run(args) -> int:
         pending = pending_target(store)
         if pending and pending[1] == embedder.model_id and not args.restart:
             print(f"continuing the unfinished reindex to {embedder.model_id}")
-        report = reindex(store, embedder, batch_size, Progress, restart=args.restart)
+        report = reindex(store, embedder, batch_size, bars, restart=args.restart)
     finally:
         store.close()
     shape = f" ({report.dim}-d)" if report.dim else ""

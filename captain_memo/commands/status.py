@@ -92,6 +92,9 @@ def checks(args) -> list[tuple[str, bool, str]]:
         integrity = integrity_check(conn)
         out.append(("integrity", integrity == "ok", integrity if integrity == "ok" else f"{integrity}; {DAMAGED}"))
         out.append(permissions(path))
+        if store.read_only:
+            out.append(("writable", False, f"read-only for this user ({store.read_only_reason}): recall works; "
+                                           "saving, indexing and Tide's record of recalls do not"))
         size = path.stat().st_size if path.exists() else 0
         out.append(("database", True, f"{path} ({size / 1e6:.1f} MB)"))
         out.append(("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured "

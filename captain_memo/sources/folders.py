@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import codecs
 import os
-from dataclasses import dataclass
+import re
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from captain_memo.sources.settings import NOTE_SUFFIXES, SKILL_FILE, SourceSettings
@@ -71,19 +73,134 @@ def personal_folders(settings: SourceSettings) -> list[Folder]:
     return [Folder(path, kind, None, None, None, personal=True) for path, kind in kinds]
 
 
+# Text files with a note's suffix that hold no note: dependency pins, licences, build scripts.
+NOT_NOTE_NAMES = re.compile(r"^(?:.*requirements.*|constraints.*|requires|robots|cmakelists|licen[cs]e.*|copying.*"
+                            r"|notice|authors|contributors|changelog\.d|top_level|sources|dependency_links"
+                            r"|entry_points|installed-files)\.txt$", re.IGNORECASE)
+KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+         stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+
+
 def is_note(path: Path) -> bool:
-    return path.suffix.lower() in NOTE_SUFFIXES and not path.name.startswith(".")
+    return (path.suffix.lower() in NOTE_SUFFIXES and not path.name.startswith(".")
+            and not NOT_NOTE_NAMES.match(path.name))
 
 
-def note_files(folder: Folder) -> list[Path]:
-    """Note files under the folder, sorted; hidden and dependency folders are not entered."""
-    if folder.path.is_file():
-        return [folder.path] if is_note(folder.path) else []
-    found = []
-    for current, dirs, files in os.walk(folder.path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in IGNORED_DIRS)
-        found.extend(Path(current) / name for name in sorted(files) if is_note(Path(name)))
-    return found
+def not_note_kind(path: Path) -> str:
+    """What a file that is not a note is, for the run's summary: its suffix, or a named kind."""
+    if NOT_NOTE_NAMES.match(path.name):
+        return "requirements" if "requirements" in path.name.lower() or "constraints" in path.name.lower() \
+            else path.stem.lower()
+    return path.suffix.lower() or "no suffix"
+
+
+def why_not_a_note(path: Path) -> str:
+    """One line for a file named explicitly that is not indexed as a note."""
+    if NOT_NOTE_NAMES.match(path.name):
+        return f"not a note: {path.name} holds {not_note_kind(path)}, not prose"
+    if path.name.startswith("."):
+        return "not a note: hidden file"
+    suffixes = ", ".join(NOTE_SUFFIXES)
+    return f"not a note: {path.suffix or 'no suffix'} (notes are {suffixes})"
+
+
+@dataclass
+class Listing:
+    """What a folder holds: note files, and what was left out and why."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)  # files or folders, with the reason
+    # Could not be read (permissions, an unmounted share, an I/O error): their memories are kept.
+    unreadable: list[Path] = field(default_factory=list)
+    not_notes: list[str] = field(default_factory=list)  # the kind of each file that is not a note
+
+
+def inside(path: Path, boundary: Path) -> bool:
+    return path == boundary or boundary in path.parents
+
+
+def kind_of_file(mode: int) -> str | None:
+    """None for a regular file, else what it is (``a FIFO``)."""
+    return None if stat.S_ISREG(mode) else KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def note_files(folder: Folder) -> Listing:
+    """Note files under the folder, sorted, and what was left out.
+
+    Hidden and dependency folders are not entered. A symbolic link is followed only when it
+    resolves inside the folder (a link to ``/etc/passwd`` or to ``~/.ssh`` is reported and left
+    out); a linked folder is not entered (its files inside are reached where they are). Only
+    regular files are read: a FIFO would block and ``/dev/zero`` never ends. A folder that cannot
+    be listed is reported as unreadable, not taken for empty.
+    """
+    listing = Listing()
+    try:
+        boundary = folder.path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        _unreadable(listing, folder.path, exc)
+        return listing
+    root = folder.root.resolve() if folder.root is not None else None
+    if root is not None and not folder.personal and not inside(boundary, root):
+        listing.skipped.append((folder.path, "a symbolic link to outside the repository: not followed"))
+        return listing
+    try:
+        mode = folder.path.stat().st_mode
+    except OSError as exc:
+        _unreadable(listing, folder.path, exc)
+        return listing
+    if not stat.S_ISDIR(mode):
+        _add_file(listing, folder.path, mode, explicit=True)
+        return listing
+    _walk(folder.path, boundary, listing)
+    return listing
+
+
+def _unreadable(listing: Listing, path: Path, exc: Exception) -> None:
+    why = getattr(exc, "strerror", None) or str(exc)
+    listing.unreadable.append(path)
+    listing.skipped.append((path, f"cannot read: {why}; what was indexed from it is kept"))
+
+
+def _add_file(listing: Listing, path: Path, mode: int, explicit: bool = False) -> None:
+    kind = kind_of_file(mode)
+    if kind is not None:
+        listing.skipped.append((path, f"{kind}, not a regular file"))
+    elif is_note(path):
+        listing.files.append(path)
+    elif explicit:
+        listing.skipped.append((path, why_not_a_note(path)))
+    else:
+        listing.not_notes.append(not_note_kind(path))
+
+
+def _walk(directory: Path, boundary: Path, listing: Listing) -> None:
+    try:
+        with os.scandir(directory) as found:
+            entries = sorted(found, key=lambda e: e.name)
+    except OSError as exc:
+        _unreadable(listing, directory, exc)
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        path = Path(entry.path)
+        try:
+            if entry.is_symlink():
+                target = path.resolve()
+                if not inside(target, boundary):
+                    listing.skipped.append((path, "a symbolic link to outside the folder: not followed"))
+                    continue
+                if target.is_dir():
+                    continue  # its files are listed where they are
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in IGNORED_DIRS:
+                    _walk(path, boundary, listing)
+                continue
+            mode = entry.stat().st_mode
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symbolic link loop
+            _unreadable(listing, path, exc)
+            continue
+        _add_file(listing, path, mode)
 
 
 def folder_of(path: Path, folders: list[Folder]) -> Folder | None:
@@ -102,15 +219,35 @@ class NoteText:
     problem: str | None = None  # why it was skipped, or what was repaired
 
 
+def read_capped(path: Path, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of a regular file (one more tells that it is over the cap).
+
+    Opened without blocking and checked on the open file, so a FIFO or a device swapped in after
+    the folder was listed is refused, not waited on or read forever. Raises ValueError for those.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        kind = kind_of_file(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise ValueError(f"{kind}, not a regular file")
+        parts, left = [], max_bytes + 1
+        while left > 0 and (part := handle.read(min(left, 1 << 20))):
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
+
+
 def read_note(path: Path, max_bytes: int) -> NoteText:
-    """A note's text, or why it cannot be indexed: too large, binary, or not UTF-8."""
+    """A note's text, or why it cannot be indexed: too large, binary, not UTF-8, not a file."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            return NoteText(None, f"{size:,} bytes, over the {max_bytes:,}-byte cap (CAPTAIN_MEMO_MAX_FILE_BYTES)")
-        data = path.read_bytes()
+        data = read_capped(path, max_bytes)
     except OSError as exc:
         return NoteText(None, f"cannot read: {exc.strerror or exc}")
+    except ValueError as exc:
+        return NoteText(None, str(exc))
+    if len(data) > max_bytes:
+        size = _size(path, len(data))
+        return NoteText(None, f"{size}, over the {max_bytes:,}-byte cap (CAPTAIN_MEMO_MAX_FILE_BYTES)")
     if NUL in data:
         return NoteText(None, f"binary (NUL byte at offset {data.index(NUL)})")
     if data.startswith(codecs.BOM_UTF8):
@@ -124,6 +261,13 @@ def read_note(path: Path, max_bytes: int) -> NoteText:
         return NoteText(None, f"not UTF-8 ({bad} invalid bytes, the first at offset {first})")
     return NoteText(data.decode("utf-8", "replace"),
                     f"repaired {bad} invalid UTF-8 byte{'s' if bad > 1 else ''} (first at offset {first})")
+
+
+def _size(path: Path, read: int) -> str:
+    try:
+        return f"{path.stat().st_size:,} bytes"
+    except OSError:
+        return f"over {read - 1:,} bytes"
 
 
 def _invalid_bytes(data: bytes) -> int:

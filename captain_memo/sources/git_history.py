@@ -10,13 +10,22 @@ reset) the whole history is read again, and commits already stored (by their id,
 project, so a commit shared by two branches is stored once) are left alone without embedding.
 
 ``git log`` runs as one process: one pass over the history is ~20 ms for a few thousand commits,
-where walking it with gitpython objects costs a process round trip per commit.
+where walking it with gitpython objects costs a process round trip per commit. A first run reads
+only the newest ``CAPTAIN_MEMO_GIT_MAX_COMMITS`` (5,000); how many older ones were left out is
+counted (one ``git rev-list --count``) so the summary can say so.
+
+Where the time goes on a long history: the embedder, and before it was shared, the automatic
+supersession rule. Every commit whose title states a version (a release, a bot's dependency
+update) compared itself with up to 20 older ones, embedding all of them again: on a generated
+history of 5,000 commits with one dependency update in ten, that was over half the run (see
+doc/benchmarks.md). The rule now sees the run's embeddings through ``_MemoEmbedder``: each text
+is embedded once per run, and texts stored moments ago reuse the vectors just computed.
 """
 
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from captain_memo import secrets
@@ -33,6 +42,8 @@ BATCH_COMMITS = 64
 MAX_TITLE_CHARS = 200
 MAX_FILES_LISTED = 20
 RECORD, FIELD = "\x1e", "\x1f"
+# Texts the supersession rule may reuse within one run (1.5 KB each at 384 dimensions: ~30 MB).
+MAX_MEMO_TEXTS = 20_000
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,15 @@ def read_commits(root: Path, since: str | None, limit: int) -> list[Commit]:
     return commits
 
 
+def count_commits(root: Path, since: str | None) -> int:
+    revision = f"{since}..HEAD" if since else "HEAD"
+    done = _git(root, "rev-list", "--count", revision, "--")
+    try:
+        return int(done.stdout.strip())
+    except ValueError:
+        return 0
+
+
 def _is_ancestor(root: Path, commit: str) -> bool:
     return _git(root, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0
 
@@ -97,9 +117,44 @@ def observation(commit: Commit, project: str | None, branch: str | None, max_cha
                      source_key=KEY_PREFIX + commit.sha)
 
 
+@dataclass
+class _MemoEmbedder:
+    """The engine as the supersession rule sees it during one run: each text embedded once.
+
+    Without it, every commit stating a version re-embedded its (up to 20) older versions: the same
+    texts again and again. Bounded by ``MAX_MEMO_TEXTS`` (1.5 KB each at 384 dimensions).
+    """
+
+    engine: object
+    vectors: dict = field(default_factory=dict)
+
+    @property
+    def store(self):
+        return self.engine.store
+
+    def keep(self, texts: list[str], vectors) -> None:
+        if len(self.vectors) + len(texts) > MAX_MEMO_TEXTS:
+            self.vectors.clear()
+        self.vectors.update(zip(texts, vectors))
+
+    def try_embed(self, texts: list[str]):
+        import numpy as np
+
+        todo = [text for text in dict.fromkeys(texts) if text not in self.vectors]
+        if todo:
+            vectors = self.engine.try_embed(todo)
+            if vectors is None:
+                return None
+            self.keep(todo, vectors)
+        return np.stack([self.vectors[text] for text in texts])
+
+
 def index_history(engine, path: str | Path | None = None, settings: SourceSettings | None = None,
-                  show_progress: bool = False) -> IndexReport:
-    """Store new commits of the repository holding ``path`` (default: the working directory)."""
+                  show_progress: bool = False, max_commits: int | None = None) -> IndexReport:
+    """Store new commits of the repository holding ``path`` (default: the working directory).
+
+    At most ``max_commits`` (default: the setting ``git_max_commits``) of the newest commits are read.
+    """
     from captain_memo.gitctx import git_context
 
     settings = settings or source_settings()
@@ -113,7 +168,10 @@ def index_history(engine, path: str | Path | None = None, settings: SourceSettin
     key = meta_key(ctx.project, ctx.branch)
     last = engine.store.meta(key)
     since = last if last and _is_ancestor(root, last) else None
-    commits = read_commits(root, since, settings.git_max_commits)
+    limit = max_commits or settings.git_max_commits
+    commits = read_commits(root, since, limit)
+    if len(commits) == limit:
+        tally.left_out = max(count_commits(root, since) - limit, 0)
     known = set(sync.stored_by_key(engine.store, ctx.project, KEY_PREFIX)) if commits else set()
     todo = []
     for commit in commits:
@@ -126,8 +184,9 @@ def index_history(engine, path: str | Path | None = None, settings: SourceSettin
         else:
             todo.append(commit)
     bar = Progress(len(todo), "commits") if show_progress else None
+    memo = _MemoEmbedder(engine)
     for start in range(0, len(todo), BATCH_COMMITS):
-        _store_batch(engine, todo[start: start + BATCH_COMMITS], ctx.project, ctx.branch, settings, tally)
+        _store_batch(memo, todo[start: start + BATCH_COMMITS], ctx.project, ctx.branch, settings, tally)
         if bar is not None:
             bar.advance(min(BATCH_COMMITS, len(todo) - start), tally.note())
     if bar is not None:
@@ -138,9 +197,11 @@ def index_history(engine, path: str | Path | None = None, settings: SourceSettin
     return tally.report()
 
 
-def _store_batch(engine, commits: list[Commit], project, branch, settings: SourceSettings, tally: Tally) -> None:
+def _store_batch(memo: _MemoEmbedder, commits: list[Commit], project, branch, settings: SourceSettings,
+                 tally: Tally) -> None:
     from captain_memo.sources.supersession import supersede_older_versions
 
+    engine = memo.engine
     prepared = [engine.prepare(observation(c, project, branch, settings.git_max_message_chars)) for c in commits]
     if not secrets.redaction_on():
         for commit, (clean, _) in zip(commits, prepared):
@@ -151,14 +212,16 @@ def _store_batch(engine, commits: list[Commit], project, branch, settings: Sourc
     vectors = engine.try_embed(texts)
     if vectors is not None:
         tally.chunks_embedded += len(texts)
+        memo.keep(texts, vectors)  # a commit without a version in its text is its own masked text
     elif not any(where == "embedder" for where, _ in tally.warnings):
         tally.warnings.append(("embedder", "unavailable: commits stored and keyword-searchable, vectors are "
                                            "filled in later by a backfill"))
-    offset = 0
+    items, offset = [], 0
     for clean, chunks in prepared:
-        part = None if vectors is None else vectors[offset: offset + len(chunks)]
+        items.append((clean, chunks, None if vectors is None else vectors[offset: offset + len(chunks)]))
         offset += len(chunks)
-        memory_id = engine.store.add(clean, chunks, part)
-        tally.indexed += 1
-        if part is not None:
-            supersede_older_versions(engine, memory_id, settings)
+    ids = engine.store.add_many(items)  # one transaction for the batch
+    tally.indexed += len(ids)
+    if vectors is not None:
+        for memory_id in ids:  # oldest first, so each commit sees the older versions already stored
+            supersede_older_versions(memo, memory_id, settings)

@@ -24,7 +24,7 @@ from captain_memo import secrets
 from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
 from captain_memo.errors import EmbeddingError, InputError
 from captain_memo.progress import Progress
-from captain_memo.sources import markdown, sync
+from captain_memo.sources import asciidoc, markdown, rst, sync
 from captain_memo.sources.folders import (Folder, folder_of, is_note, note_files, personal_folders, read_note,
                                           repository_folders, repository_root)
 from captain_memo.sources.report import IndexReport, Tally
@@ -143,24 +143,47 @@ def index_folders(engine, folders: list[Folder], settings: SourceSettings | None
     tally = Tally()
     owner: dict[Path, Folder] = {}
     usable = []
+    kept: dict[str | None, list[str]] = {}  # per project: stored paths (and folder prefixes) left as they are
+    reported: set[Path] = set()
     for folder in folders:
         if not folder.path.exists() and folder.personal and not is_note(folder.path):
             # An unmounted disk must not erase a folder's memories; a deleted note file may.
             tally.skip(folder.path.as_posix(), "folder not found (CAPTAIN_MEMO_NOTE_DIRS / _SKILL_DIRS)")
             continue
         usable.append(folder)
-        for file in note_files(folder) if folder.path.exists() else []:
+        if not folder.path.exists() and not folder.path.is_symlink():
+            continue  # a deleted note file, or a repository folder the project does not have
+        listing = note_files(folder)
+        for path, reason in listing.skipped:
+            if path not in reported:
+                reported.add(path)
+                tally.skip(folder.stored_path(path), reason)
+        for path in listing.unreadable:
+            where = folder.stored_path(path)
+            kept.setdefault(folder.project, []).extend([where, where + "/"])
+        tally.not_notes.update(listing.not_notes)
+        for file in listing.files:
             if file not in owner or len(folder.path.parts) > len(owner[file].path.parts):
                 owner[file] = folder
     bar = Progress(len(owner), "indexing") if show_progress else None
     for project in dict.fromkeys(f.project for f in usable):
         group = [f for f in usable if f.project == project]
         files = [(owner[file], file) for file in owner if owner[file].project == project]
-        _Run(engine, settings, tally, bar).index(project, group, files)
+        _Run(engine, settings, tally, bar).index(project, group, files, kept.get(project, []))
     if bar is not None:
         bar.close()
     _backfill(engine, tally)
     return tally.report()
+
+
+def markup(file: Path):
+    """(file type, parser) by the file's suffix: reStructuredText, AsciiDoc, else Markdown."""
+    suffix = file.suffix.lower()
+    if suffix == ".rst":
+        return "rst", rst.parse
+    if suffix in (".adoc", ".asciidoc"):
+        return "asciidoc", asciidoc.parse
+    return "markdown", markdown.parse
 
 
 def _under(path: str | None, prefixes: list[str]) -> bool:
@@ -210,7 +233,8 @@ class _Run:
         self.states: dict[str, tuple[str, int]] = {}
         self.new_states: dict[str, tuple[str, int]] = {}
 
-    def index(self, project: str | None, folders: list[Folder], files: list[tuple[Folder, Path]]) -> None:
+    def index(self, project: str | None, folders: list[Folder], files: list[tuple[Folder, Path]],
+              kept: list[str]) -> None:
         self.stored = sync.stored_by_key(self.store, project, KEY_PREFIX)
         for key, row in self.stored.items():
             self.keys_of_path.setdefault(row.source_path, []).append(key)
@@ -219,7 +243,7 @@ class _Run:
         prefixes = [f.prefix for f in folders]
         orphans = {key: row for key, row in self.stored.items()
                    if key not in self.seen and row.source_path not in self.kept_paths
-                   and _under(row.source_path, prefixes)}
+                   and _under(row.source_path, prefixes) and not _under(row.source_path, kept)}
         self._match_moves([p for plan in plans for p in plan if p.stored is None], orphans)
         for plan in plans:
             for planned in plan:
@@ -231,7 +255,8 @@ class _Run:
         for row in orphans.values():
             self.store.delete(row.id)
             self.tally.removed += 1
-        gone = [path for path in self.states if path not in self.present and _under(path, prefixes)]
+        gone = [path for path in self.states
+                if path not in self.present and _under(path, prefixes) and not _under(path, kept)]
         sync.save_file_states(self.store, project, self.new_states, gone)
 
     # -- planning --
@@ -270,7 +295,8 @@ class _Run:
                        text: str) -> tuple[list[Planned], int]:
         # Private spans are blanked line for line so every line number stays true.
         text = without_private(text, keep_lines=True)
-        note = markdown.parse(text, file.stem)
+        filetype, parse = markup(file)
+        note = parse(text, file.stem)
         if note.front.date_error:
             self.tally.warnings.append((where, f"front matter date {note.front.date_error!r} is not an ISO date; "
                                               "using the file's time"))
@@ -282,7 +308,7 @@ class _Run:
             dated_by_file = note.front.date is None and row is None
             memory = NewMemory(
                 body=section.text, kind=kind, title=section.title, project=folder.project, branch=folder.branch,
-                source=Source(where, section.line_start, section.line_end, None, "file", "markdown"),
+                source=Source(where, section.line_start, section.line_end, None, "file", filetype),
                 created_at=file.stat().st_mtime if dated_by_file else note.front.date,
                 source_key=key, tags=note.front.tags)
             # The stored hash is of text that passed the checks, so an equal hash needs no checks and

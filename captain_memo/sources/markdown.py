@@ -140,13 +140,49 @@ def front_matter(data: dict[str, object]) -> FrontMatter:
 # -- blocks and sections -----------------------------------------------------------------------
 
 
-def _blocks(lines: list[str], first_line: int) -> list[tuple[int, int, str, bool]]:
-    """Blocks as (first line, last line, text, is_fence); line numbers are 1-based in the file.
+@dataclass(frozen=True)
+class Block:
+    """A paragraph, a heading or an opaque block (never split); lines are 1-based in the file."""
+
+    start: int
+    end: int
+    text: str
+    opaque: bool = False
+    heading: tuple[int, str] | None = None  # (level, title text)
+
+
+class Paragraph:
+    """Lines gathered into one paragraph block (0-based line indexes in, 1-based lines out)."""
+
+    def __init__(self, found: list[Block]):
+        self.found = found
+        self.lines: list[str] = []
+        self.start = 0
+
+    def add(self, index: int, line: str) -> None:
+        if not self.lines:
+            self.start = index
+        self.lines.append(line)
+
+    def close(self) -> None:
+        if self.lines:
+            self.found.append(Block(self.start + 1, self.start + len(self.lines), "\n".join(self.lines)))
+        self.lines = []
+
+
+def parse_markup(text: str, fallback_title: str, blocks_of, max_chars: int = MAX_CHUNK_CHARS) -> Note:
+    """A note from a markup without front matter, given the function that finds its blocks."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return sectioned(lines, 0, FrontMatter(), blocks_of(lines), fallback_title, max_chars)
+
+
+def _blocks(lines: list[str], first_line: int) -> list[Block]:
+    """A Markdown text's blocks.
 
     A block is a paragraph (ends at a blank line), a heading line, or a whole fenced code block
     (blank lines inside it do not end it). An unclosed fence runs to the end of the text.
     """
-    blocks: list[tuple[int, int, str, bool]] = []
+    blocks: list[Block] = []
     current: list[str] = []
     start = 0
     fence: tuple[str, int] | None = None
@@ -154,7 +190,8 @@ def _blocks(lines: list[str], first_line: int) -> list[tuple[int, int, str, bool
     def close(end: int, is_fence: bool = False) -> None:
         nonlocal current
         if current and any(line.strip() for line in current):
-            blocks.append((start, end, "\n".join(current).strip("\n"), is_fence))
+            text = "\n".join(current).strip("\n")
+            blocks.append(Block(start, end, text, is_fence, None if is_fence else _heading(text)))
         current = []
 
     for offset, line in enumerate(lines):
@@ -199,14 +236,22 @@ def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> N
     """Split a Markdown file's text into its sections and their chunks."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     data, skip = split_front_matter(lines)
-    front = front_matter(data)
-    blocks = _blocks(lines[skip:], skip + 1)
-    h1 = next((h[1] for b in blocks if (h := _heading(b[2])) and h[0] == 1), None)
+    return sectioned(lines, skip, front_matter(data), _blocks(lines[skip:], skip + 1), fallback_title, max_chars)
+
+
+def sectioned(lines: list[str], skip: int, front: FrontMatter, blocks: list[Block], fallback_title: str,
+              max_chars: int = MAX_CHUNK_CHARS) -> Note:
+    """A note from its blocks, whatever the markup: one section per level-1 or level-2 heading.
+
+    The first level-1 heading is the file's title and opens the preamble; ``skip`` lines of front
+    matter come first.
+    """
+    h1 = next((b.heading[1] for b in blocks if b.heading and b.heading[0] == 1), None)
     title = front.title or h1 or fallback_title
-    groups: list[tuple[tuple[str, ...], list]] = [((title,), [])]
+    groups: list[tuple[tuple[str, ...], list[Block]]] = [((title,), [])]
     document_heading_seen = False
     for block in blocks:
-        level = _heading(block[2])
+        level = block.heading
         if level and level[0] == 1 and not document_heading_seen:
             document_heading_seen = True  # the file's own title heading: it opens the preamble
             groups[-1][1].append(block)
@@ -217,21 +262,21 @@ def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> N
     sections, seen = [], {}
     for index, (head, members) in enumerate(groups):
         # SKILL.md-style front matter describes the whole file: its description leads the preamble.
-        extra = [(0, 0, front.description, False)] if index == 0 and front.description else []
-        if not any(_heading(b[2]) is None for b in extra + members):
+        extra = [Block(0, 0, front.description)] if index == 0 and front.description else []
+        if not any(b.heading is None for b in extra + members):
             continue  # a heading with nothing under it
         anchor = slug(head[-1]) if len(head) > 1 or index else "top"
         seen[anchor] = seen.get(anchor, 0) + 1
         if seen[anchor] > 1:
             anchor = f"{anchor}-{seen[anchor]}"
-        start, end = (members[0][0], members[-1][1]) if members else (1, skip)
+        start, end = (members[0].start, members[-1].end) if members else (1, skip)
         raw = "\n".join(lines[start - 1: end]).strip("\n") if members else ""
-        body = "\n\n".join(part for part in (extra[0][2] if extra else "", raw) if part)
+        body = "\n\n".join(part for part in (extra[0].text if extra else "", raw) if part)
         sections.append(Section(anchor, head, body, start, end, tuple(extra + members), max_chars))
     return Note(title, front, tuple(sections))
 
 
-def _chunks(head: tuple[str, ...], members: list, max_chars: int) -> list[str]:
+def _chunks(head: tuple[str, ...], members: list[Block], max_chars: int) -> list[str]:
     """Pack a section's blocks into chunks of at most ``max_chars``, each led by its heading path.
 
     A subheading opens a new chunk once the current one is a third full, and a heading never ends
@@ -241,13 +286,14 @@ def _chunks(head: tuple[str, ...], members: list, max_chars: int) -> list[str]:
     """
     items: list[tuple[tuple[str, ...], str, bool]] = []  # (heading path, text, is a heading)
     sub: list[tuple[int, str]] = []  # headings below ## in effect: (level, text)
-    for _, _, text, is_fence in members:
-        level = _heading(text)
+    for block in members:
+        level = block.heading
         if level and level[0] > 2:
             sub = [s for s in sub if s[0] < level[0]] + [level]
         path = head + tuple(s[1] for s in sub)
         budget = _budget(path, max_chars)
-        pieces = [text] if is_fence or len(text) <= budget else split_paragraphs(text, budget)
+        text = block.text
+        pieces = [text] if block.opaque or len(text) <= budget else split_paragraphs(text, budget)
         items.extend((path, piece, level is not None) for piece in pieces)
 
     chunks: list[str] = []

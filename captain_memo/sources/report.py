@@ -1,7 +1,9 @@
-"""What an indexing run did, counted: memories indexed, updated, unchanged, removed; files skipped."""
+"""What an indexing run did, counted: memories indexed, updated, unchanged, removed; files skipped;
+and what was left out on purpose, so the summary can say why and which setting changes it."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 
@@ -11,18 +13,23 @@ class IndexReport:
     updated: int = 0  # memories whose text changed (or that moved with a renamed file)
     unchanged: int = 0  # memories whose text is the same: nothing embedded
     removed: int = 0  # memories whose section, file or folder is gone
-    skipped: int = 0  # files (or commits) not indexed; ``skipped_files`` says which and why
+    skipped: int = 0  # files (or commits) not indexed: ``skipped_files`` plus ``not_notes``
     files: int = 0  # files read
     chunks_embedded: int = 0  # chunk texts sent to the embedder
     skipped_files: tuple[tuple[str, str], ...] = ()  # (path, reason)
     warnings: tuple[tuple[str, str], ...] = ()  # (path, what was repaired or ignored)
+    not_notes: tuple[tuple[str, int], ...] = ()  # (kind of file, how many) in note folders, not notes
+    left_out: int = 0  # older commits past the cap on commits read
 
     def __add__(self, other: "IndexReport") -> "IndexReport":
-        return IndexReport(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple())))
+        kinds = Counter(dict(self.not_notes)) + Counter(dict(other.not_notes))
+        summed = [a + b for a, b in zip(self.as_tuple(), other.as_tuple())]
+        summed[9] = tuple(sorted(kinds.items()))
+        return IndexReport(*summed)
 
     def as_tuple(self) -> tuple:
         return (self.indexed, self.updated, self.unchanged, self.removed, self.skipped, self.files,
-                self.chunks_embedded, self.skipped_files, self.warnings)
+                self.chunks_embedded, self.skipped_files, self.warnings, self.not_notes, self.left_out)
 
     def counts(self) -> str:
         return (f"indexed {self.indexed} · updated {self.updated} · unchanged {self.unchanged} · "
@@ -33,6 +40,7 @@ class IndexReport:
                 "removed": self.removed, "skipped": self.skipped, "files": self.files,
                 "chunks_embedded": self.chunks_embedded,
                 "skipped_files": [{"path": p, "reason": r} for p, r in self.skipped_files],
+                "not_notes": dict(self.not_notes), "left_out": self.left_out,
                 "warnings": [{"path": p, "message": m} for p, m in self.warnings]}
 
 
@@ -46,8 +54,10 @@ class Tally:
     removed: int = 0
     files: int = 0
     chunks_embedded: int = 0
+    left_out: int = 0
     skipped_files: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    not_notes: Counter = field(default_factory=Counter)
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped_files.append((path, reason))
@@ -55,8 +65,56 @@ class Tally:
     def note(self) -> str:
         # Short enough to keep the bar on one 80-column line.
         return (f"new {self.indexed} upd {self.updated} same {self.unchanged} rm {self.removed} "
-                f"skip {len(self.skipped_files)}")
+                f"skip {len(self.skipped_files) + sum(self.not_notes.values())}")
 
     def report(self) -> IndexReport:
-        return IndexReport(self.indexed, self.updated, self.unchanged, self.removed, len(self.skipped_files),
-                           self.files, self.chunks_embedded, tuple(self.skipped_files), tuple(self.warnings))
+        return IndexReport(self.indexed, self.updated, self.unchanged, self.removed,
+                           len(self.skipped_files) + sum(self.not_notes.values()), self.files, self.chunks_embedded,
+                           tuple(self.skipped_files), tuple(self.warnings), tuple(sorted(self.not_notes.items())),
+                           self.left_out)
+
+
+# Why a file was skipped, by the start of its reason: (what to call it, what would change it).
+SKIP_CAUSES = (
+    ("binary", "binary", "not text"),
+    ("not UTF-8", "not UTF-8", "save it as UTF-8"),
+    ("cannot read", "unreadable", "their memories are kept"),
+    ("a symbolic link", "links out of the folder", "not followed"),
+    ("folder not found", "missing folders", "CAPTAIN_MEMO_NOTE_DIRS / _SKILL_DIRS"),
+    ("not a note", "not notes", "notes are Markdown, reStructuredText, AsciiDoc or plain text"),
+)
+
+
+def _cause(reason: str) -> tuple[str, str]:
+    if "-byte cap" in reason:
+        return "over the size cap", "CAPTAIN_MEMO_MAX_FILE_BYTES"
+    if "not a regular file" in reason:
+        return "not regular files", "FIFOs and devices are never read"
+    for start, name, hint in SKIP_CAUSES:
+        if reason.startswith(start):
+            return name, hint
+    return "other", "see above"
+
+
+def left_out(report: IndexReport) -> str:
+    """One clause saying what a folder run left out and why, or '' when nothing was."""
+    causes: dict[tuple[str, str], int] = {}
+    for _, reason in report.skipped_files:
+        cause = _cause(reason)
+        causes[cause] = causes.get(cause, 0) + 1
+    parts = [f"{n} {name} ({hint})" for (name, hint), n in causes.items()]
+    if report.not_notes:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.not_notes, key=lambda kv: (-kv[1], kv[0])))
+        parts.append(f"{sum(n for _, n in report.not_notes)} files that are not notes ({kinds})")
+    return "left out: " + "; ".join(parts) if parts else ""
+
+
+def history_left_out(report: IndexReport, cap: int) -> str:
+    """One clause saying which commits a git run left out and why, or ''."""
+    parts = []
+    if report.skipped:
+        parts.append(f"{report.skipped:,} merge or empty-message commits (nothing of their own to say)")
+    if report.left_out:
+        parts.append(f"{report.left_out:,} older commits: a first run reads the newest {cap:,} "
+                     f"(--max-commits N or CAPTAIN_MEMO_GIT_MAX_COMMITS)")
+    return "left out: " + "; ".join(parts) if parts else ""

@@ -23,7 +23,7 @@ log = logging.getLogger("captain_memo")
 
 REPO_MEMORY_DIRS = ("docs/decisions", "docs/adr", ".captain-memo/memory")
 REPO_SKILL_DIRS = (".captain-memo/skills",)
-NOTE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx", ".txt")
+NOTE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx", ".txt", ".rst", ".adoc", ".asciidoc")
 SKILL_FILE = "SKILL.md"
 _reported: set[str] = set()
 

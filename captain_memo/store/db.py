@@ -13,8 +13,10 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
-from captain_memo.errors import DatabaseDamagedError, EmbeddingError, ForeignDatabaseError, ModelMismatchError, StoreError
+from captain_memo.errors import (DatabaseDamagedError, EmbeddingError, ForeignDatabaseError, ModelMismatchError,
+                                 ReadOnlyStoreError, StoreError)
 
 log = logging.getLogger("captain_memo")
 BUSY_TIMEOUT_MS = 10_000
@@ -40,6 +42,50 @@ def _load_vec(conn) -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+def write_denied(path: Path) -> str | None:
+    """Why this user cannot write the store at ``path``, or None when it can. SQLite writes the file
+    and, in WAL mode, creates its -wal and -shm files beside it, so the folder must be writable too."""
+    folder = path.parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return f"permission denied: the file system holding {folder} is mounted read-only"
+    except OSError:
+        pass
+    if not os.access(path, os.W_OK):
+        return "permission denied: this user may not write the file"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return (f"permission denied: this user may not write in its folder {folder} "
+                "(SQLite keeps the -wal and -shm files there)")
+    return None
+
+
+def connect_read_only(path: Path):
+    """A connection that never writes, for a store this user may not write (``write_denied``)."""
+    sqlite = _sqlite()
+    uri = "file:" + quote(str(path)) + "?mode=ro"
+    options = {"uri": True, "isolation_level": None, "check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+    conn = sqlite.connect(uri, **options)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite.OperationalError as exc:
+        if "readonly" not in str(exc) and "unable to open" not in str(exc):
+            raise
+        conn.close()
+    # A WAL file is read through its -shm index, which SQLite must create beside it: in a folder this
+    # user cannot write it cannot, so the file is read as immutable (no locks, no WAL). Only someone
+    # allowed to write there can change it meanwhile; a new connection (the next command, or the
+    # editor after a restart) sees the change.
+    log.info("reading %s as immutable: its folder is not writable", path)
+    return sqlite.connect(uri + "&immutable=1", **options)
+
+
+def read_only_error(path, reason: str) -> ReadOnlyStoreError:
+    return ReadOnlyStoreError(
+        f"cannot write to {path}: it is read-only for this user ({reason}). Recall still works; to save, give "
+        "this user write permission on the file and its folder, or point CAPTAIN_MEMO_DB at a writable copy")
+
+
 # SQLite's words for a file whose bytes are not what they should be. Anything else (a lock, a full
 # disk, a read-only file, a limit of sqlite-vec) leaves a healthy file and gets its own message:
 # telling the user to move a healthy store away would be the worst advice possible.
@@ -62,8 +108,7 @@ def classified(text: str, path, opening: bool = False) -> StoreError:
     if "locked" in lowered or "busy" in lowered:
         return StoreError(f"{path} stayed locked by another process ({text}); try again")
     if "readonly" in lowered or "read-only" in lowered:
-        return StoreError(f"{path} is read-only for this process ({text}): check the "
-                          "permissions of the file and of its folder")
+        return read_only_error(path, write_denied(Path(path)) or text)
     if "disk is full" in lowered:
         return StoreError(f"the disk holding {path} is full ({text}); nothing was saved: free some space")
     if "unable to open" in lowered:
@@ -189,7 +234,11 @@ def _not_a_folder(path: Path) -> str | None:
 
 
 class Database:
-    """One database file; a connection per thread, opened on first use in that thread."""
+    """One database file; a connection per thread, opened on first use in that thread.
+
+    A file this user cannot write (its mode, its folder's, a read-only mount) is opened read-only:
+    reads work, every write raises ReadOnlyStoreError naming the permission.
+    """
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
@@ -197,6 +246,7 @@ class Database:
         self._conns: list = []
         self._conns_lock = threading.Lock()
         self.vec_error: str | None = None
+        self.read_only_reason: str | None = None
         self._recognised = False
         self._prepare_file()
         self._migrate()
@@ -211,6 +261,16 @@ class Database:
                 os.close(fd)
         except OSError as exc:
             raise StoreError(f"cannot create the database {self.path}: {_not_a_folder(self.path) or exc.strerror}") from None
+        self.read_only_reason = write_denied(self.path)
+
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
+
+    def require_writable(self) -> None:
+        """Refuse a write before any work is done for it (embedding a text costs more than the check)."""
+        if self.read_only:
+            raise read_only_error(self.path, self.read_only_reason)
 
     @property
     def conn(self):
@@ -222,16 +282,21 @@ class Database:
 
     def _connect(self):
         sqlite = _sqlite()
+        mode = "wal"
         conn = None
         try:
-            conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
-                                  timeout=BUSY_TIMEOUT_MS / 1000)
+            if self.read_only:
+                conn = connect_read_only(self.path)
+            else:
+                conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
+                                      timeout=BUSY_TIMEOUT_MS / 1000)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if not self._recognised:
                 recognise(conn, self.path)  # reads only: a file not ours is refused before any write
                 self._recognised = True
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            conn.execute("PRAGMA synchronous = NORMAL")
+            if not self.read_only:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
         except (sqlite.DatabaseError, StoreError) as exc:
             if conn is not None:
@@ -264,6 +329,7 @@ class Database:
     @contextmanager
     def write(self):
         """A write transaction, begun IMMEDIATE and retried while another process holds the lock."""
+        self.require_writable()
         conn = self.conn
         for attempt in range(WRITE_RETRIES):
             try:
@@ -283,6 +349,9 @@ class Database:
 
     def _migrate(self) -> None:
         sqlite = _sqlite()
+        if self.read_only:
+            self._check_schema(sqlite)
+            return
         try:
             with self.write() as conn:
                 conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
@@ -297,6 +366,17 @@ class Database:
                         conn.execute(f"PRAGMA {pragma} = {value}")
         except sqlite.DatabaseError as exc:
             raise classified(str(exc), self.path, opening=True) from None
+
+    def _check_schema(self, sqlite) -> None:
+        """A read-only store is read as it is: it must be a Captain Memo store already up to date."""
+        try:
+            done = ({row[0] for row in self.conn.execute("SELECT version FROM schema_migrations")}
+                    if self.table_exists("schema_migrations") else set())
+        except sqlite.DatabaseError as exc:
+            raise classified(str(exc), self.path, opening=True) from None
+        if any(version not in done for version, _ in MIGRATIONS):
+            raise read_only_error(self.path, f"{self.read_only_reason}, and its tables must be created or "
+                                             "upgraded for this version before it can be read")
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

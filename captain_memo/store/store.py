@@ -53,20 +53,32 @@ class Store(Database):
 
     def add(self, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float | None = None) -> int:
         """Insert a memory with its chunks, FTS rows and (when given) vectors; returns its id."""
+        return self.add_many([(memory, chunks, vectors)], now)[0]
+
+    def add_many(self, items: Sequence[tuple[NewMemory, Sequence[str], np.ndarray | None]],
+                 now: float | None = None) -> list[int]:
+        """Insert several memories in one transaction; returns their ids.
+
+        For bulk sources (a batch of commits): one commit per memory cost ~4.5 ms each, a quarter
+        of `index --git`'s own time besides embedding on a loaded 2-core machine.
+        """
         now = time.time() if now is None else now
         with self.write() as conn:
-            cur = conn.execute(
-                "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
-                " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key, tags)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (memory.kind, memory.title, memory.body, memory.created_at or now, now, memory.project,
-                 memory.branch, memory.source.path, memory.source.line_start, memory.source.line_end,
-                 memory.source.commit, memory.source.origin, memory.source.filetype,
-                 content_hash(memory.kind, memory.title, memory.body), self.initial_stability,
-                 memory.source_key, ",".join(memory.tags)),
-            )
-            memory_id = cur.lastrowid
-            self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
+            return [self._insert(conn, memory, chunks, vectors, now) for memory, chunks, vectors in items]
+
+    def _insert(self, conn, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float) -> int:
+        cur = conn.execute(
+            "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
+            " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key, tags)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory.kind, memory.title, memory.body, memory.created_at or now, now, memory.project,
+             memory.branch, memory.source.path, memory.source.line_start, memory.source.line_end,
+             memory.source.commit, memory.source.origin, memory.source.filetype,
+             content_hash(memory.kind, memory.title, memory.body), self.initial_stability,
+             memory.source_key, ",".join(memory.tags)),
+        )
+        memory_id = cur.lastrowid
+        self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
         return memory_id
 
     def replace_body(self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None) -> None:
@@ -137,13 +149,16 @@ class Store(Database):
         return list(self.conn.execute(
             "SELECT id, text FROM chunks WHERE has_vector = 0 ORDER BY id LIMIT ?", (limit,)))
 
-    def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> None:
+    def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> int | None:
+        """Mark ``old_id`` superseded by ``new_id`` (None clears it); returns what superseded it before."""
         with self.write() as conn:
             for mid in (old_id, new_id):
                 if mid is not None and not self._exists(conn, mid):
                     raise NotFoundError(f"no memory with id {mid}")
+            previous = conn.execute("SELECT superseded_by FROM memories WHERE id = ?", (old_id,)).fetchone()[0]
             conn.execute("UPDATE memories SET superseded_by = ?, supersede_auto = ? WHERE id = ?",
                          (new_id, int(automatic and new_id is not None), old_id))
+        return previous
 
     def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
         """Tide: new stability per memory id, last surfaced now; ``opened`` marks full opens."""

@@ -58,17 +58,17 @@ end
 ---The token under the cursor, or the selection in Visual mode (or after a `:'<,'>` range).
 ---@param opts {visual: boolean|nil, range: integer|nil}
 function M.lookup(opts)
-  local query
+  local query, missing
   if opts.visual or (opts.range and opts.range > 0) or vim.fn.mode():match("^[vV\22]") then
     local sel = token.selection()
     leave_visual()
-    query = sel and vim.trim(sel.text)
+    query, missing = sel and vim.trim(sel.text), "the selection is empty"
   else
     local found = token.under_cursor()
-    query = found and token.query(found)
+    query, missing = found and token.query(found), "no identifier under the cursor or right before it"
   end
   if not query or query == "" then
-    log.warn("nothing to look up under the cursor")
+    log.warn("nothing to look up: " .. missing)
     return
   end
   M.search(query)
@@ -185,8 +185,25 @@ local function store(args, on_saved)
   })
 end
 
+---Ask for a title (prefilled from the first line of `shown`) and a kind, then store `args`.
+local function ask_title_and_store(args, shown)
+  vim.ui.input({ prompt = "Title: ", default = first_line(shown) }, function(title)
+    if title == nil then
+      return
+    end
+    ask_kind(function(kind)
+      if not kind then
+        return
+      end
+      args.title, args.kind = title, kind
+      store(args)
+    end)
+  end)
+end
+
 ---Save the selection (or the given lines) with its file, lines, filetype, repository, branch and
----commit, after asking for a title (prefilled from the first line) and a kind (default memory).
+---commit. The credential check runs first: only then is the title asked for, prefilled from the
+---first line of the text with any credential redacted, so no token is ever shown in the prompt.
 ---@param opts {range: integer|nil, line1: integer|nil, line2: integer|nil}
 function M.save(opts)
   local buf = vim.api.nvim_get_current_buf()
@@ -204,18 +221,22 @@ function M.save(opts)
     line_end = sel.line_end,
     filetype = vim.bo[buf].filetype,
   }
-  vim.ui.input({ prompt = "Title: ", default = first_line(sel.text) }, function(title)
-    if title == nil then
-      return
-    end
-    ask_kind(function(kind)
-      if not kind then
+  bridge.request("check", { text = sel.text }, {
+    on_result = function(checked)
+      if #checked.findings == 0 or require("captain_memo").options().secrets ~= "ask" then
+        ask_title_and_store(args, checked.redacted)
         return
       end
-      args.title, args.kind = title, kind
-      store(args)
-    end)
-  end)
+      ask_about_secrets(checked.findings, function(policy)
+        if not policy then
+          log.warn("nothing was saved")
+          return
+        end
+        args.secrets = policy
+        ask_title_and_store(args, checked.redacted)
+      end)
+    end,
+  })
 end
 
 local note_count = 0

@@ -138,6 +138,10 @@ end
 ---@param reply table
 function M.receive(reply)
   reply = denil(reply)
+  if reply.event == "notice" then
+    log.warn(reply.text)
+    return
+  end
   if reply.event == "status" then
     for _, p in pairs(pending) do
       if not p.handlers.quiet then

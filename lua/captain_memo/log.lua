@@ -24,6 +24,29 @@ local function one_line(text)
   return (tostring(text):gsub("%s+", " "):gsub("^ ", ""):gsub(" $", ""))
 end
 
+local PREFIX = "Captain Memo: "
+local MORE = " (:CaptainMemo log)"
+
+---The columns a message may take without a hit-enter prompt: the command line's width less the
+---ruler and showcmd (v:echospace), less one so the last column stays free.
+local function room()
+  return math.max(20, vim.v.echospace - 1)
+end
+
+---`message` as one line that fits the command area. A longer one is cut, written whole to the log
+---file and pointed to; `logged` says it is there already.
+---@return string
+local function fitted(level, message, suffix, logged)
+  local text = PREFIX .. one_line(message)
+  if vim.fn.strdisplaywidth(text .. suffix) <= room() then
+    return text .. suffix
+  end
+  if not logged then
+    M.write(level, message)
+  end
+  return require("captain_memo.format").truncate(text, room() - vim.fn.strdisplaywidth(MORE)) .. MORE
+end
+
 ---One readable line for the user; the detail (if any) goes to the log file. `logged` says the
 ---detail is there already (the Python side wrote it).
 ---@param message string
@@ -33,24 +56,25 @@ function M.error(message, detail, logged)
   if detail then
     M.write("ERROR", message .. "\n" .. detail)
   end
-  local suffix = (detail or logged) and (" (details: " .. M.path() .. ")") or ""
-  vim.notify("Captain Memo: " .. one_line(message) .. suffix, vim.log.levels.ERROR)
+  local suffix = (detail or logged) and " (details: :CaptainMemo log)" or ""
+  vim.notify(fitted("ERROR", message, suffix, detail ~= nil), vim.log.levels.ERROR)
 end
 
 ---@param message string
 function M.warn(message)
-  vim.notify("Captain Memo: " .. one_line(message), vim.log.levels.WARN)
+  vim.notify(fitted("WARN", message, ""), vim.log.levels.WARN)
 end
 
 ---@param message string
 function M.info(message)
-  vim.notify("Captain Memo: " .. one_line(message), vim.log.levels.INFO)
+  vim.notify(fitted("INFO", message, ""), vim.log.levels.INFO)
 end
 
----A transient line in the command area (not kept in :messages).
+---A transient line in the command area (not kept in :messages), cut to fit it.
 ---@param message string
 function M.status(message)
-  vim.api.nvim_echo({ { "Captain Memo: " .. one_line(message), "CaptainMemoStatus" } }, false, {})
+  local text = require("captain_memo.format").truncate(PREFIX .. one_line(message), room())
+  vim.api.nvim_echo({ { text, "CaptainMemoStatus" } }, false, {})
 end
 
 return M

@@ -3,8 +3,9 @@
 ---A token is taken whole across `_`, `.`, `/`, `::` and `->`, so `self.get_effective_contract_price`
 ---comes out whole from anywhere inside it, as do `src/billing/price.py` and `std::vector`; camelCase
 ---(`useEffect`) is one word already. A `-` joins only inside paths and file names
----(`doc/captain-memo.txt`), never in `a-b`. Pure functions on a line and a column, so they are
----tested without a window.
+---(`doc/captain-memo.txt`), never in `a-b`. The cursor may be on the token or just after it; on
+---anything else there is no token. Pure functions on a line and a column, so they are tested
+---without a window.
 local M = {}
 
 local function is_word(ch)
@@ -100,31 +101,35 @@ local function trim(text)
   return text
 end
 
----The token covering byte column `col` (0-based, as in nvim_win_get_cursor) of `line`, or nil when
----the cursor is on white space or punctuation that belongs to no token.
----@param line string
----@param col integer
----@return string|nil
-function M.at(line, col)
-  local pos = col + 1
-  if pos < 1 or pos > #line then
-    return nil
-  end
+---The token covering 1-based byte `pos` of `line`, or nil.
+local function token_covering(line, pos)
   for _, run in ipairs(runs(line)) do
     if pos >= run[1] and pos <= run[2] then
       for _, piece in ipairs(pieces(line, run[1], run[2])) do
         if pos >= piece[1] and pos <= piece[2] then
           local token = trim(line:sub(piece[1], piece[2]))
-          if token:find("[%w_\128-\255]") then
-            return token
-          end
-          return nil
+          return token:find("[%w_\128-\255]") and token or nil
         end
       end
       return nil
     end
   end
   return nil
+end
+
+---The token the cursor is on, or the one right before it (the cursor on the `(` after a name, on
+---the space after it, or past its end in Insert mode), at byte column `col` (0-based, as in
+---nvim_win_get_cursor) of `line`; nil when there is neither: leading indentation, blank space
+---between words, punctuation alone.
+---@param line string
+---@param col integer
+---@return string|nil
+function M.at(line, col)
+  local pos = col + 1
+  if pos < 1 or pos > #line + 1 then
+    return nil
+  end
+  return token_covering(line, pos) or (pos > 1 and token_covering(line, pos - 1)) or nil
 end
 
 ---Mirrors captain_memo.ranking.query.is_code_shaped: contains `_`, `.` or `/`, or a lower-to-upper
@@ -157,17 +162,12 @@ function M.query(token)
   return token
 end
 
----The lookup token in the current window: the token under the cursor, else the word under it.
+---The lookup token in the current window: the token under the cursor or right before it, else
+---nil. Never Vim's <cword>, which jumps ahead to the next word (from indentation to `self`).
 ---@return string|nil
 function M.under_cursor()
   local pos = vim.api.nvim_win_get_cursor(0)
-  local line = vim.api.nvim_get_current_line()
-  local token = M.at(line, pos[2])
-  if token then
-    return token
-  end
-  local word = vim.fn.expand("<cword>")
-  return word ~= "" and word or nil
+  return M.at(vim.api.nvim_get_current_line(), pos[2])
 end
 
 ---The selected text with its first and last line. In Visual mode the live selection is read;

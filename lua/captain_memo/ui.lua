@@ -178,6 +178,8 @@ end
 ---@param context string|nil
 function M.show(result, origin, context)
   require("captain_memo.highlights").setup()
+  -- A new list starts on the preview: `e` is about the hit it was pressed on, not every list after.
+  view.explain = false
   view.query, view.result, view.hits = result.query, result, result.hits or {}
   view.origin, view.context = origin, context
   if valid(view.win) then
@@ -227,6 +229,7 @@ function M.close()
     end
   end
   view.win, view.pwin, view.buf, view.pbuf = nil, nil, nil, nil
+  view.explain = false
   if valid(view.origin) then
     vim.api.nvim_set_current_win(view.origin)
   end

@@ -23,14 +23,38 @@ end)
 
 test("token ends at a parenthesis: the argument is its own token", function()
   H.eq(token.at(CALL, H.col(CALL, "(contract", 1)), "contract")
-  H.eq(token.at(CALL, H.col(CALL, "(contract")), nil)
 end)
 
-test("white space and end of line give no token", function()
-  H.eq(token.at(CALL, 0), nil)
-  H.eq(token.at(CALL, H.col(CALL, " = ")), nil)
+test("on the parenthesis right after a name: that name, the whole of it", function()
+  H.eq(token.at(CALL, H.col(CALL, "(contract")), "self.get_effective_contract_price")
+  local line = "class Base(abc.ABC):"
+  H.eq(token.at(line, H.col(line, "):")), "abc.ABC")
+  H.eq(token.at(line, H.col(line, "(abc")), "Base")
+end)
+
+test("leading indentation gives no token, not the first word after it", function()
+  for col = 0, H.col(CALL, "price") - 1 do
+    H.eq(token.at(CALL, col), nil, "column " .. col)
+  end
+  H.eq(token.at("\t\treturn x", 1), nil)
+end)
+
+test("blank space and punctuation not right after a token give none", function()
+  H.eq(token.at(CALL, H.col(CALL, "= ")), nil)
+  H.eq(token.at(CALL, H.col(CALL, "= ") + 1), nil)
+  H.eq(token.at("x  =  (( y", H.col("x  =  (( y", "( y")), nil)
+  H.eq(token.at("f(a))", 4), nil, "a closing parenthesis after another")
   H.eq(token.at(CALL, #CALL), nil)
   H.eq(token.at("", 0), nil)
+  H.eq(token.at("   ", 1), nil)
+end)
+
+test("just past a token: the space after it, or the end of the line in Insert mode", function()
+  H.eq(token.at(CALL, H.col(CALL, " = ")), "price")
+  local line = "    value = compute_total"
+  H.eq(token.at(line, #line), "compute_total")
+  H.eq(token.at(line, #line + 1), nil)
+  H.eq(token.at(CALL, #CALL - 1), "contract", "the closing parenthesis right after the argument")
 end)
 
 test("token at the very start and the very end of a line", function()
@@ -97,15 +121,19 @@ test("code-shaped like the ranker's rule", function()
   H.eq(token.is_code_shaped(nil), false)
 end)
 
-test("under the cursor: the token, else the word under it", function()
+test("under the cursor: the token on or right before it, never the next word", function()
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_set_current_buf(buf)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { CALL, "just   words here" })
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { CALL, "just   words here", "abc.ABC(" })
   vim.api.nvim_win_set_cursor(0, { 1, H.col(CALL, "effective") })
   H.eq(token.under_cursor(), "self.get_effective_contract_price")
-  -- On white space Vim's <cword> takes the next word, as `*` does.
+  -- Vim's <cword> would take the next word here (`self` from the indentation, `words` here).
+  vim.api.nvim_win_set_cursor(0, { 1, 2 })
+  H.eq(token.under_cursor(), nil)
   vim.api.nvim_win_set_cursor(0, { 2, H.col("just   words", "   ", 1) })
-  H.eq(token.under_cursor(), "words")
+  H.eq(token.under_cursor(), nil)
+  vim.api.nvim_win_set_cursor(0, { 3, H.col("abc.ABC(", "(") })
+  H.eq(token.under_cursor(), "abc.ABC")
 end)
 
 test("selection: charwise and linewise, from the marks", function()
