@@ -43,6 +43,16 @@ class RankConfig:
     temporal_half_life_days: float = 21.0
     temporal_floor: float = 0.5
     temporal_top_n: int = 10
+    # Where a recency age is counted from: "now", or "newest" (the newest dated observation in the
+    # pool, so that a history whose last commit is a year old still has a latest; lifecycle.py).
+    recency_anchor: str = "now"
+    # The recency half-life is at most this share of the time the top N's observations span (0: off).
+    recency_span_share: float = 0.0
+    # On temporal intent, this many of the newest observations matching the query's topic join the
+    # pool (0: none), so that recency has the newest to reorder (store/search.py, newest_matching).
+    temporal_pool: int = 0
+    # Temporal intent also from "recently", "currently" and "lately" (ranking/query.py).
+    temporal_word_forms: bool = False
     tide: bool = True
     tide_initial_stability: float = 7.0
     tide_max_stability: float = 365.0
@@ -54,6 +64,10 @@ class RankConfig:
     tide_gain_open: float = 1.5
     tide_dormant_buoyancy: float = 0.30
     tide_dormant_days: float = 90.0
+    # "seed": the clock restarts at every listing and every surfacing strengthens S in full.
+    # "use": the clock starts when a memory is stored or last opened; a strengthening counts in
+    # proportion to the time since the last one (spaced repetition, lifecycle.py).
+    tide_rule: str = "seed"
     # v3 only: how far a query's shape moves weight between the legs (see ranking/fusion.py).
     shape_weighting: bool = False
     # v3: an identifier in the keyword query also matches its parts on their own (ranking/query.py).
@@ -74,8 +88,14 @@ PROFILES: dict[str, RankConfig] = {
     ),
     # Both legs scored over the union and min-max scaled there, then weighted equally (ranking/v3.py).
     "v3": RankConfig(profile="v3", fusion_mode="union", vector_weight=0.5, keyword_weight=0.5,
-                     keyword_identifier_parts=True),
+                     keyword_identifier_parts=True, recency_anchor="newest", recency_span_share=0.33, temporal_pool=25,
+                     temporal_word_forms=True,
+                     tide_rule="use", tide_gain_auto=0.1, tide_gain_search=0.2, tide_gain_open=1.5),
 }
+DEFAULT_PROFILE = "v3"
+# Settings that take one of a few words: the words each accepts.
+CHOICES = {"fusion_mode": ("weighted", "rrf", "union"), "recency_anchor": ("now", "newest"),
+           "tide_rule": ("seed", "use")}
 
 
 @dataclass(frozen=True)
@@ -121,9 +141,11 @@ BOUNDS: dict[str, Bounds] = {
     "rare_token_min_length": Bounds(1, 1_000, "a word length"),
     "branch_weight": MULTIPLIER,
     "supersede_penalty": Bounds(0, 1, "a penalty: 1 leaves superseded memories where they rank"),
-    "temporal_half_life_days": Bounds(0, 36_500, "a half-life of 0 days has no meaning", low_excluded=True),
+    "temporal_half_life_days": Bounds(0, 36_500, "an age in days; 0 means no decay"),
     "temporal_floor": SHARE,
     "temporal_top_n": Bounds(0, 1_000_000, "a number of candidates (0 switches recency off)"),
+    "recency_span_share": SHARE,
+    "temporal_pool": Bounds(0, 1_000, "a number of candidates (0 switches it off)"),
     "tide_initial_stability": STABILITY,
     "tide_max_stability": STABILITY,
     "tide_age_weight": TIDE_RATE,
@@ -168,9 +190,9 @@ def _warn_once(name: str, raw: str, why: str, default) -> None:
 
 
 def rank_config(profile: str | None = None, env: dict | None = None) -> RankConfig:
-    """The profile named (else ``CAPTAIN_MEMO_RANK_PROFILE``, else v2) with env overrides applied."""
+    """The profile named (else ``CAPTAIN_MEMO_RANK_PROFILE``, else v3) with env overrides applied."""
     env = os.environ if env is None else env
-    name = (profile or env.get(ENV_PREFIX + "RANK_PROFILE") or "v2").strip().lower()
+    name = (profile or env.get(ENV_PREFIX + "RANK_PROFILE") or DEFAULT_PROFILE).strip().lower()
     if name not in PROFILES:
         raise ConfigError(f"unknown ranking profile {name!r}; choose one of {', '.join(PROFILES)}")
     base = PROFILES[name]
@@ -192,9 +214,10 @@ def rank_config(profile: str | None = None, env: dict | None = None) -> RankConf
             _warn_once(var, env[var], refusal, default)
             continue
         changes[field.name] = value
-    if changes.get("fusion_mode", base.fusion_mode) not in ("weighted", "rrf", "union"):
-        _warn_once(ENV_PREFIX + "FUSION_MODE", changes["fusion_mode"], "expected weighted, rrf or union", base.fusion_mode)
-        changes.pop("fusion_mode")
+    for name, words in CHOICES.items():
+        if changes.get(name, getattr(base, name)) not in words:
+            _warn_once(ENV_PREFIX + name.upper(), changes[name], "expected " + " or ".join(words), getattr(base, name))
+            changes.pop(name)
     return replace(base, **changes)
 
 

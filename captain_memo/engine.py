@@ -19,11 +19,12 @@ from captain_memo.ranking import lifecycle
 from captain_memo.ranking.candidates import Candidate
 from captain_memo.ranking.fusion import min_max
 from captain_memo.ranking.pipeline import RankRequest, rank_pool, cut
-from captain_memo.ranking.query import analyse, fts_match
+from captain_memo.ranking.query import analyse, fts_match, topic, topic_match
 from captain_memo.ranking.result import RecallResult
 from captain_memo.store import Memory, NewMemory, Store
 from captain_memo.store.db import store_error
-from captain_memo.store.search import Scope, SqliteVecIndex, keyword_leg, keyword_scores, selective_match
+from captain_memo.store.search import (Scope, SqliteVecIndex, keyword_leg, keyword_scores, newest_matching,
+                                       selective_match)
 
 log = logging.getLogger("captain_memo")
 # Tide gains: how much a surfacing strengthens a memory, by how it surfaced.
@@ -32,8 +33,9 @@ MAX_QUERY_CHARS = 10_000
 
 
 class Engine:
-    def __init__(self, store: Store, embedder, vector_index=None):
+    def __init__(self, store: Store, embedder, vector_index=None, clock=time.time):
         self.store = store
+        self.clock = clock  # seconds since the epoch; Tide and recency read the time here only
         self.embedder = embedder
         self.queries = QueryCache(embedder)
         self.index = vector_index or SqliteVecIndex(store)
@@ -102,7 +104,7 @@ class Engine:
         self.store.require_writable()
         clean, chunks = self.prepare(memory)
         vectors = self.try_embed(chunks)
-        memory_id = self.store.add(clean, chunks, vectors)
+        memory_id = self.store.add(clean, chunks, vectors, now=self.clock())
         if vectors is not None and self.store.pending_chunks(1):
             self._backfill_quietly()
         if clean.kind == "observation" and vectors is not None:
@@ -131,7 +133,7 @@ class Engine:
         for clean, chunks in todo:
             part = None if vectors is None else vectors[offset: offset + len(chunks)]
             offset += len(chunks)
-            ids[id(clean)] = self.store.add(clean, chunks, part)
+            ids[id(clean)] = self.store.add(clean, chunks, part, now=self.clock())
         return [ids.get(id(clean)) for clean, _ in prepared]
 
     def prepare(self, memory: NewMemory) -> tuple[NewMemory, list[str]]:
@@ -188,9 +190,9 @@ class Engine:
         if self.store.read_only:
             self._say_read_only()
             return
-        gain = getattr(cfg, SURFACING[how])
-        updates = [(m.id, lifecycle.strengthened(m.stability, gain, cfg)) for m in memories]
-        self.store.record_surfacing(updates, time.time(), opened=how == "open")
+        gain, now = getattr(cfg, SURFACING[how]), self.clock()
+        updates = [(m.id, lifecycle.reinforced(m, gain, now, cfg)) for m in memories]
+        self.store.record_surfacing(updates, now, opened=how == "open")
 
     def _say_read_only(self) -> None:
         if not self._read_only_said:
@@ -212,9 +214,13 @@ class Engine:
             raise InputError(f"the number of hits must be at least 1, not {limit}")
         cfg = cfg or rank_config(profile)
         scope = Scope(project, all_projects)
-        pool, answered, failures = self.candidates(query, scope, cfg, legs)
-        now = time.time()
-        req = RankRequest(analyse(query, cfg.rare_token_min_length), branch, now, limit or cfg.result_limit)
+        shape = analyse(query, cfg.rare_token_min_length, cfg.temporal_word_forms)
+        newest = self._newest(query, scope, cfg) if shape.temporal and "keyword" in legs else []
+        # A temporal query over dated observations of its topic is searched by its topic: the time
+        # words are recency's job, and "change" or "latest" in a commit message says nothing.
+        searched = (topic(query) or query) if newest else query
+        pool, answered, failures = self.candidates(searched, scope, cfg, legs, newest)
+        req = RankRequest(shape, branch, self.clock(), limit or cfg.result_limit)
         ranked = rank_pool(pool, req, cfg)
         hits = cut(ranked, req.limit)
         if record:
@@ -225,8 +231,21 @@ class Engine:
         return RecallResult(query, cfg.profile, tuple(hits), answered, failures,
                             (time.perf_counter() - started) * 1000, len(pool))
 
-    def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[str, ...] = ("vector", "keyword")):
-        """Run the legs concurrently, each catching its own error; build the candidate pool."""
+    def _newest(self, query: str, scope: Scope, cfg: RankConfig) -> list[int]:
+        """The newest observations matching a temporal query's topic (``temporal_pool``), if any."""
+        if not cfg.temporal_intent or cfg.temporal_pool <= 0:
+            return []
+        try:
+            return newest_matching(self.store, topic_match(query), scope, cfg.temporal_pool)
+        except Exception as exc:  # the keyword leg meets the same failure and reports it
+            log.warning("newest observations of the topic: %s", self._describe_failure(exc))
+            return []
+
+    def candidates(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[str, ...] = ("vector", "keyword"),
+                   newest: list[int] | None = None):
+        """Run the legs concurrently, each catching its own error; build the candidate pool.
+
+        ``newest`` (chunk ids) join the keyword leg's hits, scored by bm25 like them."""
         match = fts_match(query, cfg.keyword_identifier_parts)
         k = cfg.candidates_per_leg
         if self._pool is None:
@@ -235,7 +254,7 @@ class Engine:
         if "vector" in legs:
             jobs["vector"] = self._pool.submit(self._vector_leg, query, scope, k)
         if "keyword" in legs:
-            jobs["keyword"] = self._pool.submit(self._keyword_leg, match, scope, k)
+            jobs["keyword"] = self._pool.submit(self._keyword_leg, match, scope, k, newest or [])
         found, failures = {}, {}
         for leg, job in jobs.items():
             try:
@@ -251,9 +270,14 @@ class Engine:
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
         return self._build(vector_hits, keyword_hits), tuple(found), failures
 
-    def _keyword_leg(self, match: str | None, scope: Scope, k: int):
+    def _keyword_leg(self, match: str | None, scope: Scope, k: int, newest: list[int]):
         match = selective_match(self.store, match)  # common words left out at scale (store/search.py)
-        return keyword_leg(self.store, match, scope, k), match
+        hits = keyword_leg(self.store, match, scope, k)
+        extra = [chunk_id for chunk_id in newest if chunk_id not in hits]
+        scored = keyword_scores(self.store, match, extra)
+        # One whose topic word was too common to search (selective_match) still joins, at 0.
+        hits.update({chunk_id: scored.get(chunk_id, 0.0) for chunk_id in extra})
+        return hits, match
 
     def _describe_failure(self, exc: Exception) -> str:
         """One line for a failed leg; a SQLite error names the file and what to do about it."""

@@ -20,7 +20,7 @@ def var(name: str) -> str:
     return "CAPTAIN_MEMO_" + name.upper()
 
 
-def other_value(value, name: str = ""):
+def other_value(value, name: str = "fusion_mode"):
     """A valid value different from ``value``, as the environment would spell it."""
     if isinstance(value, bool):
         return (not value), ("0" if value else "1")
@@ -28,8 +28,8 @@ def other_value(value, name: str = ""):
     if isinstance(value, (int, float)):
         changed = value + step if config.bounds(name).refusal(value + step) is None else value - step
         return changed, str(changed) if isinstance(value, int) else repr(changed)
-    modes = ["weighted", "rrf", "union"]
-    new = modes[(modes.index(value) + 1) % 3]
+    modes = config.CHOICES[name]
+    new = modes[(modes.index(value) + 1) % len(modes)]
     return new, new
 
 
@@ -55,7 +55,7 @@ def test_each_variable_overrides_alone_without_leaving_the_profile(profile, name
 
 @pytest.mark.parametrize("name", FIELDS)
 def test_a_bad_value_is_reported_once_and_the_default_used(name, caplog):
-    base = PROFILES["v2"]
+    base = PROFILES[config.DEFAULT_PROFILE]
     kind = type(getattr(base, name))
     for raw in BAD[kind]:
         config._reported.clear()
@@ -87,7 +87,7 @@ def test_a_value_out_of_its_range_is_reported_naming_the_variable_and_why(name, 
         config._reported.clear()
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="captain_memo"):
-            assert rank_config(env={var(name): raw}) == PROFILES["v2"], raw
+            assert rank_config(env={var(name): raw}) == PROFILES[config.DEFAULT_PROFILE], raw
         [warning] = [r.getMessage() for r in caplog.records]
         assert var(name) in warning and limits.why in warning, warning
 

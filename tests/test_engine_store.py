@@ -147,7 +147,7 @@ def test_a_superseded_memory_is_demoted_and_still_returned(engine):
 def test_a_recall_strengthens_what_it_returns(engine, how, gain):
     mid = engine.remember(NewMemory(body="outbox worker picked up a webhook twice", kind="observation"))
     before = time.time()
-    engine.recall("outbox webhook", how=how)
+    engine.recall("outbox webhook", how=how, profile="v2")
     m = engine.store.get(mid)
     assert m.stability == pytest.approx(lifecycle.strengthened(7.0, gain, PROFILES["v2"]))
     assert m.last_surfaced >= before and not m.opened_in_full
@@ -156,15 +156,15 @@ def test_a_recall_strengthens_what_it_returns(engine, how, gain):
 def test_opening_in_full_is_the_strongest_surfacing_and_stops_demotion(engine):
     mid = engine.remember(NewMemory(body="outbox worker picked up a webhook twice", kind="observation",
                                     created_at=days_ago(300)))
-    first = engine.recall("outbox webhook", record=False).hits[0]
+    first = engine.recall("outbox webhook", record=False, profile="v2").hits[0]
     assert 0.30 <= first.factor("tide") < 0.5
-    shown = engine.show(mid)
+    shown = engine.show(mid, PROFILES["v2"])
     assert shown.opened_in_full and shown.stability == pytest.approx(
         lifecycle.strengthened(7.0, 1.5, PROFILES["v2"]))
     # Even once it has gone unseen for a long time again, an opened observation is not demoted.
     with engine.store.write() as conn:
         conn.execute("UPDATE memories SET last_surfaced = ? WHERE id = ?", (days_ago(400), mid))
-    assert engine.recall("outbox webhook", record=False).hits[0].factor("tide") == 1.0
+    assert engine.recall("outbox webhook", record=False, profile="v2").hits[0].factor("tide") == 1.0
 
 
 def test_recall_without_recording_changes_nothing(engine):
@@ -195,7 +195,7 @@ def test_the_cut_comes_after_tide(db_file):
         # 99 days unseen at S = 7: buoyancy 0.32, just above the dormant line.
         answer_id = engine.remember(NewMemory(body=answer, chunks=(answer,), kind="observation",
                                               created_at=days_ago(99)))
-        result = engine.recall(query, limit=10, record=False)
+        result = engine.recall(query, limit=10, record=False, profile="v2")
         assert answer_id in [h.memory.id for h in result.hits]
         hit = next(h for h in result.hits if h.memory.id == answer_id)
         assert hit.keyword == 1.0 and 0.5 < hit.factor("tide") < 0.55
@@ -208,14 +208,15 @@ def test_the_cut_comes_after_tide(db_file):
         engine.close()
 
 
-def test_stats_counts_the_tide_states(engine, db_file, capsys):
+def test_stats_counts_the_tide_states(engine, db_file, capsys, monkeypatch):
     from captain_memo import cli
 
+    monkeypatch.setenv("CAPTAIN_MEMO_RANK_PROFILE", "v2")
     engine.remember(NewMemory(body="fresh capture about payouts", kind="observation"))
     engine.remember(NewMemory(body="old capture about refunds", kind="observation", created_at=days_ago(400)))
     strong = engine.remember(NewMemory(body="capture about chargebacks", kind="observation"))
     engine.remember(NewMemory(body="a curated decision", kind="memory", created_at=days_ago(400)))
-    engine.show(strong)
+    engine.show(strong, PROFILES["v2"])
     assert cli.main(["--db", str(db_file), "stats", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tide"] == {"strengthening": 1, "active": 2, "dormant": 1}

@@ -109,8 +109,9 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
 
     recall = out["recall"].structured_content
     assert recall["legs"] == ["vector", "keyword"] and recall["failed_legs"] == {}
-    top = recall["hits"][0]
-    assert top["id"] == saved["id"] and top["excerpt"] == PRICE_NOTE and top["source"]["line_start"] == 6
+    # Both notes name the identifier; under v3 (the default) the near-copy saved second can lead.
+    top = next(hit for hit in recall["hits"][:2] if hit["id"] == saved["id"])
+    assert top["excerpt"] == PRICE_NOTE and top["source"]["line_start"] == 6
     assert top["source"]["file"] == str(repo / "src" / "billing" / "price.py")
     assert top["explain"][-1].startswith("= ") and float(top["explain"][-1].rsplit("= ", 1)[1]) == pytest.approx(
         top["score"], abs=1e-3), "the trace multiplies out to the score"

@@ -84,7 +84,7 @@ def test_recall_answers_plain_data_with_context_and_located_sources(service, db_
     assert result["context"]["branch"] == "main" and result["context"]["root"] == str(repo)
     [hit] = result["hits"]
     assert hit["source"]["file"] == path and hit["explain"]["factors"][0]["name"] == "identifier"
-    assert result["legs"] == ["vector", "keyword"] and result["profile"] == "v2"
+    assert result["legs"] == ["vector", "keyword"] and result["profile"] == "v3"
 
 
 def test_open_returns_the_memory_in_full_and_counts_for_tide(service, db_file, repo):

@@ -295,7 +295,16 @@ def test_legacy_profile_values_are_frozen():
         "tide": False, "tide_initial_stability": 7.0, "tide_max_stability": 365.0, "tide_age_weight": 0.15,
         "tide_floor": 0.30, "tide_growth": 0.5, "tide_gain_auto": 0.5, "tide_gain_search": 1.0,
         "tide_gain_open": 1.5, "tide_dormant_buoyancy": 0.30, "tide_dormant_days": 90.0, "shape_weighting": False,
-        "keyword_identifier_parts": False,
+        "keyword_identifier_parts": False, "recency_anchor": "now", "recency_span_share": 0.0, "temporal_pool": 0,
+        "temporal_word_forms": False, "tide_rule": "seed",
+    }
+
+
+def test_v2_is_the_seed_design_frozen():
+    """v2 differs from legacy only by the seed design's rules, with the seed's values."""
+    assert asdict(PROFILES["v2"]) == {
+        **asdict(PROFILES["legacy"]), "profile": "v2", "fusion_mode": "weighted", "rare_token_boost": True,
+        "branch_boost": True, "supersede_penalty": 0.5, "temporal_intent": True, "tide": True,
     }
 
 
@@ -357,7 +366,7 @@ SWITCHES = [
 
 @pytest.mark.parametrize("env, stage, value", SWITCHES)
 def test_each_switch_changes_its_stage(env, stage, value):
-    cfg = rank_config(env={"CAPTAIN_MEMO_" + k: v for k, v in env.items()})
+    cfg = rank_config("v2", env={"CAPTAIN_MEMO_" + k: v for k, v in env.items()})
     assert cfg.profile == "v2"
     pool = {c.memory.id: c for c in ranked(rich_pool(), "latest foo_bar ledger", cfg, branch="feat")}
     assert pool[1].factor(stage) == pytest.approx(value)
@@ -371,7 +380,7 @@ def test_each_switch_changes_its_stage(env, stage, value):
     ({"FUSION_MODE": "rrf", "RRF_K": "10"}, 2 / 11),
 ])
 def test_fusion_switches(env, fused):
-    cfg = rank_config(env={"CAPTAIN_MEMO_" + k: v for k, v in env.items()})
+    cfg = rank_config("v2", env={"CAPTAIN_MEMO_" + k: v for k, v in env.items()})
     pool = {c.memory.id: c for c in ranked(rich_pool(), "latest foo_bar ledger", cfg, branch="feat")}
     assert pool[1].fused == pytest.approx(fused)
 
@@ -382,11 +391,11 @@ def test_fusion_switches(env, fused):
                                                                               "open": 3.0}),
 ])
 def test_tide_gain_switches(env, gain):
-    cfg = rank_config(env={"CAPTAIN_MEMO_" + k: v for k, v in env.items()})
+    cfg = rank_config("v2", env={"CAPTAIN_MEMO_" + k: v for k, v in env.items()})
     for how, g in gain.items():
         assert getattr(cfg, f"tide_gain_{how}") == g
         assert lifecycle.strengthened(7.0, g, cfg) == pytest.approx(7.0 * (1 + 0.5 * g * 365 / 372))
-    grown = rank_config(env={"CAPTAIN_MEMO_TIDE_GROWTH": "1", "CAPTAIN_MEMO_TIDE_MAX_STABILITY": "100"})
+    grown = rank_config("v2", env={"CAPTAIN_MEMO_TIDE_GROWTH": "1", "CAPTAIN_MEMO_TIDE_MAX_STABILITY": "100"})
     assert lifecycle.strengthened(7.0, 1.0, grown) == pytest.approx(7.0 * (1 + 100 / 107))
     assert lifecycle.strengthened(90.0, 1.5, grown) == 100.0
 

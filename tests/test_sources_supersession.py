@@ -120,3 +120,36 @@ def test_observe_command_reports_and_supersede_list_shows_it(db_file, capsys, mo
     capsys.readouterr()
     assert main(base + ["supersede", "--list"]) == 0
     assert capsys.readouterr().out == ""
+
+
+# -- only where two memories state the current version of the same thing ----------------------------
+
+def test_commits_from_git_history_never_supersede_each_other(local_engine, tmp_path):
+    """Two release commits are two events, not two versions of one fact."""
+    from captain_memo.sources.git_history import index_history
+
+    from sources_support import commit, init_repo
+
+    root = init_repo(tmp_path / "repo")
+    commit(root, "Cherry pick 8.0.2 release notes", {"doc/changelog.rst": "8.0.2\n"}, when=1_700_000_000)
+    commit(root, "Cherry pick 8.4.1 release notes", {"doc/changelog.rst": "8.4.1\n"}, when=1_700_100_000)
+    commit(root, "Release version 8.4.1", {"VERSION": "8.4.1\n"}, when=1_700_200_000)
+    commit(root, "Release version 8.4.2", {"VERSION": "8.4.2\n"}, when=1_700_300_000)
+    assert index_history(local_engine, root).indexed == 4
+    assert local_engine.store.superseded() == []
+
+
+@pytest.mark.parametrize("older, newer", [
+    ("Cherry pick 8.0.2 release notes", "Cherry pick 8.4.1 release notes"),
+    ("upgrade postgres 15.2 to 16.1", "upgrade postgres 16.1 to 17.0"),
+])
+def test_a_version_inside_an_event_is_not_a_current_version(local_engine, older, newer):
+    old = observe(local_engine, older)
+    observe(local_engine, newer)
+    assert local_engine.store.get(old).superseded_by is None
+
+
+def test_a_stated_version_still_supersedes_an_older_statement(local_engine):
+    old = observe(local_engine, "payments service runs postgres: 15.2")
+    new = observe(local_engine, "payments service runs postgres: 16.1")
+    assert local_engine.store.get(old).superseded_by == new

@@ -47,7 +47,7 @@ def controlled(db_file):
 
 def test_worked_example_with_controlled_similarities(controlled):
     engine, ids = controlled
-    result = engine.recall(QUERY, record=False)
+    result = engine.recall(QUERY, record=False, profile="v2")
     assert_trace(result.hits)
     a, b = result.hits[0], result.hits[1]
     assert (a.memory.id, b.memory.id) == (ids["A"], ids["B"])
@@ -85,8 +85,8 @@ def test_worked_example_stage_by_stage():
 def test_worked_example_from_the_cli_on_real_embeddings(cli_env, capsys):
     db = str(cli_env)
     run_cli(capsys, "--db", db, "import", str(SAMPLE))
-    out = run_cli(capsys, "--db", db, "recall", "--json", "--explain", "--branch", "feature/contract-pricing",
-                  "--project", "none", QUERY)
+    out = run_cli(capsys, "--db", db, "recall", "--json", "--explain", "--profile", "v2", "--branch",
+                  "feature/contract-pricing", "--project", "none", QUERY)
     data = json.loads(out)
     assert data["profile"] == "v2" and data["legs"] == ["vector", "keyword"]
     a, b = data["hits"][0], data["hits"][1]
@@ -106,12 +106,36 @@ def test_worked_example_from_the_cli_on_real_embeddings(cli_env, capsys):
     for hit in data["hits"]:
         assert hit["score"] == pytest.approx(hit["explain"]["product"], abs=1e-5)
 
-    text = run_cli(capsys, "--db", db, "recall", "--explain", "--branch", "feature/contract-pricing",
-                   "--project", "none", QUERY)
+    text = run_cli(capsys, "--db", db, "recall", "--explain", "--profile", "v2", "--branch",
+                   "feature/contract-pricing", "--project", "none", QUERY)
     first, second = text.split("\n 2. ")[0], text.split("\n 2. ")[1].split("\n 3. ")[0]
     assert "get_effective_contract_price" in first.splitlines()[0]
     assert "x 1.300 identifier (get_effective_contract_price)" in first
     assert "keyword absent" in second and "identifier" not in second
+
+
+def test_under_the_default_v3_a_is_still_first(controlled):
+    """v3 scores both notes on both legs over the union: A, the only keyword hit, gets keyword 1.0 and
+    B about 0; scaled over the four notes, A leads on fusion already and the identifier boost widens it."""
+    engine, ids = controlled
+    result = engine.recall(QUERY, record=False)
+    assert result.profile == "v3"
+    assert_trace(result.hits)
+    a, b = result.hits[0], result.hits[1]
+    assert (a.memory.id, b.memory.id) == (ids["A"], ids["B"])
+    assert a.keyword == 1.0 and b.keyword < 0.01  # B shares only the part "price" of the identifier
+    assert [(f.name, f.value) for f in a.factors] == [("identifier", pytest.approx(1.3))]
+
+
+def test_under_the_default_v3_a_is_first_from_the_cli_on_real_embeddings(cli_env, capsys):
+    db = str(cli_env)
+    run_cli(capsys, "--db", db, "import", str(SAMPLE))
+    data = json.loads(run_cli(capsys, "--db", db, "recall", "--json", "--explain", "--branch",
+                              "feature/contract-pricing", "--project", "none", QUERY))
+    assert data["profile"] == "v3"
+    titles = [hit["title"] for hit in data["hits"]]
+    assert "get_effective_contract_price" in data["hits"][0]["text"]
+    assert "Effective contract price: keep every decimal place" in titles[:3]
 
 
 def test_note_b_shares_no_keyword_with_the_query():

@@ -17,7 +17,8 @@ def register(sub) -> None:
     p = sub.add_parser("recall", help="search memories", description="Search memories with the hybrid ranker.")
     p.add_argument("query", nargs="+", help="what to look for")
     p.add_argument("-n", "--limit", type=int, default=None, help="how many hits (default 10)")
-    p.add_argument("--profile", choices=["v2", "v3", "legacy"], help="ranking profile (default v2)")
+    p.add_argument("--profile", choices=["v3", "v2", "legacy"],
+                   help="ranking profile (default v3; v2 is the seed design's, legacy is RRF, both frozen)")
     p.add_argument("--all-projects", action="store_true", help="search every project, not only this repository's")
     p.add_argument("--json", action="store_true", help="machine-readable output (doc/json.md)")
     p.add_argument("--explain", action="store_true", help="show each hit's scores and multipliers")

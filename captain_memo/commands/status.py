@@ -20,21 +20,21 @@ def register(sub) -> None:
     p.set_defaults(run=doctor)
 
 
+STRENGTHENING = 1.01
+
+
 def tide_counts(store, now: float | None = None) -> dict[str, int]:
-    """Observations strengthening (S above its initial value), active, and dormant
-    (buoyancy below the dormant line and unseen for longer than the dormant age)."""
+    """Observations strengthening (S at least 1% above its initial value: under spaced repetition a
+    lookup seconds after the last adds a few millionths, which is no strengthening), active, and
+    dormant (buoyancy below the dormant line and unused for longer than the dormant age, by the
+    ranking's own rule)."""
     cfg = rank_config()
     now = time.time() if now is None else now
     counts = {"strengthening": 0, "active": 0, "dormant": 0}
-    for stability, created, surfaced in store.conn.execute(
-            "SELECT stability, created_at, last_surfaced FROM memories WHERE kind = 'observation'"):
-        age = max(0.0, (now - (surfaced or created)) / lifecycle.DAY)
-        if stability > cfg.tide_initial_stability:
+    for memory in store.list_memories(kind="observation", limit=-1):
+        if memory.stability >= STRENGTHENING * cfg.tide_initial_stability:
             counts["strengthening"] += 1
-        if lifecycle.buoyancy(age, stability, cfg) < cfg.tide_dormant_buoyancy and age > cfg.tide_dormant_days:
-            counts["dormant"] += 1
-        else:
-            counts["active"] += 1
+        counts["dormant" if lifecycle.is_dormant(memory, now, cfg) else "active"] += 1
     return counts
 
 

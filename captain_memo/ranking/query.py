@@ -11,6 +11,8 @@ LEADING = "([{'\"`"
 # A lower-case letter or digit followed by an upper-case one inside a token: useEffect, getX.
 CAMEL_HUMP = re.compile(r"[a-z0-9][A-Z]")
 TEMPORAL = re.compile(r"\b(last|latest|newest|current|most\s+recent|recent|up[\s-]to[\s-]date|now)\b", re.IGNORECASE)
+# With ``temporal_word_forms`` (v3), the adverbs too: "what changed most recently in capture".
+TEMPORAL_FORMS = re.compile(r"\b(recently|currently|lately)\b", re.IGNORECASE)
 # unicode61 splits on everything but letters and digits; so do we, to build terms it will match.
 WORD = re.compile(r"[^\W_]+")
 MAX_MATCH_TERMS = 64
@@ -28,6 +30,16 @@ then there these they this those through to too under until up upon us use used 
 when where which while who whom why will with within without would yet you your yours yourself yourselves
 does doesn don isn aren wasn weren won wouldn shouldn couldn didn hasn haven hadn cant cannot
 """.split())
+
+
+# Words that ask about time, not about a topic: left out of a temporal query's topic.
+TIME_WORDS = frozenset("""
+last latest newest current currently recent recently lately most now today yesterday new newer
+change changes changed changing happened
+""".split())
+# Never rare tokens: every dated observation and every changelog holds time and release words, so
+# boosting them favours whatever is most verbose about dates, not what the query is about.
+TEMPORAL_WORDS = TIME_WORDS | frozenset("release releases released releasing version versions".split())
 
 
 def strip_token(token: str) -> str:
@@ -59,15 +71,17 @@ class QueryShape:
         return bool(self.identifiers)
 
 
-def analyse(text: str, rare_min_length: int = 4) -> QueryShape:
+def analyse(text: str, rare_min_length: int = 4, word_forms: bool = False) -> QueryShape:
     identifiers, rare = [], []
     for raw in text.split():
         token = strip_token(raw)
         if is_code_shaped(token):
             identifiers.append(token)
-        elif len(token) >= rare_min_length and token.isalpha() and token.lower() not in STOPWORDS:
+        elif (len(token) >= rare_min_length and token.isalpha() and token.lower() not in STOPWORDS
+              and token.lower() not in TEMPORAL_WORDS):
             rare.append(token.lower())
-    return QueryShape(text, tuple(identifiers), tuple(dict.fromkeys(rare)), bool(TEMPORAL.search(text)))
+    temporal = bool(TEMPORAL.search(text) or (word_forms and TEMPORAL_FORMS.search(text)))
+    return QueryShape(text, tuple(identifiers), tuple(dict.fromkeys(rare)), temporal)
 
 
 def fts_match(text: str, identifier_parts: bool = False) -> str | None:
@@ -103,3 +117,24 @@ def fts_match(text: str, identifier_parts: bool = False) -> str | None:
         if len(terms) >= MAX_MATCH_TERMS:
             break
     return " OR ".join(terms[:MAX_MATCH_TERMS]) if terms else None
+
+
+def is_topic_word(word: str) -> bool:
+    return word.casefold() not in STOPWORDS and word.casefold() not in TIME_WORDS
+
+
+def topic(text: str) -> str:
+    """What a temporal query is about: its tokens without stopwords and time words ("what changed
+    most recently in capture" is about "capture"); an identifier stays whole."""
+    return " ".join(raw for raw in text.split() if (token := strip_token(raw))
+                    and (is_code_shaped(token) or (WORD.fullmatch(token) and is_topic_word(token))))
+
+
+def topic_match(text: str) -> tuple[str | None, str | None]:
+    """FTS5 expressions for a temporal query's topic: (every topic word, any topic word)."""
+    words = list(dict.fromkeys(part.casefold() for raw in topic(text).split()
+                               for part in ASCII_SEPARATORS.split(raw) if WORD.fullmatch(part) and is_topic_word(part)))
+    quoted = ['"' + UNSENDABLE.sub(" ", word).replace('"', '""') + '"' for word in words[:MAX_MATCH_TERMS]]
+    if not quoted:
+        return None, None
+    return " AND ".join(quoted), " OR ".join(quoted)

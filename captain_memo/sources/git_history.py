@@ -220,7 +220,7 @@ def _store_batch(memo: _MemoEmbedder, commits: list[Commit], project, branch, se
     for clean, chunks in prepared:
         items.append((clean, chunks, None if vectors is None else vectors[offset: offset + len(chunks)]))
         offset += len(chunks)
-    ids = engine.store.add_many(items)  # one transaction for the batch
+    ids = engine.store.add_many(items, now=engine.clock())  # one transaction for the batch
     tally.indexed += len(ids)
     if vectors is not None:
         for memory_id in ids:  # oldest first, so each commit sees the older versions already stored

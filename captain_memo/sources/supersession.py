@@ -13,6 +13,12 @@ never let the bare fact supersede itself; masked they are identical (1.0), while
 over a routine rollout and a rollback post-mortem score 0.311. Identical masked texts need no
 embedding at all; otherwise one call embeds the new text and its few candidates.
 
+Only a statement of the current version of one thing takes part: a title that ends with its one
+version (``deploy version 2.4.1``, ``postgres: 16.1``), not one where a version is part of an event
+(``Cherry pick 8.0.2 release notes``, ``upgrade postgres 15.2 to 16.1``). Commits indexed from git
+history never take part: each records an event, and two releases are two events, not two versions
+of one fact.
+
 Superseded memories are demoted by the ranker (x0.5), never dropped. The link is marked automatic,
 listed by ``supersede --list`` and undone by ``supersede --undo OLD``. ``CAPTAIN_MEMO_AUTO_SUPERSEDE=0``
 switches the rule off.
@@ -39,6 +45,11 @@ def version_key(number: str, pre: str | None) -> tuple:
     """Sortable: 2.4 == 2.4.0, and a pre-release sorts below its release."""
     parts = [int(p) for p in number.split(".")]
     return (*parts, *[0] * (4 - len(parts)), 0 if pre else 1, pre or "")
+
+
+def states_current_version(template: str, versions: tuple) -> bool:
+    """One version, and it is what the title ends with: ``<thing> [is|:] <version>``."""
+    return len(versions) == 1 and template.endswith(SLOT)
 
 
 def version_fact(title: str) -> tuple[str, tuple[tuple, ...]] | None:
@@ -72,7 +83,7 @@ def candidates(store, memory, template: str, versions: tuple) -> list[int]:
     pattern = _like_pattern(template)
     rows = store.conn.execute(
         "SELECT id, title, body FROM memories WHERE kind = 'observation' AND id != ? AND superseded_by IS NULL"
-        " AND project IS ? AND branch IS ?"
+        " AND origin != 'git' AND project IS ? AND branch IS ?"
         " AND (title LIKE ? ESCAPE '\\' OR (title = '' AND substr(ltrim(body), 1, 400) LIKE ? ESCAPE '\\'))"
         " ORDER BY created_at DESC",
         (memory.id, memory.project, memory.branch, pattern, pattern))
@@ -103,10 +114,10 @@ def supersede_older_versions(engine, memory_id: int, settings: SourceSettings | 
 def _supersede(engine, memory_id: int, threshold: float) -> list[int]:
     store = engine.store
     memory = store.get(memory_id)
-    if memory.kind != "observation":
+    if memory.kind != "observation" or memory.source.origin == "git":
         return []
     fact = version_fact(memory.display_title)
-    if fact is None:
+    if fact is None or not states_current_version(*fact):
         return []
     older = candidates(store, memory, *fact)[:MAX_CANDIDATES]
     if not older:

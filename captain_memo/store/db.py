@@ -199,7 +199,43 @@ def _m002_vector_changes(conn) -> None:
     )
 
 
-MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes)]
+MEMORY_INDEXES = """
+CREATE INDEX memories_project ON memories(project);
+CREATE INDEX memories_hash ON memories(content_hash);
+CREATE UNIQUE INDEX memories_source_key ON memories(ifnull(project, ''), source_key)
+    WHERE source_key IS NOT NULL"""
+
+
+def _m003_memory_ids_never_reused(conn) -> None:
+    # Without AUTOINCREMENT SQLite gives a new row max(id) + 1, so forgetting the newest memory
+    # handed its id to the next one, and a stale reference (a supersede link, an editor buffer
+    # captain-memo://memory/N, a note in a commit message) silently named another memory. SQLite
+    # cannot add AUTOINCREMENT to a table: it is rebuilt as its documentation prescribes (foreign
+    # keys off, which Database._migrate does, so dropping the old table cascades nothing). Copying
+    # the rows with their ids sets the sequence to the highest id stored; an id forgotten above it
+    # before this migration cannot be known.
+    columns = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(memories)"))
+    ddl = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memories'").fetchone()[0]
+    rebuilt = ddl.replace("CREATE TABLE memories", "CREATE TABLE memories_rebuilt", 1).replace(
+        "id INTEGER PRIMARY KEY,", "id INTEGER PRIMARY KEY AUTOINCREMENT,", 1)
+    if "AUTOINCREMENT" not in rebuilt:
+        raise RuntimeError("unexpected memories table definition")
+    conn.execute(rebuilt)
+    conn.execute(f"INSERT INTO memories_rebuilt ({columns}) SELECT {columns} FROM memories")
+    conn.execute("DROP TABLE memories")
+    conn.execute("ALTER TABLE memories_rebuilt RENAME TO memories")
+    _run_script(conn, MEMORY_INDEXES)
+
+
+def _m004_last_opened(conn) -> None:
+    # Tide's use clock restarts when a memory is opened in full. Stores before this knew only that
+    # a memory had been opened and when it was last listed: that time is the best estimate.
+    conn.execute("ALTER TABLE memories ADD COLUMN last_opened REAL")
+    conn.execute("UPDATE memories SET last_opened = last_surfaced WHERE opened_in_full = 1")
+
+
+MIGRATIONS = [(1, _m001_tables), (2, _m002_vector_changes), (3, _m003_memory_ids_never_reused),
+              (4, _m004_last_opened)]
 # The SQLite header's application id marks a file as a Captain Memo store ("CMEM"), so `--db` on
 # another application's database is refused before a byte of it is changed.
 APPLICATION_ID = 0x434D454D
@@ -352,20 +388,28 @@ class Database:
         if self.read_only:
             self._check_schema(sqlite)
             return
+        # A table rebuilt by a migration must not cascade deletes to its children when the old copy
+        # is dropped; the keys are checked before the migration commits. The pragma is a no-op
+        # inside a transaction, hence here.
+        self.conn.execute("PRAGMA foreign_keys = OFF")
         try:
             with self.write() as conn:
                 conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
                 done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-                for version, migrate in MIGRATIONS:
-                    if version not in done:
-                        migrate(conn)
-                        conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version, time.time()))
+                pending = [(version, migrate) for version, migrate in MIGRATIONS if version not in done]
+                for version, migrate in pending:
+                    migrate(conn)
+                    conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version, time.time()))
+                if pending and conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                    raise StoreError(f"{self.path}: a migration left a dangling reference; nothing was changed")
                 # New stores, and stores made before the id was recorded, are marked as ours.
                 for pragma, value in (("application_id", APPLICATION_ID), ("user_version", MIGRATIONS[-1][0])):
                     if conn.execute(f"PRAGMA {pragma}").fetchone()[0] != value:
                         conn.execute(f"PRAGMA {pragma} = {value}")
         except sqlite.DatabaseError as exc:
             raise classified(str(exc), self.path, opening=True) from None
+        finally:
+            self.conn.execute("PRAGMA foreign_keys = ON")
 
     def _check_schema(self, sqlite) -> None:
         """A read-only store is read as it is: it must be a Captain Memo store already up to date."""

@@ -67,6 +67,7 @@ class Memory:
     opened_in_full: bool
     source_key: str | None = None
     tags: tuple[str, ...] = ()
+    last_opened: float | None = None  # Tide's use clock: when it was last opened in full
 
     @property
     def display_title(self) -> str:

@@ -183,3 +183,31 @@ class SqliteVecIndex:
             f"SELECT rowid, vec_distance_l2(embedding, ?) FROM {table} WHERE rowid IN ({marks})",
             (vector_blob(query), *chunk_ids))
         return {chunk_id: similarity(distance) for chunk_id, distance in rows}
+
+
+def newest_matching(store: Store, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
+    """Chunk ids of the ``k`` newest observations in scope matching a temporal query's topic: those
+    holding every topic word, then (when fewer than k do) any of them. Newest by the memory's date;
+    the first chunk of each memory stands for it.
+
+    The bm25 leg ranks by wording, so for "latest change to capture" the newest commit that touched
+    capture.py can sit far below the top 25 (seen at #50+ in a history of 5,000 commits); this list
+    puts it in the pool for recency to reorder.
+    """
+    found: list[int] = []
+    where, args = "m.kind = 'observation'", []
+    if not scope.all_projects:
+        where += " AND (m.project IS NULL OR m.project = ?)"
+        args.append(scope.project)
+    for match in dict.fromkeys(m for m in topic if m):
+        if len(found) >= k:
+            break
+        # FTS alone first (never joined inside the MATCH), then the dates of the matching memories.
+        rows = store.conn.execute(
+            "WITH hits AS (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)"
+            " SELECT min(c.id) FROM hits JOIN chunks c ON c.id = hits.rowid JOIN memories m ON m.id = c.memory_id"
+            f" WHERE {where} GROUP BY m.id ORDER BY max(m.created_at) DESC LIMIT ?", (match, *args, k))
+        for (chunk_id,) in rows:
+            if chunk_id not in found and len(found) < k:
+                found.append(chunk_id)
+    return found

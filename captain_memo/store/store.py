@@ -19,18 +19,18 @@ SQLITE_INTEGERS = range(-2**63, 2**63)
 MEMORY_COLUMNS = (
     "id, kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end, "
     "source_commit, origin, filetype, content_hash, superseded_by, stability, last_surfaced, opened_in_full, "
-    "source_key, tags"
+    "source_key, tags, last_opened"
 )
 
 
 def memory_from_row(row) -> Memory:
     (mid, kind, title, body, created, updated, project, branch, path, start, end, commit, origin, filetype,
-     digest, superseded_by, stability, surfaced, opened, source_key, tags) = row
+     digest, superseded_by, stability, surfaced, opened, source_key, tags, last_opened) = row
     return Memory(
         id=mid, kind=kind, title=title, body=body, created_at=created, updated_at=updated, project=project,
         branch=branch, source=Source(path, start, end, commit, origin, filetype), content_hash=digest,
         superseded_by=superseded_by, stability=stability, last_surfaced=surfaced, opened_in_full=bool(opened),
-        source_key=source_key, tags=tuple(t for t in tags.split(",") if t),
+        source_key=source_key, tags=tuple(t for t in tags.split(",") if t), last_opened=last_opened,
     )
 
 
@@ -165,8 +165,9 @@ class Store(Database):
         with self.write() as conn:
             for memory_id, stability in updates:
                 conn.execute(
-                    "UPDATE memories SET stability = ?, last_surfaced = ?, opened_in_full = opened_in_full | ?"
-                    " WHERE id = ?", (stability, now, int(opened), memory_id))
+                    "UPDATE memories SET stability = ?, last_surfaced = ?, opened_in_full = opened_in_full | ?,"
+                    " last_opened = CASE WHEN ? THEN ? ELSE last_opened END WHERE id = ?",
+                    (stability, now, int(opened), int(opened), now, memory_id))
 
     # -- reading -------------------------------------------------------------------------
 

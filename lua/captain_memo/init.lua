@@ -15,7 +15,7 @@ M.defaults = {
     border = "rounded", -- border of both windows: "rounded", "single", "double", "solid", "shadow", "none"
   },
   limit = 10, -- results per lookup or recall
-  profile = nil, -- ranking profile "v2", "legacy" or "v3"; nil: $CAPTAIN_MEMO_RANK_PROFILE, else v2
+  profile = nil, -- ranking profile "v3", "v2" or "legacy"; nil: $CAPTAIN_MEMO_RANK_PROFILE, else v3
   embedding = {
     provider = nil, -- "local" (built in, offline), "ollama" or "openai"; nil: $CAPTAIN_MEMO_EMBED_PROVIDER, else local
     url = nil, -- endpoint of the ollama/openai provider; nil: $CAPTAIN_MEMO_EMBED_URL, else its usual address

@@ -1,0 +1,80 @@
+"""Memory ids are never reused: a stale reference (a supersede link, an editor buffer
+captain-memo://memory/N, a note in a commit message) must never name another memory."""
+
+from __future__ import annotations
+
+import pytest
+import sqlean
+
+from captain_memo.errors import NotFoundError
+from captain_memo.store import NewMemory, Store
+from captain_memo.store import db as store_db
+
+
+def test_forgetting_the_newest_memory_does_not_hand_its_id_to_the_next(engine):
+    first = engine.remember(NewMemory(body="ledger export runs nightly"))
+    newest = engine.remember(NewMemory(body="refund batch retried after a timeout"))
+    engine.forget(newest)
+    again = engine.remember(NewMemory(body="a different memory saved afterwards"))
+    assert again > newest > first
+    with pytest.raises(NotFoundError):
+        engine.store.get(newest)
+
+
+def test_ids_stay_unused_across_reopening_the_store(db_file, hash_embedder):
+    from captain_memo.engine import Engine
+
+    engine = Engine(Store(db_file), hash_embedder)
+    gone = engine.remember(NewMemory(body="soon forgotten"))
+    engine.forget(gone)
+    engine.close()
+    engine = Engine(Store(db_file), hash_embedder)
+    try:
+        assert engine.remember(NewMemory(body="saved after reopening")) > gone
+    finally:
+        engine.close()
+
+
+def old_store(path) -> None:
+    """A store as the first two migrations left it (ids reusable), holding two memories, a
+    supersede link, Tide state and keyword rows."""
+    conn = sqlean.connect(str(path), isolation_level=None)
+    conn.execute("BEGIN")
+    store_db._m001_tables(conn)
+    store_db._m002_vector_changes(conn)
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+    conn.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(1,), (2,)])
+    for mid, body, superseded_by, opened in ((7, "deploy runbook for the billing service", None, 1),
+                                             (9, "billing deploy needs the feature flag first", 7, 0)):
+        conn.execute("INSERT INTO memories (id, kind, body, created_at, updated_at, content_hash, superseded_by,"
+                     " stability, last_surfaced, opened_in_full) VALUES (?, 'observation', ?, 1.0e9, 1.0e9, ?, ?,"
+                     " 12.5, 1.5e9, ?)", (mid, body, f"h{mid}", superseded_by, opened))
+        cur = conn.execute("INSERT INTO chunks (memory_id, seq, text, content_hash) VALUES (?, 0, ?, ?)",
+                           (mid, body, f"c{mid}"))
+        conn.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, body))
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_an_existing_store_is_migrated_without_loss(db_file, hash_embedder):
+    from captain_memo.engine import Engine
+
+    old_store(db_file)
+    engine = Engine(Store(db_file), hash_embedder)
+    try:
+        runbook, flag = engine.store.get(7), engine.store.get(9)
+        assert (runbook.body, runbook.stability, runbook.last_surfaced, runbook.opened_in_full) == (
+            "deploy runbook for the billing service", 12.5, 1.5e9, True)
+        assert runbook.last_opened == 1.5e9  # the best estimate of when it was opened
+        assert flag.superseded_by == 7 and flag.last_opened is None
+        assert [c.text for c in engine.store.chunks_of(9)] == ["billing deploy needs the feature flag first"]
+        hits = engine.recall("billing deploy", legs=("keyword",), record=False).hits
+        assert {h.memory.id for h in hits} == {7, 9}
+        assert engine.store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        engine.forget(9)
+        assert engine.remember(NewMemory(body="saved after the migration")) == 10
+        # The chunks' foreign key names the rebuilt table.
+        assert [row[2] for row in engine.store.conn.execute("PRAGMA foreign_key_list(chunks)")] == ["memories"]
+        assert engine.store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        engine.close()
