@@ -107,7 +107,7 @@ def vector_models(store) -> tuple[str, bool, str]:
     from captain_memo.vector_audit import audit_vectors
 
     try:
-        audit = audit_vectors(store, make_embedder(embed_config(), backoff=False))
+        audit = audit_vectors(store, make_embedder(embed_config()))
     except CaptainMemoError as exc:
         return ("vectors", False, f"not checked: the embedder failed ({exc})")
     return ("vectors", audit.ok, audit.detail)

@@ -103,6 +103,11 @@ class WarmMemo:
                 self.reopened += 1
         if self._memo is None:
             memo = self._open(self.path)
+            try:
+                _ = memo.engine  # opened now: a store of another model is refused here, and none is held
+            except BaseException:
+                memo.close()
+                raise
             self._opened_on = self._fingerprint(memo)
             self._memo = memo
         return self._memo
