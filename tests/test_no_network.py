@@ -252,7 +252,8 @@ def test_the_only_outbound_call_is_the_configured_embedding_endpoint(traced):
     env = {
         "CAPTAIN_MEMO_EMBED_PROVIDER": "ollama",
         "CAPTAIN_MEMO_EMBED_URL": "http://192.0.2.1:11434",
-        "CAPTAIN_MEMO_EMBED_TIMEOUT": "1",
+        # The whole request's seconds: at load 30, one second ran out before the connect was tried.
+        "CAPTAIN_MEMO_EMBED_TIMEOUT": "4",
     }
     traced.env.update(env)
     proc = traced.run("remember", "the staging database is rebuilt nightly")
