@@ -252,8 +252,10 @@ def test_the_only_outbound_call_is_the_configured_embedding_endpoint(traced):
     env = {
         "CAPTAIN_MEMO_EMBED_PROVIDER": "ollama",
         "CAPTAIN_MEMO_EMBED_URL": "http://192.0.2.1:11434",
-        # The whole request's seconds: at load 30, one second ran out before the connect was tried.
-        "CAPTAIN_MEMO_EMBED_TIMEOUT": "4",
+        "CAPTAIN_MEMO_EMBED_TIMEOUT": "1",
+        # Its own back-off record: one left in the shared runtime folder by an earlier run for this
+        # endpoint would skip the very connect this test looks for.
+        "CAPTAIN_MEMO_RUNTIME_DIR": str(traced.tmp / "run"),
     }
     traced.env.update(env)
     proc = traced.run("remember", "the staging database is rebuilt nightly")
