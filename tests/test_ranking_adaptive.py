@@ -90,3 +90,29 @@ def test_the_name_weight_is_a_setting():
     assert c.factor("identifier") == pytest.approx(2.0)
     refused = rank_config("v3", {"CAPTAIN_MEMO_IDENTIFIER_ONLY_WEIGHT": "1e9"})
     assert refused.identifier_only_weight == V3.identifier_only_weight
+
+
+# -- the identifier-only query set (scripts/identifier_queries.py) -------------------------------------
+
+
+def test_identifier_query_set_labels_every_document_holding_the_name():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "identifier_queries.py"
+    spec = importlib.util.spec_from_file_location("identifier_queries", path)
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    corpus = [
+        {"id": "a", "text": "Use ``tmp_path_factory`` for session folders."},
+        {"id": "b", "text": "tmp_path_factory.mktemp now checks its name; see pytest.approx too."},
+        {"id": "c", "text": "The tmp path of a factory, in plain words."},
+    ] + [{"id": f"n{i}", "text": f"every_note mentions this ({i})"} for i in range(script.MAX_DOCS + 1)]
+    queries, qrels = script.build(corpus, count=10)
+    by_name = {q["text"]: {doc for qid, doc in qrels if qid == q["id"]} for q in queries}
+    assert by_name["tmp_path_factory"] == {"a"}  # a token, not a prefix of tmp_path_factory.mktemp
+    assert by_name["tmp_path_factory.mktemp"] == {"b"}
+    assert by_name["pytest.approx"] == {"b"}
+    assert "every_note" not in by_name  # held by more than MAX_DOCS documents
+    assert all(analyse(name).identifier_only for name in by_name)
