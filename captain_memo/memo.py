@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from captain_memo.records import Memory, NewMemory, RecallRequest, Superseded
+from captain_memo.records import TEAM, Memory, MemoryRef, NewMemory, RecallRequest, Superseded, parse_ref
 
 if TYPE_CHECKING:
     from captain_memo.sources.report import IndexReport
@@ -51,9 +51,12 @@ class IndexOutcome:
 class Memo:
     """One store (and, once needed, one engine) seen by a front end."""
 
-    def __init__(self, path: Path | str, embedder=None, warm: bool = False, engine=None, embed_config=None):
+    def __init__(
+        self, path: Path | str, embedder=None, warm: bool = False, engine=None, embed_config=None, team_config=None
+    ):
         """Nothing is opened here: the store on first use (so a command with nothing to do creates
-        no database), the engine on the first operation that needs the model or the index.
+        no database), the engine on the first operation that needs the model or the index, the
+        team store on the first operation that uses it.
         ``warm``: search an in-memory vector index built in the background, for long-lived
         processes (the editor host, a service); one-shot commands keep sqlite-vec."""
         self.path = Path(path)
@@ -62,12 +65,17 @@ class Memo:
         self._engine = engine
         self._store = engine.store if engine is not None else None
         self._embed_config = embed_config  # config.EmbedConfig; None: the environment's
+        self._team_config = team_config  # config.TeamConfig; None: the environment's
+        self._team = None
+        self._project_ids: dict[str, str] = {}
 
     @classmethod
-    def open(cls, path: Path | str | None = None, embedder=None, warm: bool = False, embed_config=None) -> Memo:
+    def open(
+        cls, path: Path | str | None = None, embedder=None, warm: bool = False, embed_config=None, team_config=None
+    ) -> Memo:
         from captain_memo.config import db_path
 
-        return cls(path or db_path(), embedder, warm, embed_config=embed_config)
+        return cls(path or db_path(), embedder, warm, embed_config=embed_config, team_config=team_config)
 
     @classmethod
     def over(cls, engine) -> Memo:
@@ -112,7 +120,53 @@ class Memo:
             self._embedder = engine.make_embedder(self._embed_config or embed_config())
         return self._embedder
 
+    @property
+    def team(self):
+        """The team store (team.py's TeamStore), None when CAPTAIN_MEMO_TEAM_DB is not set."""
+        if self._team is None:
+            from captain_memo.config import team_config
+
+            cfg = self._team_config or team_config()
+            if cfg.url is not None:
+                from captain_memo.team import TeamStore
+
+                self._team = TeamStore(cfg, lambda: self.embedder, self.project_id)
+        return self._team
+
+    @property
+    def team_configured(self) -> bool:
+        return self.team is not None
+
+    def project_id(self, project: str | None) -> str | None:
+        """The portable identity of a local project (identity.py): read from its folder while it is
+        there (and recorded), else the one recorded for it, else the path itself."""
+        if project is None:
+            return None
+        if project not in self._project_ids:
+            import os
+
+            known = self.store.project_identities().get(project)
+            if os.path.isdir(project):
+                from captain_memo.identity import portable_id
+
+                found = portable_id(project)
+                if found != known and not self.store.read_only:
+                    self.store.record_project(project, found)
+                known = found
+            self._project_ids[project] = known or project
+        return self._project_ids[project]
+
+    def _team_or_refuse(self, what: str):
+        if self.team is None:
+            from captain_memo.errors import InputError
+
+            raise InputError(f"{what} needs a team store: set CAPTAIN_MEMO_TEAM_DB=postgresql://... (doc/team.md)")
+        return self.team
+
     def close(self) -> None:
+        if self._team is not None:
+            self._team.close()
+            self._team = None
         if self._engine is not None:
             self._engine.close()  # closes the store too
         elif self._store is not None:
@@ -129,7 +183,8 @@ class Memo:
 
     @_translated
     def recall(self, request: RecallRequest):
-        return self.engine.recall(request)
+        """Both legs over the local store and, when one is set, the team store, ranked as one."""
+        return self.engine.recall(request, team=self.team)
 
     @_translated
     def naming(self, token: str, project: str | None, branch: str | None, limit: int) -> list[int]:
@@ -173,14 +228,34 @@ class Memo:
         return added, skipped
 
     @_translated
-    def show(self, memory_id: int) -> Memory:
-        """A memory in full; opening counts as the strongest surfacing for Tide."""
-        return self.engine.show(memory_id)
+    def show(self, memory_id: int | str) -> Memory:
+        """A memory in full (``12``, or ``t12`` in the team store); opening a local memory counts as
+        the strongest surfacing for Tide (team memories keep no one user's Tide)."""
+        ref = self.ref(memory_id)
+        if ref.team:
+            return self.get(ref)
+        return self.engine.show(ref.id)
 
     @_translated
-    def get(self, memory_id: int) -> Memory:
+    def get(self, memory_id: int | str | MemoryRef) -> Memory:
         """A memory as stored, without counting as a surfacing (a resource read, a preview)."""
-        return self.store.get(memory_id)
+        ref = self.ref(memory_id)
+        if ref.team:
+            return _in_team(self._team_or_refuse(f"reading {ref}").call(f"reading {ref}", _team_get, ref.id))
+        return self.store.get(ref.id)
+
+    @staticmethod
+    def ref(memory_id: int | str | MemoryRef) -> MemoryRef:
+        """A memory id as given by a person or a front end (12, "12", "#t12") as a reference; InputError
+        when it is not one."""
+        from captain_memo.errors import InputError
+
+        if isinstance(memory_id, MemoryRef):
+            return memory_id
+        try:
+            return parse_ref(memory_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
 
     @_translated
     def list_memories(
@@ -190,17 +265,88 @@ class Memo:
         return self.store.list_memories(project, all_projects=all_projects, kind=kind, limit=limit)
 
     @_translated
-    def forget(self, memory_id: int) -> None:
-        self.store.delete(memory_id)
+    def forget(self, memory_id: int | str) -> None:
+        ref = self.ref(memory_id)
+        if ref.team:
+            self._team_or_refuse(f"forgetting {ref}").call(f"forgetting {ref}", _team_forget, ref.id)
+        else:
+            self.store.delete(ref.id)
 
     @_translated
-    def supersede(self, old_id: int, new_id: int) -> None:
-        self.engine.supersede(old_id, new_id)
+    def supersede(self, old_id: int | str, new_id: int | str) -> None:
+        """``old`` is out of date, ``new`` replaces it. A team memory is superseded only by a team
+        memory (what everyone reads cannot point into one person's store); a local memory by either."""
+        from captain_memo.errors import InputError
+
+        old, new = self.ref(old_id), self.ref(new_id)
+        if old.team and not new.team:
+            raise InputError(
+                f"a team memory can be superseded only by a team memory: publish {new} first"
+                f" (captain-memo publish {new}), then supersede {old} by the team id it gets"
+            )
+        if old.team:
+            self._team_or_refuse(f"superseding {old}").call(f"superseding {old}", _team_supersede, old.id, new.id)
+        elif new.team:
+            self.get(new)  # NotFoundError when the team store has no such memory
+            self.store.set_superseded_by_team(old.id, new.id)
+        else:
+            self.engine.supersede(old.id, new.id)
 
     @_translated
-    def unsupersede(self, old_id: int):
-        """Make ``old_id`` current again; None when it was not superseded (nothing changed)."""
-        return self.engine.unsupersede(old_id)
+    def unsupersede(self, old_id: int | str) -> str | None:
+        """Make ``old_id`` current again; what superseded it (``12`` or ``t12``), None when it was not
+        superseded (nothing changed)."""
+        old = self.ref(old_id)
+        if old.team:
+            team = self._team_or_refuse(f"reviving {old}")
+            previous = team.call(f"reviving {old}", _team_unsupersede, old.id)
+            return None if previous is None else str(MemoryRef(TEAM, previous))
+        by_team = self.store.get(old.id).superseded_by_team
+        if by_team is not None:
+            self.store.set_superseded_by_team(old.id, None)
+            return str(MemoryRef(TEAM, by_team))
+        previous = self.engine.unsupersede(old.id)
+        return None if previous is None else str(previous)
+
+    # -- the team store -----------------------------------------------------------------
+
+    @_translated
+    def remember_team(self, memory: NewMemory) -> MemoryRef:
+        """Store a memory in the team store, under its project's portable identity; its reference
+        (``t12``). An exact copy already there is not stored twice: its reference comes back."""
+        team = self._team_or_refuse("saving to the team store")
+        shared = replace(memory, project=self.project_id(memory.project))
+        return MemoryRef(TEAM, team.call("saving a memory", _team_remember, shared))
+
+    @_translated
+    def publish(self, memory_id: int | str, keep: bool = False) -> MemoryRef:
+        """Move a local memory to the team store (``keep``: copy it, the local one marked superseded
+        by the team copy); its team reference. Local memories it superseded, and that superseded it,
+        keep their links: those that pointed to it point to the team copy."""
+        from captain_memo.errors import InputError
+
+        ref = self.ref(memory_id)
+        if ref.team:
+            raise InputError(f"{ref} is in the team store already")
+        memory = self.store.get(ref.id)
+        shared = NewMemory(
+            body=memory.body,
+            kind=memory.kind,
+            title=memory.title,
+            project=memory.project,
+            branch=memory.branch,
+            source=memory.source,
+            created_at=memory.created_at,
+            tags=memory.tags,
+        )
+        published = self.remember_team(shared)
+        for older in self.store.superseded_by_ids(ref.id):
+            self.store.set_superseded_by_team(older, published.id)
+        if keep:
+            self.store.set_superseded_by_team(ref.id, published.id)
+        else:
+            self.store.delete(ref.id)
+        return published
 
     @_translated
     def superseded(self) -> list[Superseded]:
@@ -313,6 +459,40 @@ class Memo:
             **{kind: counts.get(kind, 0) for kind in KINDS},
             "tide": tide_counts(self.store.list_memories(kind="observation", limit=-1)),
         }
+
+
+def _in_team(memory: Memory) -> Memory:
+    return replace(memory, store=TEAM)
+
+
+# What runs on the team store's worker thread, given its engine (team.py's TeamStore.call).
+
+
+def _team_get(engine, memory_id: int) -> Memory:
+    return engine.store.get(memory_id)
+
+
+def _team_forget(engine, memory_id: int) -> None:
+    engine.forget(memory_id)
+
+
+def _team_supersede(engine, old_id: int, new_id: int) -> None:
+    engine.supersede(old_id, new_id)
+
+
+def _team_unsupersede(engine, old_id: int) -> int | None:
+    return engine.unsupersede(old_id)
+
+
+def _team_remember(engine, memory: NewMemory) -> int:
+    """The new memory's team id, or that of the exact copy already stored."""
+    from captain_memo.chunking import content_hash
+
+    (stored,) = engine.remember_many([memory])
+    if stored is None:
+        clean, _ = engine.prepare(memory)
+        stored = engine.store.find_by_hash(content_hash(clean.kind, clean.title, clean.body), clean.project)
+    return stored
 
 
 def left_out(report) -> str:
