@@ -68,7 +68,9 @@ def explain_lines(hit) -> list[str]:
     def num(v):
         return "absent" if v is None else f"{v:.3f}"
 
-    lines = [f"      vector {num(hit.vector)}  keyword {num(hit.keyword)}  fused {hit.fused:.3f}"]
+    lines = [
+        f"      {hit.memory.store} store  vector {num(hit.vector)}  keyword {num(hit.keyword)}  fused {hit.fused:.3f}"
+    ]
     product = f"{hit.fused:.3f}"
     for f in hit.factors:
         detail = f" ({one_line(f.detail)})" if f.detail else ""
@@ -78,21 +80,29 @@ def explain_lines(hit) -> list[str]:
     return lines
 
 
+def failure_line(name: str, why: str) -> str:
+    """``vector leg failed: ...``, ``team store failed: ...``, ``team vector leg failed: ...``."""
+    what = "team store" if name == "team" else ("local store" if name == "local" else f"{name} leg")
+    return f"{what} failed: {one_line(why)}"
+
+
 def render(result: RecallResult, explain: bool = False, scope: str | None = None) -> str:
     now = time.time()
     lines = []
     for rank, hit in enumerate(result.hits, 1):
         m = hit.memory
         meta = " ".join(x for x in (age(now - m.created_at), m.branch and f"@{m.branch}", m.source.describe()) if x)
-        lines.append(f"{rank:>2}. {hit.score:.3f}  #{m.id} [{m.kind}] {one_line(m.display_title)}  ({one_line(meta)})")
+        lines.append(f"{rank:>2}. {hit.score:.3f}  #{m.ref} [{m.kind}] {one_line(m.display_title)}  ({one_line(meta)})")
         if explain:
             lines.extend(explain_lines(hit))
     if not result.hits:
         lines.append(f"no memory matched in {scope}" if scope else "no memory matched")
     legs = " + ".join(result.legs)
-    footer = f"profile {result.profile} · legs: {legs} · {result.elapsed_ms:.0f} ms"
+    stores = f" · stores: {' + '.join(result.stores)}" if "team" in result.stores or "team" in result.failures else ""
+    footer = f"profile {result.profile} · legs: {legs}{stores} · {result.elapsed_ms:.0f} ms"
     if result.degraded:
-        failed = "; ".join(f"{leg} leg failed: {one_line(why)}" for leg, why in result.failures.items())
-        footer += f"\nwarning: only the {legs} leg answered ({failed})"
+        failed = "; ".join(failure_line(name, why) for name, why in result.failures.items())
+        answered = f"only the {legs} leg answered" if len(result.legs) < 2 else "answered without it"
+        footer += f"\nwarning: {answered} ({failed})"
     lines.append(footer)
     return "\n".join(lines)
