@@ -148,7 +148,9 @@ def test_a_team_server_that_never_answers_costs_the_timeout_once(tmp_path, hash_
     try:
         with team_memo(tmp_path, hash_embedder) as memo:
             memo.remember(NewMemory("cache invalidation happens on write"))
-            _with_team(memo, TeamConfig("postgresql://alice:hunter2@127.0.0.1/memo", timeout=0.5), _connecting(server.port))
+            _with_team(
+                memo, TeamConfig("postgresql://alice:hunter2@127.0.0.1/memo", timeout=0.5), _connecting(server.port)
+            )
             started = time.perf_counter()
             result = memo.recall(RecallRequest("cache invalidation"))
             waited = time.perf_counter() - started

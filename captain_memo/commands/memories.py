@@ -24,7 +24,9 @@ def register(sub) -> None:
     p.add_argument("--date", help="when it was written (ISO date; default now)")
     p.add_argument("--json", action="store_true")
     p.add_argument(
-        "--team", action="store_true", help="store it in the team store (CAPTAIN_MEMO_TEAM_DB) for everyone on the project"
+        "--team",
+        action="store_true",
+        help="store it in the team store (CAPTAIN_MEMO_TEAM_DB) for everyone on the project",
     )
     add_secrets_arg(p)
     add_context_args(p)
@@ -47,9 +49,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("publish", help="move a local memory to the team store (--keep copies it)")
     p.add_argument("id", help="the local memory's id")
-    p.add_argument(
-        "--keep", action="store_true", help="keep the local memory too, marked superseded by the team copy"
-    )
+    p.add_argument("--keep", action="store_true", help="keep the local memory too, marked superseded by the team copy")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=publish)
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from captain_memo.ranking.candidates import Candidate
 from captain_memo.records import LOCAL, Memory
 
+Key = TypeVar("Key", bound=Hashable)  # a chunk id, or (store, chunk id) over several stores
 
-def min_max(values: Mapping[Hashable, float]) -> dict[Hashable, float]:
+
+def min_max(values: Mapping[Key, float]) -> dict[Key, float]:
     """Scale onto [0, 1], best 1.0; when all are tied, all are 1.0."""
     if not values:
         return {}
@@ -24,7 +27,7 @@ def min_max(values: Mapping[Hashable, float]) -> dict[Hashable, float]:
     return {key: (value - low) / (high - low) for key, value in values.items()}
 
 
-def leg_ranks(hits: Mapping[Hashable, float]) -> dict[Hashable, int]:
+def leg_ranks(hits: Mapping[Key, float]) -> dict[Key, int]:
     """chunk (id, or store and id) -> 1-based rank by score, best first."""
     return {chunk_id: i + 1 for i, chunk_id in enumerate(sorted(hits, key=lambda c: -hits[c]))}
 

@@ -281,7 +281,8 @@ class Store(SourceRows):
     def superseded_by_ids(self, memory_id: int) -> list[int]:
         """The memories ``memory_id`` superseded."""
         return [
-            row[0] for row in self.conn.execute("SELECT id FROM memories WHERE superseded_by = ? ORDER BY id", (memory_id,))
+            row[0]
+            for row in self.conn.execute("SELECT id FROM memories WHERE superseded_by = ? ORDER BY id", (memory_id,))
         ]
 
     def record_project(self, path: str, portable_id: str) -> None:
