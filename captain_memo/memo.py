@@ -46,6 +46,7 @@ class IndexOutcome:
     notes: IndexReport
     git: IndexReport | None  # None without --git
     max_commits: int  # the cap on new commits read that was in force
+    team: IndexReport | None = None  # the repository's note folders, indexed into the team store
 
 
 class Memo:
@@ -388,18 +389,36 @@ class Memo:
         if not paths and not folders and not git:
             raise InputError("nothing to index: not inside a git repository and CAPTAIN_MEMO_NOTE_DIRS is not set")
         self.store.require_writable()  # before any text is embedded for nothing
+        # With a team store, the repository's own note folders (decisions, skills) are shared:
+        # indexed there under the project's portable identity; personal folders stay here.
+        shared = [f for f in folders if not f.personal] if self.team is not None else []
+        folders = [f for f in folders if f.personal] if shared else folders
         if paths:
             notes = index_paths(self.engine, list(paths), settings, show_progress=show_progress, branch=branch)
         else:
             notes = (
                 index_folders(self.engine, folders, settings, show_progress=show_progress) if folders else IndexReport()
             )
+        team = self._index_team(shared, settings, show_progress) if shared else None
         history = (
             index_history(self.engine, settings=settings, show_progress=show_progress, max_commits=max_commits)
             if git
             else None
         )
-        return IndexOutcome(notes, history, max_commits or settings.git_max_commits)
+        return IndexOutcome(notes, history, max_commits or settings.git_max_commits, team)
+
+    def _index_team(self, folders, settings, show_progress: bool):
+        """Index repository folders into the team store, then drop this store's copies of them
+        (indexed before a team store was set), which would otherwise be found twice."""
+        from captain_memo.sources.indexer import forget_indexed
+        from captain_memo.team import INDEX_TIMEOUT
+
+        shared = [replace(f, project=self.project_id(f.project)) for f in folders]
+        report = self.team.call(
+            "indexing the repository's notes", _team_index, shared, settings, show_progress, timeout=INDEX_TIMEOUT
+        )
+        forget_indexed(self.engine, folders)
+        return report
 
     @_translated
     def health(self) -> str:
@@ -493,6 +512,12 @@ def _team_remember(engine, memory: NewMemory) -> int:
         clean, _ = engine.prepare(memory)
         stored = engine.store.find_by_hash(content_hash(clean.kind, clean.title, clean.body), clean.project)
     return stored
+
+
+def _team_index(engine, folders, settings, show_progress: bool):
+    from captain_memo.sources.indexer import index_folders
+
+    return index_folders(engine, folders, settings, show_progress=show_progress)
 
 
 def left_out(report) -> str:

@@ -31,6 +31,8 @@ log = logging.getLogger("captain_memo")
 # A write to the team store (remember --team, publish, supersede, forget) waits this long, in
 # seconds: longer than a recall, since someone asked for it and waits for the answer.
 WRITE_TIMEOUT = 30.0
+# Indexing a repository's notes into it embeds and writes them all; a first run can take minutes.
+INDEX_TIMEOUT = 1800.0
 
 
 class TeamError(StoreError):
@@ -131,18 +133,18 @@ class TeamStore:
             return None, {"team": why}
         return replace(hits, store=TEAM), {f"team {leg}": why for leg, why in failures.items()}
 
-    def call(self, what: str, fn: Callable, *args):
-        """``fn(engine, *args)`` on the team store, waiting up to WRITE_TIMEOUT; TeamError naming
-        ``what`` when the store cannot answer. The project's own errors (no such memory, bad input)
-        pass through as they are."""
+    def call(self, what: str, fn: Callable, *args, timeout: float = WRITE_TIMEOUT):
+        """``fn(engine, *args)`` on the team store, waiting up to ``timeout`` seconds; TeamError
+        naming ``what`` when the store cannot answer. The project's own errors (no such memory,
+        bad input) pass through as they are."""
         job = self._worker.submit(lambda: fn(self._opened(), *args))
         try:
-            return job.result(timeout=max(WRITE_TIMEOUT, self.timeout))
+            return job.result(timeout=max(timeout, self.timeout))
         except FutureTimeout:
-            raise TeamError(f"team store {self.cfg.shown}: no answer within {WRITE_TIMEOUT:g} s while {what}") from None
+            raise TeamError(f"team store {self.cfg.shown}: no answer within {timeout:g} s while {what}") from None
+        except TeamError as exc:
+            raise TeamError(f"team store {self.cfg.shown}: {self.describe(exc)}") from None
         except CaptainMemoError as exc:
-            if isinstance(exc, TeamError):
-                raise
             raise type(exc)(self._masked(str(exc))) from None
         except Exception as exc:
             raise TeamError(f"team store {self.cfg.shown}: {what} failed: {self.describe(exc)}") from None

@@ -135,6 +135,21 @@ def index_file(
     return index_folders(engine, [replace(folder, path=path)], settings)
 
 
+def forget_indexed(engine, folders: list[Folder]) -> int:
+    """Remove what was indexed from ``folders`` into this engine's store (their memories and file
+    states); how many memories went. For folders whose notes now live in another store."""
+    removed = 0
+    for project in dict.fromkeys(f.project for f in folders):
+        prefixes = [f.prefix for f in folders if f.project == project]
+        for row in engine.store.stored_by_key(project, KEY_PREFIX).values():
+            if _under(row.source_path, prefixes):
+                engine.store.delete(row.id)
+                removed += 1
+        gone = [path for path in engine.store.file_states(project) if _under(path, prefixes)]
+        engine.store.save_file_states(project, {}, gone)
+    return removed
+
+
 def folder_for(path: Path, settings: SourceSettings, branch: str | None = None) -> Folder:
     """A folder to index at ``path``, with the kind and scope of the configured folder holding it
     (else curated memory of the repository holding it, else a personal note)."""
