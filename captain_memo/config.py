@@ -339,8 +339,7 @@ def team_config(env: Mapping[str, str] | None = None) -> TeamConfig:
 
 
 def masked_url(url: str) -> str:
-    """``url`` with its password (``user:secret@`` or ``password=secret``) replaced by ``***``."""
-    import re
+    """``url`` as it may be printed: its user, password and parameter values masked."""
+    from captain_memo.embeddings.urls import masked_url as masked
 
-    url = re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", url)
-    return re.sub(r"(password=)[^&\s]*", r"\1***", url, flags=re.IGNORECASE)
+    return masked(url)

@@ -229,7 +229,7 @@ class Engine:
         """Search, rank and explain. ``request`` is a RecallRequest, or the query text with the
         request's other fields as keywords (``engine.recall("retry policy", limit=5)``).
 
-        ``team`` (team.py's TeamStore) is searched at the same time, in its own thread, and its hits
+        ``team`` (team.py's TeamClient) is searched at the same time, in its own thread, and its hits
         join the pool before fusion; when it fails or is slower than its timeout, the local answer
         comes back with the failure named, as with a failed leg."""
         if isinstance(request, str):

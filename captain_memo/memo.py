@@ -123,15 +123,15 @@ class Memo:
 
     @property
     def team(self):
-        """The team store (team.py's TeamStore), None when CAPTAIN_MEMO_TEAM_DB is not set."""
+        """The team store (team.py's TeamClient), None when CAPTAIN_MEMO_TEAM_DB is not set."""
         if self._team is None:
             from captain_memo.config import team_config
 
             cfg = self._team_config or team_config()
             if cfg.url is not None:
-                from captain_memo.team import TeamStore
+                from captain_memo.team import TeamClient
 
-                self._team = TeamStore(cfg, lambda: self.embedder, self.project_id)
+                self._team = TeamClient(cfg, lambda: self.embedder, self.project_id)
         return self._team
 
     @property
@@ -484,7 +484,7 @@ def _in_team(memory: Memory) -> Memory:
     return replace(memory, store=TEAM)
 
 
-# What runs on the team store's worker thread, given its engine (team.py's TeamStore.call).
+# What runs on the team store's worker thread, given its engine (team.py's TeamClient.call).
 
 
 def _team_get(engine, memory_id: int) -> Memory:

@@ -71,7 +71,7 @@ class _Worker:
                     future.set_exception(exc)
 
 
-class TeamStore:
+class TeamClient:
     """The team store seen from this client, opened on first use on its worker thread.
 
     ``open_engine(url, embedder)`` makes an engine over the store the URL names (``open_engine``

@@ -66,7 +66,7 @@ def test_shared_notes_and_memories_reach_the_team_store(cli_env, tmp_path, monke
 
 
 def test_a_team_store_that_is_down_leaves_the_local_answer_named(cli_env, tmp_path, monkeypatch, capsys):
-    from team_support import closed_port
+    from team_client_support import closed_port
 
     monkeypatch.setenv("CAPTAIN_MEMO_TEAM_DB", f"postgresql://dev:pw-in-url@127.0.0.1:{closed_port()}/memo")
     run_cli(capsys, "--db", cli_env, "remember", "the nightly job runs at 02:00")
@@ -75,4 +75,4 @@ def test_a_team_store_that_is_down_leaves_the_local_answer_named(cli_env, tmp_pa
     data = json.loads(run_cli(capsys, "--db", cli_env, "recall", "--json", "nightly job"))
     assert data["stores"] == ["local"] and "team" in data["failures"] and len(data["hits"]) == 1
     err = cli_error(capsys, "--db", cli_env, "remember", "--team", "the nightly job moved to 03:00")
-    assert "team store" in err and "pw-in-url" not in err and "dev:***@127.0.0.1" in err
+    assert "team store" in err and "pw-in-url" not in err and "***@127.0.0.1" in err

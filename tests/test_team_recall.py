@@ -10,12 +10,12 @@ import time
 
 import pytest
 from recall_support import assert_trace
-from team_support import SilentServer, closed_port, team_memo
+from team_client_support import SilentServer, closed_port, team_memo
 
 from captain_memo.config import TeamConfig
 from captain_memo.errors import InputError, NotFoundError
 from captain_memo.records import LOCAL, TEAM, MemoryRef, NewMemory, RecallRequest
-from captain_memo.team import TeamStore
+from captain_memo.team import TeamClient
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ def _connecting(port: int):
 
 
 def _with_team(memo, cfg: TeamConfig, opener) -> None:
-    memo._team = TeamStore(cfg, lambda: memo.embedder, memo.project_id, open_engine=opener)
+    memo._team = TeamClient(cfg, lambda: memo.embedder, memo.project_id, open_engine=opener)
 
 
 def test_a_team_server_that_never_answers_costs_the_timeout_once(tmp_path, hash_embedder):
@@ -177,7 +177,7 @@ def test_a_team_server_that_is_down_is_named_at_once(tmp_path, hash_embedder, ca
         assert time.perf_counter() - started < 4
         assert [h.memory.ref for h in result.hits] == ["1"]
         assert "ConnectionRefusedError" in result.failures["team"]
-        assert "hunter2" not in caplog.text and "team store postgresql://alice:***@127.0.0.1/memo" in caplog.text
+        assert "hunter2" not in caplog.text and "team store postgresql://***@127.0.0.1/memo" in caplog.text
 
 
 def test_a_misconfigured_team_store_is_named_and_its_password_never_shown(tmp_path, hash_embedder):
@@ -186,4 +186,4 @@ def test_a_misconfigured_team_store_is_named_and_its_password_never_shown(tmp_pa
         result = memo.recall(RecallRequest("local answer"))
         assert [h.memory.ref for h in result.hits] == ["1"]
         assert "is not a team store" in result.failures["team"] and "s3cret" not in result.failures["team"]
-        assert "bob:***@db" in result.failures["team"]
+        assert "***@db" in result.failures["team"]
