@@ -51,7 +51,8 @@ class Engine:
         self.index: VectorIndex = vector_index or SqliteVecIndex(store)
         self._pool: ThreadPoolExecutor | None = None
         self._read_only_said = False
-        store.check_model(embedder.model_id)
+        if store.checks_model_at_open:  # a team store refuses another model for its vector leg only
+            store.check_model(embedder.model_id)
         # HTTP providers learn their dimension from the first answer; the store knows it already,
         # so a server that starts answering with another size is caught before a vector is used.
         stored_dim = store.meta("embed_dim")

@@ -34,10 +34,18 @@ class Scope:
         return ("",) if not self.project else (self.project, "")
 
 
+def _elsewhere(store):
+    """A store other than SQLite (the team store, store/postgres) that runs the keyword searches
+    itself, with the same bm25; None for the local store."""
+    return None if isinstance(store, Store) else store
+
+
 def keyword_leg(store: Store, match: str | None, scope: Scope, k: int) -> dict[int, float]:
     """FTS5 top k: chunk id -> bm25 relevance (negated, so higher is better)."""
     if match is None:
         return {}
+    if (other := _elsewhere(store)) is not None:
+        return other.keyword_leg(match, scope, k)
     if scope.all_projects:
         sql = "SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
         return {chunk_id: -rank for chunk_id, rank in store.conn.execute(sql, (match, k))}
@@ -85,7 +93,11 @@ def selective_match(store: Store, match: str | None, stopwords: frozenset[str]) 
     ``stopwords`` are never chosen as the one phrase kept when every phrase is common."""
     if match is None:
         return None
-    chunks = store.conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0]  # ids ~ count, O(log n)
+    other = _elsewhere(store)
+    if other is not None:
+        chunks = other.chunk_estimate()
+    else:
+        chunks = store.conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0]  # ids ~ count, O(log n)
     limit = max(COMMON_PHRASE_FLOOR, int(COMMON_PHRASE_SHARE * chunks))
     phrases = match.split(" OR ")  # phrases are quoted lower-case words: no " OR " inside one
     if chunks <= limit or len(phrases) < 2:
@@ -106,6 +118,8 @@ def selective_match(store: Store, match: str | None, stopwords: frozenset[str]) 
 
 def _rows_up_to(store: Store, phrase: str, cap: int) -> int:
     """How many chunks hold ``phrase``, counting no further than ``cap``."""
+    if (other := _elsewhere(store)) is not None:
+        return other.phrase_rows_up_to(phrase, cap)
     return store.conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (phrase, cap)
     ).fetchone()[0]
@@ -118,6 +132,8 @@ def keyword_scores(store: Store, match: str | None, chunk_ids: Sequence[int]) ->
     """
     if match is None or not chunk_ids:
         return {}
+    if (other := _elsewhere(store)) is not None:
+        return other.keyword_scores(match, chunk_ids)
     marks = ",".join("?" * len(chunk_ids))
     rows = store.conn.execute(
         f"SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
@@ -227,6 +243,8 @@ def newest_matching(store: Store, topic: tuple[str | None, str | None], scope: S
     capture.py can sit far below the top 25 (seen at #50+ in a history of 5,000 commits); this list
     puts it in the pool for recency to reorder.
     """
+    if (other := _elsewhere(store)) is not None:
+        return other.newest_matching(topic, scope, k)
     found: list[int] = []
     where, args = "m.kind = 'observation'", []
     if not scope.all_projects:
