@@ -176,4 +176,12 @@ def open_team_engine(url: str, embedder):
 
     if url.startswith("sqlite:///"):
         return Engine(Store(url[len("sqlite://") :]), embedder)
-    raise TeamError("this version cannot open PostgreSQL team stores yet (no captain_memo.store.postgres)")
+    from captain_memo.store.postgres import TeamStore
+    from captain_memo.store.postgres.vectors import PgVectorIndex
+
+    store = TeamStore(url)
+    try:
+        return Engine(store, embedder, vector_index=PgVectorIndex(store))
+    except BaseException:
+        store.close()
+        raise
