@@ -105,10 +105,8 @@ def team_engine(dsn: str, embedder):
     """An engine over the (new, empty) team database ``dsn``, searched as the engine searches any store."""
     from captain_memo.engine import Engine
     from captain_memo.store.postgres import TeamStore
-    from captain_memo.store.postgres.vectors import PgVectorIndex
 
-    store = TeamStore(dsn)
-    return Engine(store, embedder, vector_index=PgVectorIndex(store))
+    return Engine(TeamStore(dsn), embedder)
 
 
 def build_store(dataset: Dataset, embedder, folder: Path, progress: bool = True, team_db: str | None = None):
