@@ -120,11 +120,11 @@ def shared_tmp():
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """A real PostgreSQL with pgvector for the session (tests/team_support.py)."""
     from team_support import start_server
 
-    return start_server(tmp_path_factory.mktemp("pg"))
+    return start_server()
 
 
 @pytest.fixture

