@@ -21,7 +21,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
-from typing import cast
 
 from captain_memo.config import RankConfig, TeamConfig
 from captain_memo.errors import CaptainMemoError, StoreError
@@ -182,8 +181,7 @@ def open_team_engine(url: str, embedder):
 
     store = TeamStore(url)
     try:
-        # The team store has every method the engine uses on the local Store (store/postgres).
-        return Engine(cast(Store, store), embedder, vector_index=PgVectorIndex(store))
+        return Engine(store, embedder, vector_index=PgVectorIndex(store))
     except BaseException:
         store.close()
         raise
