@@ -134,10 +134,6 @@ class Memo:
                 self._team = TeamClient(cfg, lambda: self.embedder, self.project_id)
         return self._team
 
-    @property
-    def team_configured(self) -> bool:
-        return self.team is not None
-
     def project_id(self, project: str | None) -> str | None:
         """The portable identity of a local project (identity.py): read from its folder while it is
         there (and recorded), else the one recorded for it, else the path itself."""
@@ -407,6 +403,22 @@ class Memo:
         )
         return IndexOutcome(notes, history, max_commits or settings.git_max_commits, team)
 
+    @_translated
+    def index_written(self, path: str, project: str | None, branch: str | None):
+        """Re-index one file just written (an IndexReport), into the team store when it lies in a
+        repository's note folder and one is set."""
+        return index_written_file(lambda: self, path, project, branch)
+
+    @_translated
+    def index_folder(self, folder, settings):
+        """Index one folder (or file) found by the sources: into the team store when it is a
+        repository's and one is set, else here."""
+        from captain_memo.sources.indexer import index_folders
+
+        if folder.personal or self.team is None:
+            return index_folders(self.engine, [folder], settings)
+        return self._index_team([folder], settings, show_progress=False)
+
     def _index_team(self, folders, settings, show_progress: bool):
         """Index repository folders into the team store, then drop this store's copies of them
         (indexed before a team store was set), which would otherwise be found twice."""
@@ -541,19 +553,23 @@ def is_identifier(token: str) -> bool:
     return is_code_shaped(token)
 
 
-def index_written_file(open_engine: Callable[[], object], path: str, project: str | None, branch: str | None):
-    """Re-index one file just written (an IndexReport); ``open_engine`` is called only when the file
-    lies in a note or skill folder, so writing any other file opens (or creates) no database."""
-    from captain_memo.sources.indexer import index_file
-
-    return index_file(_OnFirstUse(open_engine), path, project, branch)
-
-
 def shown_url(url: str) -> str:
     """A connection string or endpoint URL as it may be printed: no user, password or parameter values."""
     from captain_memo.embeddings.urls import masked_url
 
     return masked_url(url)
+
+
+def index_written_file(open_memo: Callable[[], Memo], path: str, project: str | None, branch: str | None):
+    """Re-index one file just written (an IndexReport); ``open_memo`` is called only when the file
+    lies in a note or skill folder, so writing any other file opens (or creates) no database."""
+    from captain_memo.sources.indexer import written_folder
+    from captain_memo.sources.report import IndexReport
+    from captain_memo.sources.settings import source_settings
+
+    settings = source_settings()
+    folder = written_folder(path, project, branch, settings)
+    return IndexReport() if folder is None else open_memo().index_folder(folder, settings)
 
 
 def readable_error(exc: Exception, path: Path | str):
@@ -586,16 +602,3 @@ def backup(source: Path, target: Path, replace: bool = False, folder: bool = Fal
     from captain_memo.store.backup import backup as copy
 
     return copy(source, target, replace=replace, folder=folder)
-
-
-class _OnFirstUse:
-    """An engine opened when first touched: indexing a file it ignores opens (or creates) no database."""
-
-    def __init__(self, open_engine: Callable[[], object]):
-        self._open = open_engine
-        self._engine: object | None = None
-
-    def __getattr__(self, name: str):
-        if self._engine is None:
-            self._engine = self._open()
-        return getattr(self._engine, name)

@@ -13,6 +13,7 @@ from recall_support import assert_trace
 from team_client_support import SilentServer, closed_port, team_memo
 
 from captain_memo.config import TeamConfig
+from captain_memo.memo import Memo
 from captain_memo.errors import InputError, NotFoundError
 from captain_memo.records import LOCAL, TEAM, MemoryRef, NewMemory, RecallRequest
 from captain_memo.team import TeamClient
@@ -187,3 +188,36 @@ def test_a_misconfigured_team_store_is_named_and_its_password_never_shown(tmp_pa
         assert [h.memory.ref for h in result.hits] == ["1"]
         assert "is not a team store" in result.failures["team"] and "s3cret" not in result.failures["team"]
         assert "***@db" in result.failures["team"]
+
+
+def test_a_decision_written_in_the_editor_is_indexed_into_the_team_store(tmp_path, hash_embedder):
+    """The editor's re-index on write follows `index`: a repository's decision goes to the team
+    store (its earlier local copy dropped), a personal note stays local."""
+    from sources_support import DECISION_PORTS, git, init_repo, write
+
+    from captain_memo.editor import EditorService
+
+    repo = init_repo(tmp_path / "shop")
+    git(repo, "remote", "add", "origin", "git@github.com:Acme/Shop.git")
+    decision = write(repo, "docs/decisions/0002-ports.md", DECISION_PORTS)
+    project = str(repo.resolve())
+    with Memo(tmp_path / "local.db", hash_embedder, team_config=TeamConfig()) as alone:
+        assert alone.index_written(str(decision), project, "main").indexed == 2  # two sections, locally
+    service = EditorService(lambda reply: None, memo_factory=lambda settings: team_memo(tmp_path, hash_embedder))
+    try:
+        reply = service.handle(
+            {"id": 1, "op": "index", "channel": None, "settings": {}, "args": {"path": str(decision)}}
+        )
+        assert reply["ok"] and reply["result"]["indexed"] == 2, reply
+        assert (
+            service.handle(
+                {"id": 2, "op": "index", "channel": None, "settings": {}, "args": {"path": str(tmp_path / "x.py")}}
+            )["result"]["indexed"]
+            == 0
+        )
+    finally:
+        service.close()
+    with team_memo(tmp_path, hash_embedder) as memo:
+        assert memo.list_memories() == []  # the local copy went
+        shared = memo.get("t1")
+        assert shared.project == "github.com/Acme/Shop" and shared.source.path == "docs/decisions/0002-ports.md"

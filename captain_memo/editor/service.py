@@ -279,6 +279,7 @@ class EditorService:
         """Credentials in a selection about to be saved, found before the dialog shows any of it: the
         title prompt is prefilled from ``redacted``, so a token never appears in it. No database is
         opened. With redaction on everywhere (CAPTAIN_MEMO_REDACT_SECRETS) there is nothing to ask."""
+        from captain_memo.config import team_config
         from captain_memo.validation import without_private
 
         text = args.get("text")
@@ -289,7 +290,7 @@ class EditorService:
         return {
             "findings": [_finding_json(f) for f in findings],
             "redacted": secrets.redact(visible),
-            "team": self.memo(settings).team_configured,  # the dialog then asks where to save (nothing is opened)
+            "team": team_config().url is not None,  # the dialog then asks where to save
         }
 
     def save(self, settings: EditorSettings, args: dict) -> dict:
@@ -353,7 +354,7 @@ class EditorService:
         if not isinstance(path, str) or not path:
             raise InputError("path must name the file that was written")
         ctx = self.contexts.get(path, settings.share_worktrees)
-        report = index_written_file(lambda: self.memo(settings).engine, path, ctx.project, ctx.branch)
+        report = index_written_file(lambda: self.memo(settings), path, ctx.project, ctx.branch)
         return {"path": path, **report.to_json()}
 
     def open(self, settings: EditorSettings, args: dict) -> dict:
