@@ -13,8 +13,8 @@ from recall_support import assert_trace
 from team_client_support import SilentServer, closed_port, team_memo
 
 from captain_memo.config import TeamConfig
-from captain_memo.memo import Memo
 from captain_memo.errors import InputError, NotFoundError
+from captain_memo.memo import Memo
 from captain_memo.records import LOCAL, TEAM, MemoryRef, NewMemory, RecallRequest
 from captain_memo.team import TeamClient
 
