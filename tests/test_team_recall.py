@@ -221,3 +221,23 @@ def test_a_decision_written_in_the_editor_is_indexed_into_the_team_store(tmp_pat
         assert memo.list_memories() == []  # the local copy went
         shared = memo.get("t1")
         assert shared.project == "github.com/Acme/Shop" and shared.source.path == "docs/decisions/0002-ports.md"
+
+
+def test_an_agent_recalls_shows_and_supersedes_team_memories(tmp_path, hash_embedder):
+    """Through the MCP server's tools: a team hit's id is "t1", and show and supersede take it."""
+    from captain_memo.gitctx import NO_REPOSITORY
+    from captain_memo.mcpserver.service import MemoryService
+    from captain_memo.mcpserver.tools import TOOLS, checked_arguments
+
+    service = MemoryService(str(tmp_path / "local.db"), open_memo=lambda db: team_memo(tmp_path, hash_embedder))
+    try:
+        service.memo().remember_team(NewMemory("the queue is postgres with skip locked"))
+        service.memo().remember_team(NewMemory("the queue is redis streams now"))
+        found = service.recall(checked_arguments(TOOLS["recall"], {"query": "queue"}), NO_REPOSITORY)
+        assert sorted(hit["id"] for hit in found["hits"]) == ["t1", "t2"] and found["failed_legs"] == {}
+        shown = service.show(checked_arguments(TOOLS["show"], {"id": "t1"}), NO_REPOSITORY)
+        assert shown["id"] == "t1" and shown["store"] == "team"
+        service.supersede(checked_arguments(TOOLS["supersede"], {"old": "t1", "new": "t2"}))
+        assert service.memo().get("t1").superseded_ref == "t2"
+    finally:
+        service.close()
