@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from captain_memo.config import RankConfig
 
-KINDS = ("memory", "skill", "observation")
+from captain_memo.kinds import KINDS  # noqa: F401 - part of the records' vocabulary
+from captain_memo.units import DAY  # noqa: F401 - part of the records' vocabulary
+
 # Which store a memory lives in. Ids are per store, so a team memory is written with a ``t`` before
 # its id (``t12``) wherever a person or a front end names it: ``show t12``, ``supersede 7 t12``.
 LOCAL = "local"
@@ -140,9 +142,6 @@ class Chunk:
     seq: int
     text: str
     content_hash: str
-
-
-DAY = 86_400.0  # seconds; ages and Tide's clock are counted in days
 
 
 class Leg(str, Enum):
