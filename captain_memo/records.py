@@ -130,7 +130,8 @@ def parse_ref(text: str | int) -> MemoryRef:
     store = LOCAL
     if raw[:1].lower() == TEAM_PREFIX:
         store, raw = TEAM, raw[1:]
-    if not raw.isdigit() or not raw.isascii():
+    digits = raw[1:] if raw[:1] == "-" and store == LOCAL else raw  # a negative id is simply not found
+    if not digits.isdigit() or not digits.isascii():
         raise ValueError(f"{text!r} is not a memory id: give a number (12) or a team memory's t and number (t12)")
     return MemoryRef(store, int(raw))
 
