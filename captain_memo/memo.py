@@ -200,10 +200,11 @@ class Memo:
         return self.engine.recall(request, team=self.team)
 
     @_translated
-    def naming(self, token: str, project: str | None, branch: str | None, limit: int) -> list[int]:
+    def naming(self, token: str, project: str | None, branch: str | None, limit: int) -> list[int | str]:
         """Ids of the memories (up to ``limit`` hits) whose text holds ``token`` exactly: the keyword
-        leg alone, recorded nowhere, so it is cheap enough for a hint under the cursor."""
-        from captain_memo.records import Leg, Surfacing
+        leg alone, recorded nowhere, so it is cheap enough for a hint under the cursor. Local ids
+        first, as numbers, then team ids (``"t12"``)."""
+        from captain_memo.records import Leg, Surfacing, json_id
 
         result = self.recall(
             RecallRequest(
@@ -216,7 +217,10 @@ class Memo:
                 record=False,
             )
         )
-        return sorted({hit.memory.id for hit in result.hits if token in hit.text})
+        found = sorted(
+            {(hit.memory.store, hit.memory.id): hit.memory for hit in result.hits if token in hit.text}.items()
+        )
+        return [json_id(memory) for _, memory in found]
 
     @_translated
     def remember(self, memory: NewMemory) -> int:
@@ -341,18 +345,7 @@ class Memo:
         ref = self.ref(memory_id)
         if ref.team:
             raise InputError(f"{ref} is in the team store already")
-        memory = self.store.get(ref.id)
-        shared = NewMemory(
-            body=memory.body,
-            kind=memory.kind,
-            title=memory.title,
-            project=memory.project,
-            branch=memory.branch,
-            source=memory.source,
-            created_at=memory.created_at,
-            tags=memory.tags,
-        )
-        published = self.remember_team(shared)
+        published = self.remember_team(self.store.get(ref.id).as_new())
         for older in self.store.superseded_by_ids(ref.id):
             self.store.set_superseded_by_team(older, published.id)
         if keep:

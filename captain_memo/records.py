@@ -90,6 +90,19 @@ class Memory:
         """How it is named across both stores: ``12`` for a local memory, ``t12`` for a team one."""
         return str(MemoryRef(self.store, self.id))
 
+    def as_new(self) -> NewMemory:
+        """Its text, kind, place and date as a memory to store elsewhere (publishing it)."""
+        return NewMemory(
+            body=self.body,
+            kind=self.kind,
+            title=self.title,
+            project=self.project,
+            branch=self.branch,
+            source=self.source,
+            created_at=self.created_at,
+            tags=self.tags,
+        )
+
     @property
     def superseded_ref(self) -> str | None:
         """The memory that superseded it, named across both stores; None when it is current."""

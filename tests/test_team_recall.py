@@ -241,3 +241,9 @@ def test_an_agent_recalls_shows_and_supersedes_team_memories(tmp_path, hash_embe
         assert service.memo().get("t1").superseded_ref == "t2"
     finally:
         service.close()
+
+
+def test_a_hint_counts_the_memories_of_both_stores_apart(memo):
+    memo.remember(NewMemory("get_effective_price rounds late"))
+    memo.remember_team(NewMemory("get_effective_price is cached per contract"))
+    assert memo.naming("get_effective_price", None, None, 10) == [1, "t1"]
