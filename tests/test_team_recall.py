@@ -36,12 +36,12 @@ def test_one_ranking_over_both_stores_each_hit_naming_its_store(memo):
     assert "1" in refs and "t1" in refs and len(set(refs)) == len(refs)
     assert {hit.memory.store for hit in result.hits} == {LOCAL, TEAM}
     assert_trace(result.hits)
-    # One pool: the keyword scaling of union fusion runs over both stores' candidates together,
-    # so exactly one candidate in all holds the best keyword score.
+    # One pool: union fusion scales the keyword leg over both stores' candidates together (each
+    # store's bm25 first divided by its best): the one candidate without the words is the union's 0.
     scores = [hit.score for hit in result.hits]
     assert scores == sorted(scores, reverse=True)
     assert result.pool_size == 3
-    assert sum(1 for hit in result.hits if hit.keyword == 1.0) == 1
+    assert sorted(hit.keyword for hit in result.hits) == [0.0, 1.0, 1.0]
 
 
 def test_team_hits_are_searched_under_the_portable_project(tmp_path, hash_embedder):
@@ -247,3 +247,19 @@ def test_a_hint_counts_the_memories_of_both_stores_apart(memo):
     memo.remember(NewMemory("get_effective_price rounds late"))
     memo.remember_team(NewMemory("get_effective_price is cached per contract"))
     assert memo.naming("get_effective_price", None, None, 10) == [1, "t1"]
+
+
+def test_bm25_is_put_on_one_scale_per_store_before_the_union(tmp_path, hash_embedder):
+    """A small team store beside a larger local one: bm25's corpus statistics differ, so each
+    store's keyword scores are divided by its best; the best keyword match of each store then
+    gets the same keyword score, 1.0 (v2 scales the keyword leg by min-max over the union)."""
+    with team_memo(tmp_path, hash_embedder) as memo:
+        for i in range(40):
+            memo.remember(NewMemory(f"note {i} about the payment queue and its retries, take {i}"))
+        memo.remember(NewMemory("the pipeline decides deploys"))
+        memo.remember_team(NewMemory("deploys go through the release pipeline"))
+        memo.remember_team(NewMemory("the office closes at six"))
+        result = memo.recall(RecallRequest("release pipeline deploys", profile="v2"))
+        best = {store: max(h.keyword or 0 for h in result.hits if h.memory.store == store) for store in (LOCAL, TEAM)}
+        assert best == {LOCAL: 1.0, TEAM: 1.0}
+        assert result.hits[0].memory.ref == "t1"

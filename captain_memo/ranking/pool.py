@@ -58,12 +58,22 @@ def build_pool(
 def pool_of(parts: Sequence[StoreHits], scale_keyword: bool = True) -> list[Candidate]:
     """One pool over the hits of every store searched (the local store, the team store): the
     keyword scaling and each leg's ranks are taken over all of them together, as one leg's would
-    be, so that the stages after see one list. Each candidate's memory names its store."""
+    be, so that the stages after see one list. Each candidate's memory names its store.
+
+    Similarities of one model are on one scale in any store; bm25 is not: its idf and average
+    length are those of the store's own corpus, so the same match scores far lower in a small
+    store (in a team store of 3 chunks beside a local one of 220, its best match's bm25 was a
+    twelfth of the local best, and the decision the query asked for ranked 3rd and 4th behind
+    weaker local matches). With more than one store, each store's bm25 is therefore divided by
+    its best, before the fusion scales the union: its best match is then as strong as the other's.
+    With one store nothing changes (the fusions' scaling ignores a common factor)."""
     vector: dict[tuple[str, int], float] = {}
     keyword: dict[tuple[str, int], float] = {}
     for part in parts:
         vector.update({(part.store, cid): score for cid, score in part.vector.items()})
-        keyword.update({(part.store, cid): score for cid, score in (part.keyword or {}).items()})
+        found = part.keyword or {}
+        best = max(found.values(), default=0.0) if len(parts) > 1 else 0.0
+        keyword.update({(part.store, cid): score / best if best > 0 else score for cid, score in found.items()})
     scaled = min_max(keyword) if scale_keyword else {}
     vector_rank, keyword_rank = leg_ranks(vector), leg_ranks(keyword)
     return [
