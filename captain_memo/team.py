@@ -154,8 +154,10 @@ class TeamClient:
 
     def describe(self, exc: BaseException) -> str:
         """One line for a failure of the team store, without the connection string's password."""
-        text = str(exc) if isinstance(exc, TeamError) else f"{type(exc).__name__}: {exc}"
-        return self._masked(text.strip().splitlines()[0] if text.strip() else type(exc).__name__)
+        # The project's errors say what they are; any other is named by its type.
+        text = str(exc) if isinstance(exc, CaptainMemoError) else f"{type(exc).__name__}: {exc}"
+        line = self._masked(text.strip().splitlines()[0] if text.strip() else type(exc).__name__)
+        return line.removeprefix(f"team store {self.cfg.shown}: ")  # the caller names the store
 
     def _masked(self, text: str) -> str:
         url = self.cfg.url or ""

@@ -108,7 +108,12 @@ def render(result: dict, explain: bool = False, scope: str | None = None) -> str
     footer = f"profile {result['profile']} · legs: {legs}{shown} · {result['elapsed_ms']:.0f} ms"
     if result["failures"]:
         failed = "; ".join(failure_line(name, why) for name, why in result["failures"].items())
-        answered = f"only the {legs} leg answered" if len(result["legs"]) < 2 else "answered without it"
+        if len(result["legs"]) < 2:
+            answered = f"only the {legs} leg answered"
+        elif "team" in result["failures"]:
+            answered = "the local store alone answered"
+        else:
+            answered = "the hits are what answered"
         footer += f"\nwarning: {answered} ({failed})"
     lines.append(footer)
     return "\n".join(lines)
