@@ -205,3 +205,23 @@ def test_a_curator_changes_any_memory_of_its_project_only(shared_projects):
     assert team_db.execute(changed, (ids["bob"],), role="carol") == []
     # The author keeps the right to change its own memory.
     assert team_db.execute(changed, (ids["alice"],), role="alice") == [(ids["alice"],)]
+
+
+def test_bulk_load_keeps_ids_statistics_and_index(team_db):
+    import numpy as np
+
+    store = team_store(team_db)
+    store.bind_model("test:random", 4)
+    first = store.add(NewMemory(body="before the load", project="p"), ["before the load"], np.ones((1, 4)) / 2)
+    rows = [
+        (NewMemory(body=f"note {i}", project="p", created_at=10.0 + i), [f"note {i}", "retry"], np.eye(4)[[i % 4, 0]])
+        for i in range(50)
+    ]
+    store.bulk_load(rows, without_index=True)
+    store.build_vector_index()
+    after = store.add(NewMemory(body="after the load", project="p"), ["after the load"], None)
+    assert after == first + 51  # the id sequence follows the loaded ids: none is handed out twice
+    assert store.counts()["chunks"] == 1 + 100 + 1
+    assert team_db.execute("SELECT chunks, tokens FROM corpus_stats") == [(102, 3 + 100 + 50 + 3)]
+    assert team_db.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'chunks_embedding'") == [(1,)]
+    store.close()
