@@ -157,6 +157,7 @@ def test_a_role_reads_only_the_projects_it_is_granted(shared_projects):
     assert team_db.execute("SELECT id, author FROM memories", role="bob") == [(ids["bob"], "bob")]
     assert team_db.execute("SELECT text FROM chunks", role="bob") == [("bob's decision",)]
     assert team_db.execute("SELECT project FROM corpus_stats", role="bob") == [("b",)]
+    assert team_db.execute("SELECT DISTINCT project FROM chunk_terms", role="bob") == [("b",)]
     assert team_db.execute("SELECT role, project FROM grants", role="bob") == [("bob", "b")]
     # Not by asking for it, nor by id.
     assert team_db.execute("SELECT id FROM memories WHERE project = 'a'", role="bob") == []
