@@ -226,3 +226,26 @@ def test_bulk_load_keeps_ids_statistics_and_index(team_db):
     assert team_db.execute("SELECT chunks, tokens FROM corpus_stats") == [(102, 3 + 100 + 50 + 3)]
     assert team_db.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'chunks_embedding'") == [(1,)]
     store.close()
+
+
+def test_a_note_rewritten_keeps_its_unchanged_chunks(team_db):
+    """Notes indexed from a repository's folders are rewritten in place, as in the local store."""
+    import numpy as np
+
+    store = team_store(team_db)
+    store.bind_model("test:random", 2)
+    note = NewMemory(body="one\n\ntwo", project="p", source_key="doc/adr/1.md#intro")
+    memory_id = store.add(note, ["one", "two"], np.array([[1.0, 0.0], [0.0, 1.0]]))
+    kept = {c.text: c.id for c in store.chunks_of(memory_id)}
+    assert list(store.stored_by_key("p", "doc/adr/")) == ["doc/adr/1.md#intro"]
+    inserted = store.rewrite(memory_id, NewMemory(body="two\n\nthree", project="p"), ["two", "three"], None)
+    assert inserted == 1
+    chunks = store.chunks_of(memory_id)
+    assert [(c.seq, c.text) for c in chunks] == [(0, "two"), (1, "three")]
+    assert chunks[0].id == kept["two"] and store.missing_vectors(memory_id) == 1
+    assert team_db.execute("SELECT sum(chunks), sum(tokens) FROM corpus_stats") == [(2, 2)]
+    store.save_file_states("p", {"doc/adr/1.md": ("digest", 2)}, [])
+    assert store.file_states("p") == {"doc/adr/1.md": ("digest", 2)}
+    store.save_file_states("p", {}, ["doc/adr/1.md"])
+    assert store.file_states("p") == {}
+    store.close()

@@ -70,20 +70,20 @@ def bm25_sql(match: Match, where: str, where_params: Sequence, limit: int | None
     params: list = []
     hits, condition = _matching(match, params)
     phrases = range(1, len(match.phrases) + 1)
-    df = ", ".join(f"count(*) FILTER (WHERE f[{i}] > 0)" for i in phrases)
+    # Each phrase's idf once per query, from how many chunks hold it (n) among all a role sees (N).
+    ratio = "ln((s.n - count(*) FILTER (WHERE h.f[{i}] > 0) + 0.5) / (count(*) FILTER (WHERE h.f[{i}] > 0) + 0.5))"
+    idf = ", ".join(
+        f"CASE WHEN {ratio.format(i=i)} <= 0 THEN {IDF_FLOOR} ELSE {ratio.format(i=i)} END" for i in phrases
+    )
     terms = " + ".join(
-        f"(CASE WHEN ln((s.n - d.n[{i}] + 0.5) / (d.n[{i}] + 0.5)) <= 0 THEN {IDF_FLOOR}"
-        f" ELSE ln((s.n - d.n[{i}] + 0.5) / (d.n[{i}] + 0.5)) END)"
-        f" * h.f[{i}] * {K1 + 1} / (h.f[{i}] + {K1} * (1 - {B} + {B} * h.size / s.avgdl))"
-        for i in phrases
+        f"q.idf[{i}] * h.f[{i}] * {K1 + 1} / (h.f[{i}] + {K1} * (1 - {B} + {B} * h.size / q.avgdl))" for i in phrases
     )
     sql = (
         f"WITH hits AS MATERIALIZED ({hits}),"
-        f" matching AS (SELECT * FROM hits WHERE {condition}),"
-        f" d AS MATERIALIZED (SELECT ARRAY[{df}]::float8[] AS n FROM hits),"
-        " s AS (SELECT sum(chunks)::float8 AS n, sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl"
-        " FROM corpus_stats)"
-        f" SELECT h.id, {terms} AS score FROM matching h, d, s WHERE {where}"
+        " s AS MATERIALIZED (SELECT sum(chunks)::float8 AS n, sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl"
+        " FROM corpus_stats),"
+        f" q AS MATERIALIZED (SELECT ARRAY[{idf}]::float8[] AS idf, s.avgdl FROM hits h, s GROUP BY s.n, s.avgdl)"
+        f" SELECT h.id, {terms} AS score FROM hits h, q WHERE ({condition}) AND {where}"
         " ORDER BY score DESC, h.id" + (" LIMIT %s" if limit is not None else "")
     )
     params += list(where_params)

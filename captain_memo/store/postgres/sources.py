@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,12 +14,24 @@ from captain_memo.chunking import content_hash
 from captain_memo.records import NewMemory
 from captain_memo.store.sync import Stored
 
+if TYPE_CHECKING:
+    from captain_memo.store.postgres.terms import Tokenizer
+
 
 class TeamSourceRows:
     """Mixed into ``TeamStore``, which supplies ``fetch``, ``write``, ``tokenizer`` and ``insert_chunks``."""
 
+    if TYPE_CHECKING:
+        tokenizer: Tokenizer
+
+        def fetch(self, sql: str, params: Sequence = ()) -> list[tuple]: ...
+
+        def write(self) -> AbstractContextManager: ...
+
+        def insert_chunks(self, conn, memory_id: int, project: str | None, rows: Iterable[tuple]) -> None: ...
+
     def stored_by_key(self, project: str | None, prefix: str) -> dict[str, Stored]:
-        rows = self.fetch(  # type: ignore[attr-defined]
+        rows = self.fetch(
             "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at"
             " FROM memories WHERE project = %s AND source_key IS NOT NULL AND left(source_key, %s) = %s",
             (project or "", len(prefix), prefix),
@@ -28,13 +42,13 @@ class TeamSourceRows:
         }
 
     def bodies(self, ids: Sequence[int]) -> dict[int, str]:
-        return dict(self.fetch("SELECT id, body FROM memories WHERE id = ANY(%s)", (list(ids),))) if ids else {}  # type: ignore[attr-defined]
+        return dict(self.fetch("SELECT id, body FROM memories WHERE id = ANY(%s)", (list(ids),))) if ids else {}
 
     def chunk_hashes(self, memory_id: int) -> set[str]:
-        return {row[0] for row in self.fetch("SELECT content_hash FROM chunks WHERE memory_id = %s", (memory_id,))}  # type: ignore[attr-defined]
+        return {row[0] for row in self.fetch("SELECT content_hash FROM chunks WHERE memory_id = %s", (memory_id,))}
 
     def update_place(self, memory_id: int, memory: NewMemory) -> None:
-        with self.write() as conn:  # type: ignore[attr-defined]
+        with self.write() as conn:
             conn.execute(
                 "UPDATE memories SET source_key = %s, source_path = %s, line_start = %s, line_end = %s, tags = %s,"
                 " created_at = coalesce(%s, created_at) WHERE id = %s",
@@ -55,7 +69,7 @@ class TeamSourceRows:
         """Replace a memory's text; unchanged chunks keep their rows and vectors. Returns how many
         chunk rows were inserted."""
         new_texts = list(chunks)
-        with self.write() as conn:  # type: ignore[attr-defined]
+        with self.write() as conn:
             conn.execute(
                 "UPDATE memories SET kind = %s, title = %s, body = %s, updated_at = %s, branch = %s, source_key = %s,"
                 " source_path = %s, line_start = %s, line_end = %s, source_commit = %s, origin = %s, filetype = %s,"
@@ -94,13 +108,13 @@ class TeamSourceRows:
             stale = [cid for ids in old.values() for cid in ids]
             if stale:
                 conn.execute("DELETE FROM chunks WHERE id = ANY(%s)", (stale,))
-            tokens = self.tokenizer.tokens([text for _, text, _ in added])  # type: ignore[attr-defined]
+            tokens = self.tokenizer.tokens([text for _, text, _ in added])
             rows = [(seq, text, terms, vector) for (seq, text, vector), terms in zip(added, tokens)]
-            self.insert_chunks(conn, memory_id, memory.project, rows)  # type: ignore[attr-defined]
+            self.insert_chunks(conn, memory_id, memory.project, rows)
         return len(added)
 
     def file_states(self, project: str | None) -> dict[str, tuple[str, int]]:
-        rows = self.fetch("SELECT path, digest, sections FROM source_files WHERE project = %s", (project or "",))  # type: ignore[attr-defined]
+        rows = self.fetch("SELECT path, digest, sections FROM source_files WHERE project = %s", (project or "",))
         return {path: (digest, sections) for path, digest, sections in rows}
 
     def save_file_states(
@@ -108,7 +122,7 @@ class TeamSourceRows:
     ) -> None:
         if not states and not dropped:
             return
-        with self.write() as conn:  # type: ignore[attr-defined]
+        with self.write() as conn:
             cursor = conn.cursor()
             if states:
                 cursor.executemany(
