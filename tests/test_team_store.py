@@ -249,3 +249,18 @@ def test_a_note_rewritten_keeps_its_unchanged_chunks(team_db):
     store.save_file_states("p", {}, ["doc/adr/1.md"])
     assert store.file_states("p") == {}
     store.close()
+
+
+def test_stored_vectors_read_back_for_an_audit(team_db):
+    import numpy as np
+
+    store = team_store(team_db)
+    store.bind_model("test:random", 3)
+    stored = np.random.default_rng(3).normal(size=(9, 3)).astype(np.float32)
+    for i in range(9):
+        store.add(NewMemory(body=f"chunk {i}"), [f"chunk {i}"], stored[i : i + 1])
+    sample = store.sample_vectors(3)
+    assert [text for _, text, _ in sample] == ["chunk 0", "chunk 3", "chunk 6"]
+    for chunk_id, _, vector in sample:
+        assert np.array_equal(vector, stored[chunk_id - 1])  # float32 written and read back bit for bit
+    store.close()

@@ -451,11 +451,10 @@ class TeamStore(ModelBinding, TeamSourceRows):
     def sample_vectors(self, count: int) -> list[tuple[int, str, np.ndarray]]:
         """(chunk id, text, stored vector) of up to ``count`` chunks spread over the ids."""
         rows = self.fetch(
-            "SELECT id, text, embedding::text FROM (SELECT id, text, embedding, ntile(%s) OVER (ORDER BY id) AS part"
-            " FROM chunks WHERE embedding IS NOT NULL) t WHERE (id, part) IN"
-            " (SELECT min(id), part FROM (SELECT id, ntile(%s) OVER (ORDER BY id) AS part FROM chunks"
-            " WHERE embedding IS NOT NULL) u GROUP BY part) ORDER BY id",
-            (count, count),
+            "SELECT id, text, embedding::text FROM chunks WHERE id IN (SELECT min(id) FROM"
+            " (SELECT id, ntile(%s) OVER (ORDER BY id) AS part FROM chunks WHERE embedding IS NOT NULL) u"
+            " GROUP BY part) ORDER BY id",
+            (max(1, count),),
         )
         return [(i, text, np.array(vector.strip("[]").split(","), dtype=np.float32)) for i, text, vector in rows]
 
