@@ -12,6 +12,7 @@ import numpy as np
 
 from captain_memo.chunking import content_hash
 from captain_memo.records import NewMemory
+from captain_memo.store.rows import REWRITE_COLUMNS, place_row, place_setting, setting, text_row
 from captain_memo.store.sync import Stored
 
 if TYPE_CHECKING:
@@ -49,19 +50,7 @@ class TeamSourceRows:
 
     def update_place(self, memory_id: int, memory: NewMemory) -> None:
         with self.write() as conn:
-            conn.execute(
-                "UPDATE memories SET source_key = %s, source_path = %s, line_start = %s, line_end = %s, tags = %s,"
-                " created_at = coalesce(%s, created_at) WHERE id = %s",
-                (
-                    memory.source_key,
-                    memory.source.path,
-                    memory.source.line_start,
-                    memory.source.line_end,
-                    ",".join(memory.tags),
-                    memory.created_at,
-                    memory_id,
-                ),
-            )
+            conn.execute(f"UPDATE memories SET {place_setting('%s')} WHERE id = %s", (*place_row(memory), memory_id))
 
     def rewrite(
         self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: Mapping[str, np.ndarray] | None
@@ -71,27 +60,8 @@ class TeamSourceRows:
         new_texts = list(chunks)
         with self.write() as conn:
             conn.execute(
-                "UPDATE memories SET kind = %s, title = %s, body = %s, updated_at = %s, branch = %s, source_key = %s,"
-                " source_path = %s, line_start = %s, line_end = %s, source_commit = %s, origin = %s, filetype = %s,"
-                " content_hash = %s, tags = %s, created_at = coalesce(%s, created_at) WHERE id = %s",
-                (
-                    memory.kind,
-                    memory.title,
-                    memory.body,
-                    time.time(),
-                    memory.branch,
-                    memory.source_key,
-                    memory.source.path,
-                    memory.source.line_start,
-                    memory.source.line_end,
-                    memory.source.commit,
-                    memory.source.origin,
-                    memory.source.filetype,
-                    content_hash(memory.kind, memory.title, memory.body),
-                    ",".join(memory.tags),
-                    memory.created_at,
-                    memory_id,
-                ),
+                f"UPDATE memories SET {setting(REWRITE_COLUMNS, '%s')} WHERE id = %s",
+                (*text_row(memory, time.time(), REWRITE_COLUMNS), memory_id),
             )
             old: dict[str, list[int]] = {}
             for chunk_id, digest in conn.execute(

@@ -25,6 +25,7 @@ from captain_memo.store.postgres.models import ModelBinding
 from captain_memo.store.postgres.sources import TeamSourceRows
 from captain_memo.store.postgres.terms import Tokenizer
 from captain_memo.store.postgres.vectors import EF_SEARCH, vector_text
+from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, setting, text_row
 from captain_memo.store.search import Scope
 from captain_memo.store.store import memory_from_row
 
@@ -34,6 +35,7 @@ MEMORY_COLUMNS = (
     " m.line_start, m.line_end, m.source_commit, m.origin, m.filetype, m.content_hash, m.superseded_by,"
     " m.stability, m.last_surfaced, m.opened_in_full, m.source_key, m.tags, m.last_opened"
 )
+NEW_MARKS = ", ".join(["%s"] * len(NEW_COLUMNS.split(",")))
 # Postgres's bigint; a larger id cannot name a memory (and would not bind).
 BIGINTS = range(-(2**63), 2**63)
 
@@ -131,28 +133,8 @@ class TeamStore(ModelBinding, TeamSourceRows):
         with self.write() as conn:
             for memory, chunks, vectors in items:
                 memory_id = conn.execute(
-                    "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
-                    " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key,"
-                    " tags) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                    (
-                        memory.kind,
-                        memory.title,
-                        memory.body,
-                        memory.created_at or now,
-                        now,
-                        memory.project or "",
-                        memory.branch,
-                        memory.source.path,
-                        memory.source.line_start,
-                        memory.source.line_end,
-                        memory.source.commit,
-                        memory.source.origin,
-                        memory.source.filetype,
-                        content_hash(memory.kind, memory.title, memory.body),
-                        self.initial_stability,
-                        memory.source_key,
-                        ",".join(memory.tags),
-                    ),
+                    f"INSERT INTO memories ({NEW_COLUMNS}) VALUES ({NEW_MARKS}) RETURNING id",
+                    new_row(memory, now, self.initial_stability, memory.project or ""),
                 ).fetchone()[0]
                 rows = [
                     (seq, text, next(tokens), None if vectors is None else vectors[seq])
@@ -192,23 +174,8 @@ class TeamStore(ModelBinding, TeamSourceRows):
         with self.write() as conn:
             self._changed(
                 conn.execute(
-                    "UPDATE memories SET title = %s, body = %s, updated_at = %s, branch = %s, source_path = %s,"
-                    " line_start = %s, line_end = %s, source_commit = %s, content_hash = %s, tags = %s,"
-                    " created_at = coalesce(%s, created_at) WHERE id = %s RETURNING id",
-                    (
-                        memory.title,
-                        memory.body,
-                        time.time(),
-                        memory.branch,
-                        memory.source.path,
-                        memory.source.line_start,
-                        memory.source.line_end,
-                        memory.source.commit,
-                        content_hash(memory.kind, memory.title, memory.body),
-                        ",".join(memory.tags),
-                        memory.created_at,
-                        memory_id,
-                    ),
+                    f"UPDATE memories SET {setting(BODY_COLUMNS, '%s')} WHERE id = %s RETURNING id",
+                    (*text_row(memory, time.time(), BODY_COLUMNS), memory_id),
                 ),
                 conn,
                 memory_id,
