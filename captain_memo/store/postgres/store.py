@@ -40,9 +40,14 @@ NEW_MARKS = ", ".join(["%s"] * len(NEW_COLUMNS.split(",")))
 BIGINTS = range(-(2**63), 2**63)
 
 
-def _on_connect(conn) -> None:
-    conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-    conn.execute("SET hnsw.iterative_scan = strict_order")
+def _session_settings(timeout_s: float | None):
+    def apply(conn) -> None:
+        conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        conn.execute("SET hnsw.iterative_scan = strict_order")
+        if timeout_s is not None:  # a slow team store fails the statement, never hangs the caller
+            conn.execute(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
+
+    return apply
 
 
 class TeamStore(ModelBinding, TeamSourceRows):
@@ -54,8 +59,12 @@ class TeamStore(ModelBinding, TeamSourceRows):
     checks_model_at_open = False
     vec_available = True
 
-    def __init__(self, dsn: str, initial_stability: float = RankConfig.tide_initial_stability):
-        self._conns = Connections(dsn, _on_connect)
+    def __init__(
+        self, dsn: str, initial_stability: float = RankConfig.tide_initial_stability, timeout_s: float | None = None
+    ):
+        """``timeout_s``: the longest a connection attempt or a statement may take (None: 5 s to
+        connect, statements unbounded)."""
+        self._conns = Connections(dsn, _session_settings(timeout_s), timeout_s)
         self.path = self._conns.where  # what messages name: the masked connection string
         self.initial_stability = initial_stability
         self.tokenizer = Tokenizer()
