@@ -280,3 +280,13 @@ def test_a_slow_statement_fails_within_the_timeout(team_db):
     assert time.monotonic() - started < 3
     assert slow.memory_count() == 0  # the next statement runs on a reconnected or same connection
     slow.close()
+
+
+def test_clients_opening_a_new_store_at_once_migrate_it_once(team_db):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(lambda _: team_store(team_db), range(4)))
+    assert team_db.execute("SELECT version FROM schema_version") == [(1,)]
+    for store in stores:
+        store.close()
