@@ -1,8 +1,9 @@
 """The team store's keyword leg: FTS5's bm25, computed in Postgres over FTS5's own tokens.
 
 Postgres's ``ts_rank`` is not bm25, and its parser does not split text as FTS5's unicode61 does,
-so each chunk keeps the token sequence FTS5 makes of it (terms.py) in ``chunks.terms`` (a GIN
-index finds the chunks holding a token) and the score is FTS5's formula (fts5_aux.c,
+each chunk keeps the token sequence FTS5 makes of it (terms.py) in ``chunks.terms``, from which
+a trigger writes its postings (``chunk_terms``: token, chunk, count, chunk size), and the score is
+FTS5's formula (fts5_aux.c,
 fts5Bm25Function), phrase by phrase:
 
     idf(p)   = ln((N - n(p) + 0.5) / (n(p) + 0.5)), or 1e-6 when that is not positive
@@ -16,8 +17,10 @@ b = 0.75. Like FTS5, every matching chunk is scored before the best are taken.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from captain_memo.store.postgres.terms import Match
+from captain_memo.store.postgres.terms import Match, Tokenizer
+from captain_memo.store.search import Scope
 
 K1 = 1.2
 B = 0.75
@@ -25,16 +28,19 @@ IDF_FLOOR = 1e-6  # FTS5's idf for a phrase in half the rows or more
 
 
 def phrase_count(tokens: Sequence[str], params: list) -> str:
-    """SQL for how often the phrase ``tokens`` occurs in chunk ``c`` (its parameters appended)."""
+    """SQL for how often the phrase ``tokens`` occurs in the chunk of a group of postings ``p``
+    (its parameters appended): a token's count is in its posting; a phrase of several tokens is
+    counted in the chunk's token array, and only where every one of its tokens is present."""
     if not tokens:
         return "0"
-    params.append(tokens[0])
     if len(tokens) == 1:
-        return "coalesce(cardinality(array_positions(c.terms, %s::text)), 0)"
-    params.append(list(tokens))
+        params.append(tokens[0])
+        return "coalesce(max(p.tf) FILTER (WHERE p.term = %s), 0)"
+    params += [list(set(tokens)), len(set(tokens)), tokens[0], list(tokens)]
     return (
-        "(SELECT count(*) FROM unnest(array_positions(c.terms, %s::text)) AS p(at)"
-        f" WHERE c.terms[p.at:p.at + {len(tokens) - 1}] = %s::text[])"
+        "CASE WHEN count(*) FILTER (WHERE p.term = ANY(%s::text[])) = %s THEN"
+        " (SELECT count(*) FROM chunks c, unnest(array_positions(c.terms, %s::text)) AS a(at)"
+        f" WHERE c.id = p.chunk_id AND c.terms[a.at:a.at + {len(tokens) - 1}] = %s::text[]) ELSE 0 END"
     )
 
 
@@ -49,12 +55,12 @@ def scope_sql(project: str | None, all_projects: bool, params: list, column: str
 
 
 def _matching(match: Match, params: list) -> tuple[str, str]:
-    """(the candidate rows' SQL with each phrase's count, the condition a row matches on)."""
+    """(the chunks holding any query token, with each phrase's count; the condition a chunk matches on)."""
     counts = [phrase_count(tokens, params) for tokens in match.phrases]
-    params.append(sorted({tokens[0] for tokens in match.phrases if tokens}))
+    params.append(sorted({token for tokens in match.phrases for token in tokens}))
     hits = (
-        f"SELECT c.id, c.project, cardinality(c.terms)::float8 AS size, ARRAY[{', '.join(counts)}]::float8[] AS f"
-        " FROM chunks c WHERE c.terms && %s::text[]"
+        f"SELECT p.chunk_id AS id, p.project, max(p.size)::float8 AS size, ARRAY[{', '.join(counts)}]::float8[] AS f"
+        " FROM chunk_terms p WHERE p.term = ANY(%s::text[]) GROUP BY p.chunk_id, p.project"
     )
     join = " AND " if match.every else " OR "
     condition = join.join(f"f[{i}] > 0" for i in range(1, len(counts) + 1))
@@ -66,20 +72,20 @@ def bm25_sql(match: Match, where: str, where_params: Sequence, limit: int | None
     params: list = []
     hits, condition = _matching(match, params)
     phrases = range(1, len(match.phrases) + 1)
-    df = ", ".join(f"count(*) FILTER (WHERE f[{i}] > 0)" for i in phrases)
+    # Each phrase's idf once per query, from how many chunks hold it (n) among all a role sees (N).
+    ratio = "ln((s.n - count(*) FILTER (WHERE h.f[{i}] > 0) + 0.5) / (count(*) FILTER (WHERE h.f[{i}] > 0) + 0.5))"
+    idf = ", ".join(
+        f"CASE WHEN {ratio.format(i=i)} <= 0 THEN {IDF_FLOOR} ELSE {ratio.format(i=i)} END" for i in phrases
+    )
     terms = " + ".join(
-        f"(CASE WHEN ln((s.n - d.n[{i}] + 0.5) / (d.n[{i}] + 0.5)) <= 0 THEN {IDF_FLOOR}"
-        f" ELSE ln((s.n - d.n[{i}] + 0.5) / (d.n[{i}] + 0.5)) END)"
-        f" * h.f[{i}] * {K1 + 1} / (h.f[{i}] + {K1} * (1 - {B} + {B} * h.size / s.avgdl))"
-        for i in phrases
+        f"q.idf[{i}] * h.f[{i}] * {K1 + 1} / (h.f[{i}] + {K1} * (1 - {B} + {B} * h.size / q.avgdl))" for i in phrases
     )
     sql = (
         f"WITH hits AS MATERIALIZED ({hits}),"
-        f" matching AS (SELECT * FROM hits WHERE {condition}),"
-        f" d AS (SELECT ARRAY[{df}]::float8[] AS n FROM hits),"
-        " s AS (SELECT sum(chunks)::float8 AS n, sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl"
-        " FROM corpus_stats)"
-        f" SELECT h.id, {terms} AS score FROM matching h, d, s WHERE {where}"
+        " s AS MATERIALIZED (SELECT sum(chunks)::float8 AS n, sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl"
+        " FROM corpus_stats),"
+        f" q AS MATERIALIZED (SELECT ARRAY[{idf}]::float8[] AS idf, s.avgdl FROM hits h, s GROUP BY s.n, s.avgdl)"
+        f" SELECT h.id, {terms} AS score FROM hits h, q WHERE ({condition}) AND {where}"
         " ORDER BY score DESC, h.id" + (" LIMIT %s" if limit is not None else "")
     )
     params += list(where_params)
@@ -107,3 +113,61 @@ def newest_sql(match: Match, project: str | None, all_projects: bool, k: int) ->
         f" WHERE ({condition}) AND m.kind = 'observation' AND {scope}"
         " GROUP BY m.id ORDER BY max(m.created_at) DESC LIMIT %s"
     ), params
+
+
+class TeamKeywordSearch:
+    """The keyword searches of store/search.py, run by the team store (mixed into ``TeamStore``,
+    which supplies ``tokenizer``, ``fetch`` and ``one``)."""
+
+    if TYPE_CHECKING:
+        tokenizer: Tokenizer
+
+        def fetch(self, sql: str, params: Sequence = ()) -> list[tuple]: ...
+
+        def one(self, sql: str, params: Sequence = ()): ...
+
+    def keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float]:
+        """bm25 top k in scope: chunk id -> relevance (higher is better), equal to FTS5's bm25."""
+        parsed = self.tokenizer.parse(match) if match else None
+        if parsed is None or not any(parsed.phrases):
+            return {}
+        where_params: list = []
+        where = scope_sql(scope.project, scope.all_projects, where_params, "h.project")
+        sql, params = bm25_sql(parsed, where, where_params, k)
+        return dict(self.fetch(sql, params))
+
+    def keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """bm25 relevance of given chunks over the whole corpus (non-matching ones left out)."""
+        parsed = self.tokenizer.parse(match) if match else None
+        if parsed is None or not any(parsed.phrases) or not chunk_ids:
+            return {}
+        sql, params = bm25_sql(parsed, "h.id = ANY(%s)", [list(chunk_ids)], None)
+        return dict(self.fetch(sql, params))
+
+    def phrase_rows_up_to(self, phrase: str, cap: int) -> int:
+        """How many chunks hold ``phrase`` (one quoted phrase), counting no further than ``cap``."""
+        parsed = self.tokenizer.parse(phrase)
+        if not any(parsed.phrases):
+            return 0
+        sql, params = rows_up_to_sql(parsed, cap)
+        return self.one(sql, params)[0]
+
+    def chunk_estimate(self) -> int:
+        """How many chunks this role can search (kept per project by the schema's triggers)."""
+        return int(self.one("SELECT coalesce(sum(chunks), 0) FROM corpus_stats")[0])
+
+    def newest_matching(self, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
+        """As store/search.py's: chunk ids of the k newest observations in scope matching the topic
+        (every topic word first, then any)."""
+        found: list[int] = []
+        for match in dict.fromkeys(m for m in topic if m):
+            if len(found) >= k:
+                break
+            parsed = self.tokenizer.parse(match)
+            if not any(parsed.phrases):
+                continue
+            sql, params = newest_sql(parsed, scope.project, scope.all_projects, k)
+            for (chunk_id,) in self.fetch(sql, params):
+                if chunk_id not in found and len(found) < k:
+                    found.append(chunk_id)
+        return found
