@@ -71,6 +71,7 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         self.tokenizer = Tokenizer()
         self.read_only_reason: str | None = None
         self._bound: tuple[str, int] | None = None
+        self._statistics: dict[str, tuple[float, list[float], float]] = {}  # keyword.py's idf of recent queries
         with self.errors():
             found = schema.migrate(self.conn, self.path)
         if found > schema.LATEST:
@@ -373,6 +374,16 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
             (max(1, count),),
         )
         return [(i, text, np.array(vector.strip("[]").split(","), dtype=np.float32)) for i, text, vector in rows]
+
+    def pending_count(self) -> int:
+        """Chunks waiting for a vector (on the partial index of chunks without one)."""
+        return self.one("SELECT count(*) FROM chunks WHERE embedding IS NULL")[0]
+
+    # Vectors live in the chunks table itself (no separate vector table, none swapped by a reindex).
+    vec_table = "chunks"
+
+    def table_exists(self, name: str) -> bool:
+        return self.one("SELECT to_regclass(%s) IS NOT NULL", (name,))[0]
 
     def chunk_count(self) -> int:
         return self.one("SELECT count(*) FROM chunks")[0]
