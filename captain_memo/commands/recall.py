@@ -113,7 +113,7 @@ def render(result: dict, explain: bool = False, scope: str | None = None) -> str
         elif "team" in result["failures"]:
             answered = "the local store alone answered"
         else:
-            answered = "the hits are what answered"
+            answered = "part of the search failed; the hits are what answered"
         footer += f"\nwarning: {answered} ({failed})"
     lines.append(footer)
     return "\n".join(lines)
