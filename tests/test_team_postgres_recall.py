@@ -118,3 +118,23 @@ def test_a_postgres_server_that_never_answers_costs_the_timeout(tmp_path, hash_e
             assert 0.5 <= waited < 3
     finally:
         server.close()
+
+
+def test_a_client_with_another_model_keeps_the_team_stores_keywords(tmp_path, shop, granted, hash_embedder):
+    """The team store's vectors are of another model: its vector leg is refused with the fix named,
+    its keyword leg still answers, and the command line names the leg that failed."""
+    from fakes import HashEmbedder
+
+    project = str(shop.resolve())
+    with _memo(tmp_path, "alice", granted.dsn("alice"), hash_embedder) as memo:
+        memo.remember_team(NewMemory("the exporter listens on 9200", project=project))
+    other = HashEmbedder(model_id="test:other")
+    with _memo(tmp_path, "alice2", granted.dsn("alice"), other) as memo:
+        result = memo.recall(RecallRequest("exporter listens", project=project))
+        assert [h.memory.ref for h in result.hits] == ["t1"] and result.stores == (LOCAL, TEAM)
+        assert set(result.failures) == {"team vector"} and "test:hash" in result.failures["team vector"]
+    from captain_memo.commands.recall import render
+    from captain_memo.ranking.result import result_json
+
+    text = render(result_json(result, time.time()))
+    assert "part of the search failed" in text and "team vector leg failed" in text
