@@ -483,8 +483,19 @@ class Memo:
         return pending_target(self.store)
 
     def doctor(self) -> list[tuple[str, bool, str]]:
-        """Every check of ``doctor`` on this database (never raises: a failure is a failed check)."""
-        return doctor(self.path)
+        """Every check of ``doctor`` on this database and, when one is set, the team store (never
+        raises: a failure is a failed check)."""
+        return doctor(self.path) + self._team_check()
+
+    def _team_check(self) -> list[tuple[str, bool, str]]:
+        from captain_memo.errors import CaptainMemoError
+
+        if self.team is None:
+            return []
+        try:
+            return [("team", True, self.team.call("checking the team store", _team_health))]
+        except CaptainMemoError as exc:
+            return [("team", False, f"{exc}; recall answers from the local store meanwhile")]
 
     @_translated
     def stats(self) -> dict:
@@ -587,6 +598,20 @@ def readable_error(exc: Exception, path: Path | str):
     from captain_memo.store.db import store_error
 
     return store_error(exc, path)
+
+
+def _team_health(engine) -> str:
+    """The team store answered (its model accepted when the engine was opened): its size, model and
+    schema version."""
+    store = engine.store
+    counts = store.counts()
+    version = store.schema_version() if hasattr(store, "schema_version") else None
+    schema = f", schema {version}" if version is not None else ""
+    memories, chunks = counts["memories"], counts["chunks"]
+    return (
+        f"reachable: {memories} memor{'y' if memories == 1 else 'ies'}, {chunks} chunk{'s' * (chunks != 1)}, "
+        f"model {store.meta('embed_model') or 'none yet'}{schema}"
+    )
 
 
 def doctor(path: Path | str) -> list[tuple[str, bool, str]]:

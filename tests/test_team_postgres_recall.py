@@ -138,3 +138,20 @@ def test_a_client_with_another_model_keeps_the_team_stores_keywords(tmp_path, sh
 
     text = render(result_json(result, time.time()))
     assert "part of the search failed" in text and "team vector leg failed" in text
+
+
+def test_doctor_reports_the_team_store_or_what_failed(tmp_path, granted, hash_embedder):
+    with _memo(tmp_path, "alice", granted.dsn("alice"), hash_embedder) as memo:
+        memo.remember_team(NewMemory("deploys freeze on Fridays", project=PROJECT))
+        checks = {item: (ok, detail) for item, ok, detail in memo.doctor()}
+    ok, detail = checks["team"]
+    assert ok and "reachable: 1 memory, 1 chunk" in detail and "schema" in detail, detail
+
+    secret = "s3cret-pass"
+    down = f"postgresql://alice:{secret}@127.0.0.1:{closed_port()}/team"
+    with _memo(tmp_path, "down", down, hash_embedder, timeout=2.0) as memo:
+        checks = {item: (ok, detail) for item, ok, detail in memo.doctor()}
+    ok, detail = checks["team"]
+    assert not ok and "127.0.0.1" in detail and "local store meanwhile" in detail, detail
+    assert secret not in detail
+    assert checks["sqlite"][0] and checks["integrity"][0]  # the local checks still ran
