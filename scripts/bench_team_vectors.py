@@ -113,7 +113,9 @@ def connect(uri: str):
 
 def create_table(conn, storage: str, dim: int) -> None:
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    conn.execute(f"CREATE TABLE team_vectors (id bigint PRIMARY KEY, project text NOT NULL, embedding {storage}({dim}) NOT NULL)")
+    conn.execute(
+        f"CREATE TABLE team_vectors (id bigint PRIMARY KEY, project text NOT NULL, embedding {storage}({dim}) NOT NULL)"
+    )
 
 
 def copy_rows(conn, ids: np.ndarray, projects: list[str], vectors: np.ndarray, storage: str) -> None:
@@ -183,7 +185,9 @@ class IndexSpec:
     def sql(self, storage: str) -> str:
         options = ", ".join(f"{k} = {v}" for k, v in self.params.items())
         with_ = f" WITH ({options})" if options else ""
-        return f"CREATE INDEX team_vectors_embedding ON team_vectors USING {self.kind} (embedding {storage}_l2_ops){with_}"
+        return (
+            f"CREATE INDEX team_vectors_embedding ON team_vectors USING {self.kind} (embedding {storage}_l2_ops){with_}"
+        )
 
 
 def build_index(conn, index: IndexSpec, storage: str, memory: str, workers: int) -> float:
@@ -277,7 +281,9 @@ def measure_index(conn, queries: Queries, index: IndexSpec, args) -> dict:
     for value in values:
         conn.execute(f"SET {knob} = {value}")
         for scope in ("project", "all"):
-            setting = search(conn, queries, args.storage, queries.vectors.shape[1], scope, f"{knob.split('.')[1]}={value}")
+            setting = search(
+                conn, queries, args.storage, queries.vectors.shape[1], scope, f"{knob.split('.')[1]}={value}"
+            )
             settings.append(asdict(setting))
             print(f"  {index.kind} {index.params} {setting}", flush=True)
     report["settings"] = settings
@@ -291,7 +297,9 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--storage", choices=("vector", "halfvec"), default="halfvec")
-    parser.add_argument("--index", action="append", type=IndexSpec.parse, help="hnsw:m=16,ef_construction=64 or ivfflat:lists=1000")
+    parser.add_argument(
+        "--index", action="append", type=IndexSpec.parse, help="hnsw:m=16,ef_construction=64 or ivfflat:lists=1000"
+    )
     parser.add_argument("--ef-search", type=lambda s: [int(x) for x in s.split(",")], default=[40, 80, 160])
     parser.add_argument("--probes", type=lambda s: [int(x) for x in s.split(",")], default=[5, 10, 20])
     parser.add_argument("--maintenance-work-mem", default="2GB")
@@ -316,7 +324,9 @@ def main(argv=None) -> int:
                 "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],
                 "maintenance_work_mem": args.maintenance_work_mem,
                 "workers": args.workers,
-                "project_rows": dict(conn.execute("SELECT project, count(*) FROM team_vectors GROUP BY 1 ORDER BY 1").fetchall()),
+                "project_rows": dict(
+                    conn.execute("SELECT project, count(*) FROM team_vectors GROUP BY 1 ORDER BY 1").fetchall()
+                ),
                 "queries_per_project": {p: queries.projects.count(p) for p in sorted(set(queries.projects))},
                 "indexes": [],
             }
