@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from captain_memo.store import team_audit
+
 ROLE_PREFIX = "memo_load_"
-MEMBER_ROLE = "captain_memo_member"
 SECRET_PROJECT = "git.example.com/ops/secrets"  # granted to no client; holds rows like theirs
 TOPICS = 200
 WORDS = "retry timeout cache invoice rounding migration deploy lock queue parser token schema index".split()
@@ -100,15 +101,10 @@ def prepare(admin_dsn: str, plan: Plan) -> None:
     store = TeamStore(admin_dsn)
     engine = Engine(store, TopicEmbedder(plan.seed), PgVectorIndex(store))
     try:
-        conn = store.conn
         for client in range(plan.clients):
-            role = plan.role(client)
-            if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is None:
-                conn.execute(f'CREATE ROLE "{role}" LOGIN IN ROLE {MEMBER_ROLE}')
+            team_audit.add_member(store.conn, plan.role(client))
             for project in plan.granted(client):
-                conn.execute(
-                    "INSERT INTO grants (role, project) VALUES (%s, %s) ON CONFLICT DO NOTHING", (role, project)
-                )
+                team_audit.grant(store.conn, plan.role(client), project)
         rng = np.random.default_rng([plan.seed, 9])
         engine.remember_many(
             [
@@ -195,25 +191,8 @@ def _work(engine, plan: Plan, client: int) -> dict:
 def probe_directly(conn, plan: Plan, granted: tuple[str, ...]) -> tuple[dict, str]:
     """The role's own SQL, past our client: rows of other projects it can see (project -> rows),
     and what happened to its insert into one."""
-    from psycopg import errors
-
-    seen = {}
-    for project in plan.all_projects():
-        if project in granted:
-            continue
-        memories = conn.execute("SELECT count(*) FROM memories WHERE project = %s", (project,)).fetchone()[0]
-        chunks = conn.execute("SELECT count(*) FROM chunks WHERE project = %s", (project,)).fetchone()[0]
-        if memories or chunks:
-            seen[project] = memories + chunks
-    try:
-        conn.execute(
-            "INSERT INTO memories (kind, title, body, created_at, updated_at, project, content_hash)"
-            " VALUES ('memory', 'intruder', 'x', 0, 0, %s, 'x')",
-            (SECRET_PROJECT,),
-        )
-        return seen, "accepted"
-    except errors.InsufficientPrivilege as exc:
-        return seen, f"refused: {exc.diag.message_primary}"
+    seen = {p: n for p in plan.all_projects() if p not in granted and (n := team_audit.rows_seen(conn, p))}
+    return seen, team_audit.insert_into(conn, SECRET_PROJECT)
 
 
 @dataclass(frozen=True)
@@ -247,9 +226,7 @@ def verify(admin_dsn: str, plan: Plan, results: list[ClientResult]) -> Report:
     import psycopg
 
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        stored = conn.execute(
-            "SELECT title, id, project FROM memories WHERE title LIKE %s", (ROLE_PREFIX + "%",)
-        ).fetchall()
+        stored = team_audit.titled(conn, ROLE_PREFIX)
     counts = Counter(title for title, _, _ in stored)
     where = {title: (memory_id, project) for title, memory_id, project in stored}
     acked = {marker: (memory_id, project) for r in results for marker, memory_id, project in r.acks}
