@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,11 +30,15 @@ from captain_memo.store.search import (
     Scope,
     SqliteVecIndex,
     VectorIndex,
+    default_index,
     keyword_leg,
     keyword_scores,
     newest_matching,
     selective_match,
 )
+
+if TYPE_CHECKING:
+    from captain_memo.store.postgres import TeamStore
 
 log = logging.getLogger("captain_memo")
 # Tide gains: how much a surfacing strengthens a memory, by how it surfaced.
@@ -42,16 +47,17 @@ MAX_QUERY_CHARS = 10_000
 
 
 class Engine:
-    def __init__(self, store: Store, embedder, vector_index: VectorIndex | None = None, clock=time.time):
+    def __init__(self, store: Store | TeamStore, embedder, vector_index: VectorIndex | None = None, clock=time.time):
         self.store = store
         self.clock = clock  # seconds since the epoch; Tide and recency read the time here only
         store.initial_stability = rank_config().tide_initial_stability
         self.embedder = embedder
         self.queries = QueryCache(embedder)
-        self.index: VectorIndex = vector_index or SqliteVecIndex(store)
+        self.index: VectorIndex = vector_index or default_index(store)
         self._pool: ThreadPoolExecutor | None = None
         self._read_only_said = False
-        store.check_model(embedder.model_id)
+        if store.checks_model_at_open:  # a team store refuses another model for its vector leg only
+            store.check_model(embedder.model_id)
         # HTTP providers learn their dimension from the first answer; the store knows it already,
         # so a server that starts answering with another size is caught before a vector is used.
         stored_dim = store.meta("embed_dim")

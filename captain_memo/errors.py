@@ -44,3 +44,8 @@ class EmbeddingError(CaptainMemoError):
 
 class RecallError(CaptainMemoError):
     """Both search legs failed, so no honest result can be given."""
+
+
+class TeamModelMismatchError(ModelMismatchError, EmbeddingError):
+    """The team store's vectors come from another model: its vector leg and new vectors are
+    refused, its keywords still answer and new text is stored for keyword search."""

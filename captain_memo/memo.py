@@ -344,6 +344,13 @@ def index_written_file(open_engine: Callable[[], object], path: str, project: st
     return index_file(_OnFirstUse(open_engine), path, project, branch)
 
 
+def shown_url(url: str) -> str:
+    """A connection string or endpoint URL as it may be printed: no user, password or parameter values."""
+    from captain_memo.embeddings.urls import masked_url
+
+    return masked_url(url)
+
+
 def readable_error(exc: Exception, path: Path | str):
     """A SQLite failure as the store's readable error naming ``path`` and what to do; None for
     anything else. For front ends that hold a Memo across requests (its methods translate already)."""

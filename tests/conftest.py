@@ -117,3 +117,17 @@ def shared_tmp():
         if path.is_dir():
             path.chmod(0o700)
     shutil.rmtree(folder)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL with pgvector for the session (tests/team_support.py)."""
+    from team_support import start_server
+
+    return start_server()
+
+
+@pytest.fixture
+def team_db(pg_server):
+    """A new, empty database on the session's PostgreSQL (tests/team_support.py's TeamDatabase)."""
+    return pg_server.new_database()

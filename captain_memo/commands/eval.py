@@ -23,6 +23,12 @@ def register(sub) -> None:
     p.add_argument(
         "--cache", metavar="DIR", help="embedding cache folder (default $XDG_CACHE_HOME/captain-memo/embeddings)"
     )
+    p.add_argument(
+        "--team-db",
+        metavar="URL",
+        help="measure through a team store: a postgresql:// URL of a server where its role may create "
+        "databases (one is made per set and dropped afterwards)",
+    )
     p.add_argument("--no-ablations", action="store_true", help="only the legs and the profiles")
     p.set_defaults(run=run)
 
@@ -33,6 +39,7 @@ def run(args) -> int:
     from captain_memo.evaluation.data import load
     from captain_memo.evaluation.methods import default_methods
     from captain_memo.evaluation.runner import evaluate
+    from captain_memo.memo import shown_url
 
     datasets = [load(folder) for folder in args.data]  # every folder checked before any work starts
     embedder, cache = cached_embedder(args.cache)
@@ -42,7 +49,7 @@ def run(args) -> int:
     try:
         for ds in datasets:
             started = time.monotonic()
-            results.append(evaluate(ds, embedder, methods, progress=True))
+            results.append(evaluate(ds, embedder, methods, progress=True, team_db=args.team_db))
             print(
                 f"captain-memo eval: {ds.name}: {len(ds.docs):,} documents, {len(ds.queries):,} queries x "
                 f"{len(methods)} methods in {time.monotonic() - started:.0f} s",
@@ -52,9 +59,10 @@ def run(args) -> int:
         cache.close()
     if args.dump:
         report.write_dump(args.dump, results)
+    argv = [shown_url(a) if a == args.team_db else a for a in sys.argv[1:]]  # never a password in a report
     command = (
-        "captain-memo " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        if sys.argv[1:2] == ["eval"]
+        "captain-memo " + " ".join(shlex.quote(a) for a in argv)
+        if argv[:1] == ["eval"]
         else "captain-memo eval --data " + " ".join(shlex.quote(str(d)) for d in args.data)
     )
     text = report.markdown(results, names, command, embedder.model_id)

@@ -7,6 +7,7 @@ document, so a hit's memory id names the document it came from.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -92,13 +93,28 @@ class SetResult:
         return out
 
 
-def build_store(dataset: Dataset, embedder, folder: Path, progress: bool = True):
-    """An engine over a new store in ``folder`` holding every document; returns (engine, memory id -> doc id)."""
+def local_engine(folder: Path, embedder):
+    """An engine over a new SQLite store in ``folder``."""
     from captain_memo.engine import Engine
-    from captain_memo.records import NewMemory
     from captain_memo.store import Store
 
-    engine = Engine(Store(folder / "eval.db"), embedder)
+    return Engine(Store(folder / "eval.db"), embedder)
+
+
+def team_engine(dsn: str, embedder):
+    """An engine over the (new, empty) team database ``dsn``, searched as the engine searches any store."""
+    from captain_memo.engine import Engine
+    from captain_memo.store.postgres import TeamStore
+
+    return Engine(TeamStore(dsn), embedder)
+
+
+def build_store(dataset: Dataset, embedder, folder: Path, progress: bool = True, team_db: str | None = None):
+    """An engine over a new store holding every document (SQLite in ``folder``, or the team
+    database ``team_db``); returns (engine, memory id -> doc id)."""
+    from captain_memo.records import NewMemory
+
+    engine = team_engine(team_db, embedder) if team_db else local_engine(folder, embedder)
     doc_of: dict[int, str] = {}
     docs = [d for d in dataset.docs if (d.text or d.title).strip()]
     bar = Progress(len(docs), f"indexing {dataset.name}") if progress else None
@@ -158,10 +174,18 @@ def evaluate(
     progress: bool = True,
     workdir: Path | None = None,
     on_query: Callable[[QueryOutcome], None] | None = None,
+    team_db: str | None = None,
 ) -> SetResult:
-    """Every query of ``dataset`` through every method, in a store that is deleted afterwards."""
-    with tempfile.TemporaryDirectory(prefix="captain-memo-eval-", dir=workdir) as tmp:
-        engine, doc_of = build_store(dataset, embedder, Path(tmp), progress)
+    """Every query of ``dataset`` through every method, in a store that is deleted afterwards:
+    a SQLite file, or with ``team_db`` (a postgresql:// URL whose role may create databases) a
+    database made on that server for the run."""
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="captain-memo-eval-", dir=workdir))
+        if team_db:
+            from captain_memo.store.postgres.scratch import scratch_database
+
+            team_db = stack.enter_context(scratch_database(team_db))
+        engine, doc_of = build_store(dataset, embedder, Path(tmp), progress, team_db)
         try:
             # The queries' vectors in one call, so an uncached set embeds them in batches too.
             engine.embedder.embed([q.text for q in dataset.queries])

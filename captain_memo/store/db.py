@@ -314,6 +314,10 @@ class Database:
     reads work, every write raises ReadOnlyStoreError naming the permission.
     """
 
+    # Another embedder than the store's is refused when the engine opens it (a team store answers
+    # from its keywords instead: store/postgres).
+    checks_model_at_open = True
+
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._local = threading.local()

@@ -9,14 +9,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, Union
 
 import numpy as np
 
 from captain_memo.errors import StoreError
 from captain_memo.store.store import Store, vector_blob
 
+if TYPE_CHECKING:
+    from captain_memo.store.postgres import TeamStore
+
 log = logging.getLogger("captain_memo")
+# The stores the searches run on: the local SQLite store, or the team store (store/postgres).
+AnyStore = Union[Store, "TeamStore"]
 
 
 @dataclass(frozen=True)
@@ -34,10 +39,18 @@ class Scope:
         return ("",) if not self.project else (self.project, "")
 
 
-def keyword_leg(store: Store, match: str | None, scope: Scope, k: int) -> dict[int, float]:
+def _elsewhere(store: AnyStore) -> TeamStore | None:
+    """A store other than SQLite (the team store, store/postgres) that runs the keyword searches
+    itself, with the same bm25; None for the local store."""
+    return None if isinstance(store, Store) else store
+
+
+def keyword_leg(store: AnyStore, match: str | None, scope: Scope, k: int) -> dict[int, float]:
     """FTS5 top k: chunk id -> bm25 relevance (negated, so higher is better)."""
     if match is None:
         return {}
+    if (other := _elsewhere(store)) is not None:
+        return other.keyword_leg(match, scope, k)
     if scope.all_projects:
         sql = "SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
         return {chunk_id: -rank for chunk_id, rank in store.conn.execute(sql, (match, k))}
@@ -80,12 +93,16 @@ COMMON_PHRASE_FLOOR = 5_000
 COMMON_PHRASE_SHARE = 0.01
 
 
-def selective_match(store: Store, match: str | None, stopwords: frozenset[str]) -> str | None:
+def selective_match(store: AnyStore, match: str | None, stopwords: frozenset[str]) -> str | None:
     """``match`` (an OR of quoted phrases from ``fts_match``) without its too common phrases;
     ``stopwords`` are never chosen as the one phrase kept when every phrase is common."""
     if match is None:
         return None
-    chunks = store.conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0]  # ids ~ count, O(log n)
+    other = _elsewhere(store)
+    if other is not None:
+        chunks = other.chunk_estimate()
+    else:
+        chunks = store.conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0]  # ids ~ count, O(log n)
     limit = max(COMMON_PHRASE_FLOOR, int(COMMON_PHRASE_SHARE * chunks))
     phrases = match.split(" OR ")  # phrases are quoted lower-case words: no " OR " inside one
     if chunks <= limit or len(phrases) < 2:
@@ -104,20 +121,24 @@ def selective_match(store: Store, match: str | None, stopwords: frozenset[str]) 
     return rarest or match
 
 
-def _rows_up_to(store: Store, phrase: str, cap: int) -> int:
+def _rows_up_to(store: AnyStore, phrase: str, cap: int) -> int:
     """How many chunks hold ``phrase``, counting no further than ``cap``."""
+    if (other := _elsewhere(store)) is not None:
+        return other.phrase_rows_up_to(phrase, cap)
     return store.conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (phrase, cap)
     ).fetchone()[0]
 
 
-def keyword_scores(store: Store, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
+def keyword_scores(store: AnyStore, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
     """bm25 relevance of given chunks (those that do not match at all are left out).
 
     bm25 here is computed over the whole index, the same statistics as the keyword leg.
     """
     if match is None or not chunk_ids:
         return {}
+    if (other := _elsewhere(store)) is not None:
+        return other.keyword_scores(match, chunk_ids)
     marks = ",".join("?" * len(chunk_ids))
     rows = store.conn.execute(
         f"SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
@@ -148,6 +169,15 @@ class VectorIndex(Protocol):
 
 # sqlite-vec answers at most this many nearest neighbours per query (SQLITE_VEC_VEC0_K_MAX in 0.1).
 MAX_K = 4096
+
+
+def default_index(store: AnyStore) -> VectorIndex:
+    """The exact vector index of a store: sqlite-vec for the local one, pgvector for the team's."""
+    if isinstance(store, Store):
+        return SqliteVecIndex(store)
+    from captain_memo.store.postgres.vectors import PgVectorIndex
+
+    return PgVectorIndex(store)
 
 
 class SqliteVecIndex:
@@ -218,7 +248,7 @@ class SqliteVecIndex:
         return {chunk_id: similarity(distance * distance) for chunk_id, distance in rows}
 
 
-def newest_matching(store: Store, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
+def newest_matching(store: AnyStore, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
     """Chunk ids of the ``k`` newest observations in scope matching a temporal query's topic: those
     holding every topic word, then (when fewer than k do) any of them. Newest by the memory's date;
     the first chunk of each memory stands for it.
@@ -227,6 +257,8 @@ def newest_matching(store: Store, topic: tuple[str | None, str | None], scope: S
     capture.py can sit far below the top 25 (seen at #50+ in a history of 5,000 commits); this list
     puts it in the pool for recency to reorder.
     """
+    if (other := _elsewhere(store)) is not None:
+        return other.newest_matching(topic, scope, k)
     found: list[int] = []
     where, args = "m.kind = 'observation'", []
     if not scope.all_projects:

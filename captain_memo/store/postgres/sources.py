@@ -1,0 +1,122 @@
+"""Rows of team memories indexed from a repository's note and skill folders, rewritten in place
+(the team store's side of store/sync.py: unchanged chunks keep their rows and vectors)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from captain_memo.chunking import content_hash
+from captain_memo.records import NewMemory
+from captain_memo.store.sync import Stored
+
+
+class TeamSourceRows:
+    """Mixed into ``TeamStore``, which supplies ``fetch``, ``write``, ``tokenizer`` and ``insert_chunks``."""
+
+    def stored_by_key(self, project: str | None, prefix: str) -> dict[str, Stored]:
+        rows = self.fetch(  # type: ignore[attr-defined]
+            "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at"
+            " FROM memories WHERE project = %s AND source_key IS NOT NULL AND left(source_key, %s) = %s",
+            (project or "", len(prefix), prefix),
+        )
+        return {
+            key: Stored(mid, key, kind, digest, path, start, end, tuple(t for t in tags.split(",") if t), created)
+            for mid, key, kind, digest, path, start, end, tags, created in rows
+        }
+
+    def bodies(self, ids: Sequence[int]) -> dict[int, str]:
+        return dict(self.fetch("SELECT id, body FROM memories WHERE id = ANY(%s)", (list(ids),))) if ids else {}  # type: ignore[attr-defined]
+
+    def chunk_hashes(self, memory_id: int) -> set[str]:
+        return {row[0] for row in self.fetch("SELECT content_hash FROM chunks WHERE memory_id = %s", (memory_id,))}  # type: ignore[attr-defined]
+
+    def update_place(self, memory_id: int, memory: NewMemory) -> None:
+        with self.write() as conn:  # type: ignore[attr-defined]
+            conn.execute(
+                "UPDATE memories SET source_key = %s, source_path = %s, line_start = %s, line_end = %s, tags = %s,"
+                " created_at = coalesce(%s, created_at) WHERE id = %s",
+                (
+                    memory.source_key,
+                    memory.source.path,
+                    memory.source.line_start,
+                    memory.source.line_end,
+                    ",".join(memory.tags),
+                    memory.created_at,
+                    memory_id,
+                ),
+            )
+
+    def rewrite(
+        self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: Mapping[str, np.ndarray] | None
+    ) -> int:
+        """Replace a memory's text; unchanged chunks keep their rows and vectors. Returns how many
+        chunk rows were inserted."""
+        new_texts = list(chunks)
+        with self.write() as conn:  # type: ignore[attr-defined]
+            conn.execute(
+                "UPDATE memories SET kind = %s, title = %s, body = %s, updated_at = %s, branch = %s, source_key = %s,"
+                " source_path = %s, line_start = %s, line_end = %s, source_commit = %s, origin = %s, filetype = %s,"
+                " content_hash = %s, tags = %s, created_at = coalesce(%s, created_at) WHERE id = %s",
+                (
+                    memory.kind,
+                    memory.title,
+                    memory.body,
+                    time.time(),
+                    memory.branch,
+                    memory.source_key,
+                    memory.source.path,
+                    memory.source.line_start,
+                    memory.source.line_end,
+                    memory.source.commit,
+                    memory.source.origin,
+                    memory.source.filetype,
+                    content_hash(memory.kind, memory.title, memory.body),
+                    ",".join(memory.tags),
+                    memory.created_at,
+                    memory_id,
+                ),
+            )
+            old: dict[str, list[int]] = {}
+            for chunk_id, digest in conn.execute(
+                "SELECT id, content_hash FROM chunks WHERE memory_id = %s ORDER BY seq", (memory_id,)
+            ).fetchall():
+                old.setdefault(digest, []).append(chunk_id)
+            added = []
+            for seq, text in enumerate(new_texts):
+                digest = content_hash(text)
+                if old.get(digest):
+                    conn.execute("UPDATE chunks SET seq = %s WHERE id = %s", (seq, old[digest].pop(0)))
+                    continue
+                added.append((seq, text, None if vectors is None else vectors.get(digest)))
+            stale = [cid for ids in old.values() for cid in ids]
+            if stale:
+                conn.execute("DELETE FROM chunks WHERE id = ANY(%s)", (stale,))
+            tokens = self.tokenizer.tokens([text for _, text, _ in added])  # type: ignore[attr-defined]
+            rows = [(seq, text, terms, vector) for (seq, text, vector), terms in zip(added, tokens)]
+            self.insert_chunks(conn, memory_id, memory.project, rows)  # type: ignore[attr-defined]
+        return len(added)
+
+    def file_states(self, project: str | None) -> dict[str, tuple[str, int]]:
+        rows = self.fetch("SELECT path, digest, sections FROM source_files WHERE project = %s", (project or "",))  # type: ignore[attr-defined]
+        return {path: (digest, sections) for path, digest, sections in rows}
+
+    def save_file_states(
+        self, project: str | None, states: Mapping[str, tuple[str, int]], dropped: Sequence[str]
+    ) -> None:
+        if not states and not dropped:
+            return
+        with self.write() as conn:  # type: ignore[attr-defined]
+            cursor = conn.cursor()
+            if states:
+                cursor.executemany(
+                    "INSERT INTO source_files (project, path, digest, sections) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (project, path) DO UPDATE SET digest = excluded.digest, sections = excluded.sections",
+                    [(project or "", path, digest, n) for path, (digest, n) in states.items()],
+                )
+            if dropped:
+                cursor.executemany(
+                    "DELETE FROM source_files WHERE project = %s AND path = %s", [(project or "", p) for p in dropped]
+                )

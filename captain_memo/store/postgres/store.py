@@ -1,0 +1,468 @@
+"""The team store: memories on PostgreSQL + pgvector, with the methods the engine uses on the
+local ``Store`` (store/store.py), so recall and ranking run on it unchanged.
+
+Rows carry the project's portable identity (a string; '' for none, shown as None) and their
+author, the Postgres role that wrote them. What a role may read and change is decided by the
+database's row-level security (schema.py), never by this client.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from captain_memo.chunking import content_hash
+from captain_memo.config import RankConfig
+from captain_memo.errors import NotFoundError, ReadOnlyStoreError, StoreError
+from captain_memo.records import Chunk, Memory, NewMemory, Superseded
+from captain_memo.store.postgres import schema
+from captain_memo.store.postgres.connection import Connections
+from captain_memo.store.postgres.keyword import bm25_sql, newest_sql, rows_up_to_sql, scope_sql
+from captain_memo.store.postgres.models import ModelBinding
+from captain_memo.store.postgres.sources import TeamSourceRows
+from captain_memo.store.postgres.terms import Tokenizer
+from captain_memo.store.postgres.vectors import EF_SEARCH, vector_text
+from captain_memo.store.search import Scope
+from captain_memo.store.store import memory_from_row
+
+# The local store's columns, with '' (no project) read back as None.
+MEMORY_COLUMNS = (
+    "m.id, m.kind, m.title, m.body, m.created_at, m.updated_at, nullif(m.project, ''), m.branch, m.source_path,"
+    " m.line_start, m.line_end, m.source_commit, m.origin, m.filetype, m.content_hash, m.superseded_by,"
+    " m.stability, m.last_surfaced, m.opened_in_full, m.source_key, m.tags, m.last_opened"
+)
+# Postgres's bigint; a larger id cannot name a memory (and would not bind).
+BIGINTS = range(-(2**63), 2**63)
+
+
+def _on_connect(conn) -> None:
+    conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    conn.execute("SET hnsw.iterative_scan = strict_order")
+
+
+class TeamStore(ModelBinding, TeamSourceRows):
+    """One team database. ``TeamStore(dsn)`` connects, applies pending migrations (when this role
+    may), and refuses writes to a schema newer than this client knows."""
+
+    # The engine checks the local store's model when it opens it; a team store with another model
+    # still answers from its keywords, so only its vector leg and its vectors are refused.
+    checks_model_at_open = False
+    vec_available = True
+
+    def __init__(self, dsn: str, initial_stability: float = RankConfig.tide_initial_stability):
+        self._conns = Connections(dsn, _on_connect)
+        self.path = self._conns.where  # what messages name: the masked connection string
+        self.initial_stability = initial_stability
+        self.tokenizer = Tokenizer()
+        self.read_only_reason: str | None = None
+        self._bound: tuple[str, int] | None = None
+        with self.errors():
+            found = schema.migrate(self.conn, self.path)
+        if found > schema.LATEST:
+            self.read_only_reason = schema.newer_schema(found, self.path)
+
+    # -- connections --------------------------------------------------------------------
+
+    @property
+    def conn(self):
+        return self._conns.conn
+
+    def errors(self):
+        return self._conns.errors()
+
+    def fetch(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        with self.errors():
+            return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Sequence = ()):
+        rows = self.fetch(sql, params)
+        return rows[0] if rows else None
+
+    @contextmanager
+    def write(self) -> Iterator:
+        """One transaction; refused on a schema newer than this client knows."""
+        self.require_writable()
+        with self.errors():
+            conn = self.conn
+            with conn.transaction():
+                yield conn
+
+    def close(self) -> None:
+        self._conns.close()
+        self.tokenizer.close()
+
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
+
+    def require_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyStoreError(f"cannot write to the team store: {self.read_only_reason}")
+
+    def check_writable(self) -> None:
+        with self.write() as conn:
+            conn.execute("SELECT 1")
+
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.one("SELECT value FROM team_meta WHERE key = %s", (key,))
+        return row[0] if row else default
+
+    def schema_version(self) -> int:
+        with self.errors():
+            return schema.applied_version(self.conn)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def add(
+        self, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float | None = None
+    ) -> int:
+        return self.add_many([(memory, chunks, vectors)], now)[0]
+
+    def add_many(
+        self, items: Sequence[tuple[NewMemory, Sequence[str], np.ndarray | None]], now: float | None = None
+    ) -> list[int]:
+        """Insert memories with their chunks (tokens and vectors) in one transaction; their ids."""
+        now = time.time() if now is None else now
+        tokens = iter(self.tokenizer.tokens([text for _, chunks, _ in items for text in chunks]))
+        ids = []
+        with self.write() as conn:
+            for memory, chunks, vectors in items:
+                memory_id = conn.execute(
+                    "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
+                    " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key,"
+                    " tags) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    (
+                        memory.kind,
+                        memory.title,
+                        memory.body,
+                        memory.created_at or now,
+                        now,
+                        memory.project or "",
+                        memory.branch,
+                        memory.source.path,
+                        memory.source.line_start,
+                        memory.source.line_end,
+                        memory.source.commit,
+                        memory.source.origin,
+                        memory.source.filetype,
+                        content_hash(memory.kind, memory.title, memory.body),
+                        self.initial_stability,
+                        memory.source_key,
+                        ",".join(memory.tags),
+                    ),
+                ).fetchone()[0]
+                rows = [
+                    (seq, text, next(tokens), None if vectors is None else vectors[seq])
+                    for seq, text in enumerate(chunks)
+                ]
+                self.insert_chunks(conn, memory_id, memory.project, rows)
+                ids.append(memory_id)
+        return ids
+
+    def insert_chunks(self, conn, memory_id: int, project: str | None, rows: Iterable[tuple]) -> None:
+        """Chunk rows (seq, text, FTS5 tokens, vector or None) of one memory, in the caller's transaction."""
+        if vectors_given := [row for row in rows]:
+            if any(vector is not None for *_, vector in vectors_given):
+                self.require_bound()
+            conn.cursor().executemany(
+                "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms, embedding)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s::vector)",
+                [
+                    (
+                        memory_id,
+                        project or "",
+                        seq,
+                        text,
+                        content_hash(text),
+                        terms,
+                        None if v is None else vector_text(v),
+                    )
+                    for seq, text, terms, v in vectors_given
+                ],
+            )
+
+    def replace_body(
+        self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None
+    ) -> None:
+        """Update a memory's text in place (its id and Tide fields stay); every chunk is rebuilt."""
+        tokens = self.tokenizer.tokens(list(chunks))
+        with self.write() as conn:
+            self._changed(
+                conn.execute(
+                    "UPDATE memories SET title = %s, body = %s, updated_at = %s, branch = %s, source_path = %s,"
+                    " line_start = %s, line_end = %s, source_commit = %s, content_hash = %s, tags = %s,"
+                    " created_at = coalesce(%s, created_at) WHERE id = %s RETURNING id",
+                    (
+                        memory.title,
+                        memory.body,
+                        time.time(),
+                        memory.branch,
+                        memory.source.path,
+                        memory.source.line_start,
+                        memory.source.line_end,
+                        memory.source.commit,
+                        content_hash(memory.kind, memory.title, memory.body),
+                        ",".join(memory.tags),
+                        memory.created_at,
+                        memory_id,
+                    ),
+                ),
+                conn,
+                memory_id,
+            )
+            conn.execute("DELETE FROM chunks WHERE memory_id = %s", (memory_id,))
+            rows = [
+                (seq, text, tokens[seq], None if vectors is None else vectors[seq]) for seq, text in enumerate(chunks)
+            ]
+            self.insert_chunks(conn, memory_id, memory.project, rows)
+
+    def _changed(self, cursor, conn, memory_id: int) -> None:
+        """Raise when an UPDATE or DELETE of one memory touched no row: none such, or not this role's."""
+        if cursor.fetchone() is not None:
+            return
+        row = conn.execute("SELECT author, project FROM memories WHERE id = %s", (memory_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no memory with id {memory_id}")
+        author, project = row
+        raise StoreError(
+            f"memory {memory_id} in the team store was written by {author}: only its author or a role "
+            f"granted curate on project {project or '(none)'} may change it"
+        )
+
+    def delete(self, memory_id: int) -> None:
+        if memory_id not in BIGINTS:
+            raise NotFoundError(f"no memory with id {memory_id}")
+        with self.write() as conn:
+            self._changed(
+                conn.execute("DELETE FROM memories WHERE id = %s RETURNING id", (memory_id,)), conn, memory_id
+            )
+
+    def set_vectors(self, chunk_ids: Sequence[int], vectors: np.ndarray, table: str | None = None) -> None:
+        """Vectors for chunks saved without one (the embedder was down)."""
+        self.require_bound()
+        with self.write() as conn:
+            conn.cursor().executemany(
+                "UPDATE chunks SET embedding = %s::vector WHERE id = %s",
+                [(vector_text(v), chunk_id) for chunk_id, v in zip(chunk_ids, vectors)],
+            )
+
+    def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> int | None:
+        """Mark ``old_id`` superseded by ``new_id`` (None clears it); returns what superseded it before."""
+        with self.write() as conn:
+            for mid in (old_id, new_id):
+                if mid is not None and (
+                    mid not in BIGINTS
+                    or conn.execute("SELECT 1 FROM memories WHERE id = %s", (mid,)).fetchone() is None
+                ):
+                    raise NotFoundError(f"no memory with id {mid}")
+            previous = conn.execute("SELECT superseded_by FROM memories WHERE id = %s", (old_id,)).fetchone()[0]
+            self._changed(
+                conn.execute(
+                    "UPDATE memories SET superseded_by = %s, supersede_auto = %s WHERE id = %s RETURNING id",
+                    (new_id, automatic and new_id is not None, old_id),
+                ),
+                conn,
+                old_id,
+            )
+        return previous
+
+    def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
+        """Tide's fields; row-level security leaves out memories this role may not change."""
+        rows = [(stability, now, opened, opened, now, memory_id) for memory_id, stability in updates]
+        if not rows:
+            return
+        with self.write() as conn:
+            conn.cursor().executemany(
+                "UPDATE memories SET stability = %s, last_surfaced = %s, opened_in_full = opened_in_full OR %s,"
+                " last_opened = CASE WHEN %s THEN %s ELSE last_opened END WHERE id = %s",
+                rows,
+            )
+
+    def checkpoint(self) -> None:
+        """Nothing to fold: the server keeps its own write-ahead log."""
+
+    def pending_chunks(self, limit: int = 256) -> list[tuple[int, str]]:
+        """Chunks without a vector that this role may give one (its own, or a project it curates)."""
+        return self.fetch(
+            "SELECT c.id, c.text FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE c.embedding IS NULL"
+            " AND (m.author = current_user OR m.project IN"
+            " (SELECT g.project FROM grants g WHERE g.role = current_user AND g.curate))"
+            " ORDER BY c.id LIMIT %s",
+            (limit,),
+        )
+
+    # -- reading ------------------------------------------------------------------------
+
+    def get(self, memory_id: int) -> Memory:
+        row = (
+            self.one(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = %s", (memory_id,))
+            if memory_id in BIGINTS
+            else None
+        )
+        if row is None:
+            raise NotFoundError(f"no memory with id {memory_id}")
+        return memory_from_row(row)
+
+    def authors(self, memory_ids: Sequence[int]) -> dict[int, str]:
+        """The role that wrote each memory."""
+        return dict(self.fetch("SELECT id, author FROM memories WHERE id = ANY(%s)", (list(memory_ids),)))
+
+    def find_by_hash(self, digest: str, project: str | None) -> int | None:
+        row = self.one(
+            "SELECT id FROM memories WHERE content_hash = %s AND project = %s LIMIT 1", (digest, project or "")
+        )
+        return row[0] if row else None
+
+    def find_by_source_key(self, source_key: str, project: str | None) -> Memory | None:
+        row = self.one(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.source_key = %s AND m.project = %s",
+            (source_key, project or ""),
+        )
+        return memory_from_row(row) if row else None
+
+    def missing_vectors(self, memory_id: int) -> int:
+        return self.one("SELECT count(*) FROM chunks WHERE memory_id = %s AND embedding IS NULL", (memory_id,))[0]
+
+    def chunks_of(self, memory_id: int) -> list[Chunk]:
+        return [
+            Chunk(*row)
+            for row in self.fetch(
+                "SELECT id, memory_id, seq, text, content_hash FROM chunks WHERE memory_id = %s ORDER BY seq",
+                (memory_id,),
+            )
+        ]
+
+    def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, Memory]]:
+        """Text and memory of each chunk id (missing ids are left out)."""
+        if not chunk_ids:
+            return {}
+        rows = self.fetch(
+            f"SELECT c.id, c.text, {MEMORY_COLUMNS} FROM chunks c JOIN memories m ON m.id = c.memory_id"
+            " WHERE c.id = ANY(%s)",
+            (list(chunk_ids),),
+        )
+        return {row[0]: (row[1], memory_from_row(row[2:])) for row in rows}
+
+    def list_memories(
+        self, project: str | None = None, all_projects: bool = True, kind: str | None = None, limit: int = 100
+    ) -> list[Memory]:
+        params: list = []
+        where = ["true"]
+        if not all_projects:
+            where.append(scope_sql(project, False, params, "m.project"))
+        if kind:
+            where.append("m.kind = %s")
+            params.append(kind)
+        params.append(None if limit < 0 else limit)
+        rows = self.fetch(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)} ORDER BY m.created_at DESC LIMIT %s",
+            params,
+        )
+        return [memory_from_row(r) for r in rows]
+
+    def superseded(self) -> list[Superseded]:
+        return [
+            Superseded(a, b, bool(auto), title)
+            for a, b, auto, title in self.fetch(
+                "SELECT id, superseded_by, supersede_auto, title FROM memories WHERE superseded_by IS NOT NULL ORDER BY id"
+            )
+        ]
+
+    def first_chunks(self, memory_ids: Sequence[int]) -> dict[int, str]:
+        return dict(
+            self.fetch("SELECT memory_id, text FROM chunks WHERE seq = 0 AND memory_id = ANY(%s)", (list(memory_ids),))
+        )
+
+    def current_observations_like(self, memory: Memory, pattern: str) -> list[tuple[int, str, str]]:
+        """As the local store's: current observations of the memory's project and branch whose title
+        (or, untitled, the start of the body) matches the LIKE ``pattern``; newest first."""
+        return self.fetch(
+            "SELECT id, title, body FROM memories WHERE kind = 'observation' AND id != %s AND superseded_by IS NULL"
+            " AND origin != 'git' AND project = %s AND branch IS NOT DISTINCT FROM %s"
+            " AND (title ILIKE %s OR (title = '' AND substr(ltrim(body), 1, 400) ILIKE %s))"
+            " ORDER BY created_at DESC",
+            (memory.id, memory.project or "", memory.branch, pattern, pattern),
+        )
+
+    def sample_vectors(self, count: int) -> list[tuple[int, str, np.ndarray]]:
+        """(chunk id, text, stored vector) of up to ``count`` chunks spread over the ids."""
+        rows = self.fetch(
+            "SELECT id, text, embedding::text FROM (SELECT id, text, embedding, ntile(%s) OVER (ORDER BY id) AS part"
+            " FROM chunks WHERE embedding IS NOT NULL) t WHERE (id, part) IN"
+            " (SELECT min(id), part FROM (SELECT id, ntile(%s) OVER (ORDER BY id) AS part FROM chunks"
+            " WHERE embedding IS NOT NULL) u GROUP BY part) ORDER BY id",
+            (count, count),
+        )
+        return [(i, text, np.array(vector.strip("[]").split(","), dtype=np.float32)) for i, text, vector in rows]
+
+    def chunk_count(self) -> int:
+        return self.one("SELECT count(*) FROM chunks")[0]
+
+    def memory_count(self) -> int:
+        return self.one("SELECT count(*) FROM memories")[0]
+
+    def counts(self) -> dict[str, int]:
+        memories, chunks, pending = self.one(
+            "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM chunks),"
+            " (SELECT count(*) FROM chunks WHERE embedding IS NULL)"
+        )
+        counts = {
+            "memories": memories,
+            "chunks": chunks,
+            "fts_rows": chunks,  # every chunk row holds its tokens
+            "pending_vectors": pending,
+            "vectors": chunks - pending,
+        }
+        counts.update(dict(self.fetch("SELECT kind, count(*) FROM memories GROUP BY kind")))
+        return counts
+
+    # -- the keyword leg (store/search.py hands its work here for this store) -----------------
+
+    def keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float]:
+        """bm25 top k in scope: chunk id -> relevance (higher is better), equal to FTS5's bm25."""
+        parsed = self.tokenizer.parse(match) if match else None
+        if parsed is None or not any(parsed.phrases):
+            return {}
+        where_params: list = []
+        where = scope_sql(scope.project, scope.all_projects, where_params, "h.project")
+        sql, params = bm25_sql(parsed, where, where_params, k)
+        return dict(self.fetch(sql, params))
+
+    def keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """bm25 relevance of given chunks over the whole corpus (non-matching ones left out)."""
+        parsed = self.tokenizer.parse(match) if match else None
+        if parsed is None or not any(parsed.phrases) or not chunk_ids:
+            return {}
+        sql, params = bm25_sql(parsed, "h.id = ANY(%s)", [list(chunk_ids)], None)
+        return dict(self.fetch(sql, params))
+
+    def phrase_rows_up_to(self, phrase: str, cap: int) -> int:
+        """How many chunks hold ``phrase`` (one quoted phrase), counting no further than ``cap``."""
+        parsed = self.tokenizer.parse(phrase)
+        if not any(parsed.phrases):
+            return 0
+        sql, params = rows_up_to_sql(parsed, cap)
+        return self.one(sql, params)[0]
+
+    def chunk_estimate(self) -> int:
+        """How many chunks this role can search (kept per project by the schema's triggers)."""
+        return int(self.one("SELECT coalesce(sum(chunks), 0) FROM corpus_stats")[0])
+
+    def newest_matching(self, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
+        """As store/search.py's: chunk ids of the k newest observations in scope matching the topic
+        (every topic word first, then any)."""
+        found: list[int] = []
+        for match in dict.fromkeys(m for m in topic if m):
+            if len(found) >= k:
+                break
+            parsed = self.tokenizer.parse(match)
+            if not any(parsed.phrases):
+                continue
+            sql, params = newest_sql(parsed, scope.project, scope.all_projects, k)
+            for (chunk_id,) in self.fetch(sql, params):
+                if chunk_id not in found and len(found) < k:
+                    found.append(chunk_id)
+        return found

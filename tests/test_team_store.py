@@ -1,0 +1,133 @@
+"""The team store on a real PostgreSQL with pgvector: migrations, the model binding, connection
+strings kept out of errors, and the engine running on it unchanged."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import HashEmbedder
+
+from captain_memo.errors import NotFoundError, ReadOnlyStoreError, StoreError
+from captain_memo.records import NewMemory
+
+
+def team_store(team_db, role: str = "postgres"):
+    from captain_memo.store.postgres import TeamStore
+
+    return TeamStore(team_db.dsn(role))
+
+
+def team_engine(store, embedder):
+    from captain_memo.engine import Engine
+    from captain_memo.store.postgres.vectors import PgVectorIndex
+
+    return Engine(store, embedder, vector_index=PgVectorIndex(store))
+
+
+def ranked(result) -> list[tuple[float, str]]:
+    """Hits by score, ties (sqlite-vec and pgvector round an orthogonal pair apart by 1e-8) by title."""
+    return sorted((-round(h.score, 5), h.memory.title) for h in result.hits)
+
+
+def test_migrations_are_recorded_once(team_db):
+    team_store(team_db).close()
+    team_store(team_db).close()
+    rows = team_db.execute("SELECT version FROM schema_version")
+    assert rows == [(1,)]
+    tables = {name for (name,) in team_db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert {"memories", "chunks", "grants", "team_meta", "corpus_stats", "schema_version"} <= tables
+
+
+def test_a_newer_schema_is_read_but_never_written(team_db):
+    store = team_store(team_db)
+    memory_id = store.add(NewMemory(body="kept as it is", project="p"), ["kept as it is"], None)
+    store.close()
+    team_db.execute("INSERT INTO schema_version (version, name) VALUES (99, 'from a newer client')")
+    old_client = team_store(team_db)
+    assert old_client.get(memory_id).body == "kept as it is"
+    with pytest.raises(ReadOnlyStoreError) as refused:
+        old_client.add(NewMemory(body="lost?", project="p"), ["lost?"], None)
+    assert "schema version 99" in str(refused.value) and "version 1 " in str(refused.value)
+    with pytest.raises(ReadOnlyStoreError):
+        old_client.delete(memory_id)
+    old_client.close()
+    assert team_db.execute("SELECT count(*) FROM memories") == [(1,)]
+
+
+def test_a_member_cannot_migrate_and_is_told_who_can(team_db):
+    with pytest.raises(StoreError) as refused:
+        team_store(team_db, "alice")
+    assert "schema version 0" in str(refused.value) and "owner" in str(refused.value)
+
+
+def test_the_engine_runs_on_the_team_store_as_on_sqlite(team_db, local_engine):
+    """The same memories through the same engine: the same hits and scores in every profile (the
+    real model: the hash embedder's many exact ties would let the two stores list tied hits apart)."""
+    engine = local_engine
+    embedder = engine.embedder
+    team = team_engine(team_store(team_db), embedder)
+    notes = [
+        ("Retry policy", "We retry the payment gateway three times with exponential backoff."),
+        ("Contract price", "get_effective_contract_price applies the discount before rounding."),
+        ("Rounding money", "Keep every decimal place until the invoice total, then round half-even."),
+        ("Deploys", "Deploys go out on Tuesdays; the payment service is deployed last."),
+        ("Caching", "The price cache expires after five minutes; retry on a miss."),
+    ]
+    for title, body in notes:
+        for eng in (engine, team):
+            eng.remember(NewMemory(body=body, title=title, project="shop"))
+    for profile in ("v3", "v2", "legacy"):
+        for query in ("retry the payment", "get_effective_contract_price", "rounding of the invoice total"):
+            local = engine.recall(query, project="shop", profile=profile, record=False)
+            shared = team.recall(query, project="shop", profile=profile, record=False)
+            assert not shared.failures
+            assert ranked(shared) == ranked(local)
+            assert [h.score for h in shared.hits] == pytest.approx([h.score for h in local.hits], rel=1e-5, abs=1e-6)
+    team.close()
+
+
+def test_writes_reads_and_supersession(team_db, hash_embedder):
+    team = team_engine(team_store(team_db), hash_embedder)
+    old = team.remember(NewMemory(body="Releases are cut on Fridays.", title="Releases", project="p"))
+    new = team.remember(NewMemory(body="Releases are cut on Mondays now.", title="Releases", project="p"))
+    team.supersede(old, new)
+    assert team.store.superseded()[0].new_id == new
+    assert team.unsupersede(old) == new
+    assert team.store.find_by_hash(team.store.get(old).content_hash, "p") == old
+    assert [m.id for m in team.store.list_memories("p", all_projects=False)] == [new, old]
+    team.forget(old)
+    with pytest.raises(NotFoundError):
+        team.store.get(old)
+    counts = team.store.counts()
+    assert (counts["memories"], counts["chunks"], counts["vectors"], counts["pending_vectors"]) == (1, 1, 1, 0)
+    team.close()
+
+
+def test_another_model_loses_only_the_vector_leg(team_db):
+    team = team_engine(team_store(team_db), HashEmbedder(model_id="team:model"))
+    team.remember(NewMemory(body="The billing queue is drained nightly.", title="Billing", project="p"))
+    team.close()
+    other = team_engine(team_store(team_db), HashEmbedder(model_id="my:model"))
+    result = other.recall("billing queue", project="p", record=False)
+    assert [h.memory.title for h in result.hits] == ["Billing"]
+    assert "CAPTAIN_MEMO_EMBED_MODEL" in result.failures["vector"] and "team:model" in result.failures["vector"]
+    # Its text is kept for keyword search; its vectors wait for a client with the team's model.
+    memory_id = other.remember(NewMemory(body="Invoices are archived after a year.", project="p"))
+    assert other.store.missing_vectors(memory_id) == 1
+    other.close()
+
+
+def test_a_connection_string_never_shows_in_errors(pg_server):
+    from captain_memo.store.postgres import TeamStore
+
+    password = "s3cret-Pass"
+    for dsn in (
+        pg_server.dsn("no_such_database", "alice", password),
+        f"postgresql://alice:{password}@127.0.0.1:1/team?connect_timeout=1",
+        f"postgresql://alice:{password}@127.0.0.1:notaport/team",
+    ):
+        with pytest.raises(StoreError) as failed:
+            TeamStore(dsn)
+        text = str(failed.value)
+        assert password not in text and dsn not in text
+        assert failed.value.__cause__ is None and failed.value.__suppress_context__
+        assert "***" in text or "<" in text
