@@ -228,7 +228,7 @@ def verify(admin_dsn: str, plan: Plan, results: list[ClientResult]) -> Report:
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         stored = team_audit.titled(conn, ROLE_PREFIX)
     counts = Counter(title for title, _, _ in stored)
-    where = {title: (memory_id, project) for title, memory_id, project in stored}
+    rows = {(title, memory_id, project) for title, memory_id, project in stored}
     acked = {marker: (memory_id, project) for r in results for marker, memory_id, project in r.acks}
     recall_ms = [ms for r in results for ms in r.recall_ms]
     save_ms = [ms for r in results for ms in r.save_ms]
@@ -242,7 +242,7 @@ def verify(admin_dsn: str, plan: Plan, results: list[ClientResult]) -> Report:
         saves=len(acked),
         recalls=sum(r.recalls for r in results),
         hits_seen=sum(r.hits_seen for r in results),
-        lost=sorted(m for m, expected in acked.items() if where.get(m) != tuple(expected)),
+        lost=sorted(m for m, (memory_id, project) in acked.items() if (m, memory_id, project) not in rows),
         duplicates=sorted(m for m, n in counts.items() if n > 1),
         unacknowledged=sorted(set(counts) - set(acked)),
         leaks=sum(len(r.leaks) for r in results),
