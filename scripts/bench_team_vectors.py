@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -111,11 +112,17 @@ def connect(uri: str):
     return psycopg.connect(uri, autocommit=True)
 
 
-def create_table(conn, storage: str, dim: int) -> None:
+def create_table(conn, storage: str, dim: int, partitions: list[str] | None) -> None:
+    """The rows' table; with ``partitions``, one list partition per project (each then gets its
+    own index: a query filtered to a project searches its partition's graph only)."""
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    conn.execute(
-        f"CREATE TABLE team_vectors (id bigint PRIMARY KEY, project text NOT NULL, embedding {storage}({dim}) NOT NULL)"
-    )
+    columns = f"id bigint, project text NOT NULL, embedding {storage}({dim}) NOT NULL, PRIMARY KEY (project, id)"
+    if partitions is None:
+        conn.execute(f"CREATE TABLE team_vectors ({columns})")
+        return
+    conn.execute(f"CREATE TABLE team_vectors ({columns}) PARTITION BY LIST (project)")
+    for n, project in enumerate(partitions):
+        conn.execute(f"CREATE TABLE team_vectors_{n:02d} PARTITION OF team_vectors FOR VALUES IN ('{project}')")
 
 
 def copy_rows(conn, ids: np.ndarray, projects: list[str], vectors: np.ndarray, storage: str) -> None:
@@ -148,9 +155,10 @@ def copy_rows(conn, ids: np.ndarray, projects: list[str], vectors: np.ndarray, s
         copy.write(header + data.tobytes() + b"\xff\xff")
 
 
-def load(conn, rows: int, queries: int, seed: int, storage: str) -> tuple[Queries, float]:
+def load(conn, rows: int, queries: int, seed: int, storage: str, partitioned: bool) -> tuple[Queries, float]:
     space, batches = corpus(rows, seed)
-    create_table(conn, storage, space.spec.dim)
+    names = [project_name(n) for n in range(space.spec.projects)]
+    create_table(conn, storage, space.spec.dim, names if partitioned else None)
     started = time.perf_counter()
     truth_project = truth_all = None
     query_vectors = query_projects = None
@@ -247,12 +255,15 @@ def search(conn, queries: Queries, storage: str, dim: int, scope: str, name: str
 
 
 def sizes(conn) -> dict:
+    # pg_partition_tree lists a plain table or index as its own only member.
     row = conn.execute(
-        "SELECT pg_database_size(current_database()), pg_table_size('team_vectors'), "
-        "pg_relation_size('team_vectors_embedding'), pg_relation_size('team_vectors_project')"
+        "SELECT pg_database_size(current_database()),"
+        " (SELECT sum(pg_table_size(relid)) FROM pg_partition_tree('team_vectors')),"
+        " (SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree('team_vectors_embedding')),"
+        " (SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree('team_vectors_project'))"
     ).fetchone()
     names = ("database_mb", "table_mb", "vector_index_mb", "project_index_mb")
-    return {name: round(size / 2**20, 1) for name, size in zip(names, row)}
+    return {name: round(float(size) / 2**20, 1) for name, size in zip(names, row)}
 
 
 def plans(conn, queries: Queries, storage: str) -> dict[str, str]:
@@ -267,7 +278,9 @@ def plans(conn, queries: Queries, storage: str) -> dict[str, str]:
             f"ORDER BY embedding <-> %s::{storage}({dim}) LIMIT {K}",
             (project, vector),
         ).fetchone()[0]
-        chosen[project] = "vector index" if "team_vectors_embedding" in json.dumps(plan) else "exact"
+        # A partition's own index is named after the partition's table.
+        uses = re.search(r'"Index Name": "team_vectors_(\d+_)?embedding', json.dumps(plan))
+        chosen[project] = "vector index" if uses else "exact"
     return chosen
 
 
@@ -302,6 +315,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--ef-search", type=lambda s: [int(x) for x in s.split(",")], default=[40, 80, 160])
     parser.add_argument("--probes", type=lambda s: [int(x) for x in s.split(",")], default=[5, 10, 20])
+    parser.add_argument("--partitioned", action="store_true", help="one list partition (and index) per project")
     parser.add_argument("--maintenance-work-mem", default="2GB")
     parser.add_argument("--workers", type=int, default=1, help="max_parallel_maintenance_workers for the build")
     parser.add_argument("--shared-buffers", default="2GB")
@@ -314,10 +328,11 @@ def main(argv=None) -> int:
     server = start_server(folder, args.shared_buffers)
     try:
         with connect(server.get_uri()) as conn:
-            queries, load_s = load(conn, args.rows, args.queries, args.seed, args.storage)
+            queries, load_s = load(conn, args.rows, args.queries, args.seed, args.storage, args.partitioned)
             report = {
                 "rows": args.rows,
                 "storage": args.storage,
+                "partitioned": args.partitioned,
                 "load_s": round(load_s, 1),
                 "load_average_start": os.getloadavg(),
                 "server": conn.execute("SELECT version()").fetchone()[0].split(" on ")[0],
