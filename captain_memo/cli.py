@@ -5,16 +5,34 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
-import pkgutil
 import sys
 
 from captain_memo import __version__, commands
 from captain_memo.errors import CaptainMemoError
 from captain_memo.terminal import EscapedStream, one_line
 
+# The commands the warm service answers, and the module of each: their parser is built from that
+# module alone, so the thin path imports nothing more (serve-embeddings' defaults import numpy).
+THIN_COMMANDS = {"recall": "recall", "remember": "memories", "service": "service"}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def command_modules(argv: list[str]) -> list[str]:
+    """Every command module, or only the thin command's when ``argv`` names one."""
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "--db":
+            next(tokens, None)
+        elif not token.startswith("-"):
+            if token in THIN_COMMANDS:
+                return [THIN_COMMANDS[token]]
+            break
+    import pkgutil
+
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv`` (every command when None)."""
     parser = argparse.ArgumentParser(prog="captain-memo", description="A developer's memory: remember and recall.")
     parser.add_argument("--version", action="version", version=f"captain-memo {__version__}")
     parser.add_argument(
@@ -23,26 +41,25 @@ def build_parser() -> argparse.ArgumentParser:
         "or $XDG_DATA_HOME/captain-memo/memo.db)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    parser.add_argument(
+        "--no-service",
+        action="store_true",
+        help="run in this process, without the warm service (also CAPTAIN_MEMO_SERVICE=0)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"captain_memo.commands.{info.name}").register(sub)
+    for name in command_modules(argv or []):
+        importlib.import_module(f"captain_memo.commands.{name}").register(sub)
     return parser
 
 
-class OneLineFormatter(logging.Formatter):
-    """A log record is one line, whatever file name or server answer it quotes."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return one_line(super().format(record))
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(OneLineFormatter("captain-memo: %(message)s"))
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
+    if args.command not in THIN_COMMANDS or args.verbose:  # else set up if they run here (open_memo)
+        from captain_memo.commands._log import configure
+
+        configure(args.verbose)
     if not getattr(args, "run", None):
         parser.print_help()
         return 2

@@ -13,12 +13,11 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 
 from captain_memo.errors import ConfigError
+from captain_memo.paths import ENV_PREFIX, data_home, db_path  # noqa: F401 - where settings are read from
 
 log = logging.getLogger("captain_memo")
-ENV_PREFIX = "CAPTAIN_MEMO_"
 _reported: set[str] = set()
 # Where `captain-memo serve-embeddings` listens by default: this machine only, next to Ollama's 11434.
 SERVE_HOST = "127.0.0.1"
@@ -239,22 +238,6 @@ def rank_config(profile: str | None = None, env: Mapping[str, str] | None = None
             _warn_once(ENV_PREFIX + name.upper(), changes[name], "expected " + " or ".join(words), getattr(base, name))
             changes.pop(name)
     return replace(base, **changes)
-
-
-def data_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get(ENV_PREFIX + "HOME"):
-        return Path(env[ENV_PREFIX + "HOME"]).expanduser()
-    xdg = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg).expanduser() / "captain-memo"
-
-
-def db_path(env: Mapping[str, str] | None = None) -> Path:
-    """``CAPTAIN_MEMO_DB`` (a file), else ``CAPTAIN_MEMO_HOME/memo.db``, else the XDG data folder."""
-    env = os.environ if env is None else env
-    if env.get(ENV_PREFIX + "DB"):
-        return Path(env[ENV_PREFIX + "DB"]).expanduser()
-    return data_home(env) / "memo.db"
 
 
 @dataclass(frozen=True)

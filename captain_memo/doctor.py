@@ -58,6 +58,7 @@ def checks(path: Path) -> list[tuple[str, bool, str]]:
             ("model", True, f"stored {store.meta('embed_model', 'none yet')}, configured {embed_config().provider}")
         )
         out.append(reindex_state(store))
+        out.append(provider_state())
         counts = store.counts()
         consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
         out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
@@ -67,6 +68,17 @@ def checks(path: Path) -> list[tuple[str, bool, str]]:
     finally:
         store.close()
     return out
+
+
+def provider_state() -> tuple[str, bool, str]:
+    """A real request to the configured embedding provider: its latency, or what failed."""
+    from captain_memo.embeddings import probe_provider
+    from captain_memo.errors import CaptainMemoError
+
+    try:
+        return ("embedding", True, probe_provider(embed_config()))
+    except CaptainMemoError as exc:
+        return ("embedding", False, f"{exc}; recall answers from the keyword leg meanwhile")
 
 
 def reindex_state(store) -> tuple[str, bool, str]:

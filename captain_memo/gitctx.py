@@ -31,6 +31,15 @@ class GitContext:
 NO_REPOSITORY = GitContext(None, None, None, None)
 
 
+def with_overrides(ctx: GitContext, project: str | None = None, branch: str | None = None) -> GitContext:
+    """``ctx`` with a project (``none`` for a personal note) and a branch the caller named."""
+    if project is not None:
+        ctx = GitContext(None if project.lower() == "none" else project, ctx.branch, ctx.commit, ctx.root)
+    if branch is not None:
+        ctx = GitContext(ctx.project, branch or None, ctx.commit, ctx.root)
+    return ctx
+
+
 def git_context(path: str | os.PathLike | None = None, share_worktrees: bool = True) -> GitContext:
     """Context of the repository holding ``path`` (a file or folder; default the working directory).
 

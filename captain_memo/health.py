@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from captain_memo.errors import StoreError
@@ -53,14 +52,9 @@ def database(path: Path, embed_config) -> str:
 
 def embedding(embed_config) -> str:
     """The configured embedder answers, and how fast."""
-    from captain_memo.embeddings import make_embedder
+    from captain_memo.embeddings import probe_provider
 
-    embedder = make_embedder(embed_config)
-    started = time.perf_counter()
-    vectors = embedder.embed(["captain memo health check"])
-    return (
-        f"{embedder.model_id} answered ({vectors.shape[1]} dimensions, {(time.perf_counter() - started) * 1000:.0f} ms)"
-    )
+    return probe_provider(embed_config)
 
 
 def repository(context: str | None, share_worktrees: bool) -> str:

@@ -112,6 +112,22 @@ class Memo:
             self._embedder = engine.make_embedder(self._embed_config or embed_config())
         return self._embedder
 
+    def _deliberate_embedder(self):
+        """An embedder that asks the endpoint even while recalls are backing off from it: for a
+        run the user started on purpose (reindex, a health check)."""
+        from captain_memo import engine
+        from captain_memo.config import embed_config
+
+        return engine.make_embedder(self._embed_config or embed_config(), backoff=False)
+
+    def warm_up(self) -> None:
+        """Open the store and load the model now, so the first search does not wait for them."""
+        self.engine.queries.embed_query("warm up")
+
+    def vector_shape(self) -> tuple:
+        """The stored vectors' model, dimension and table: a reindex to another model changes them."""
+        return self.store.meta("embed_model"), self.store.meta("embed_dim"), self.store.vec_table
+
     def close(self) -> None:
         if self._engine is not None:
             self._engine.close()  # closes the store too
@@ -260,7 +276,7 @@ class Memo:
         """Proof the store can be written (the write lock taken and let go) and holds vectors of the
         configured model (checked without loading it); a one-line description."""
         self.store.check_writable()
-        self.store.check_model(self.embedder.model_id)
+        self.store.check_model(self._deliberate_embedder().model_id)
         return (
             f"{self.path} is writable: {self.store.counts()['memories']} memories, model "
             f"{self.store.meta('embed_model') or 'none yet'}"
@@ -273,13 +289,13 @@ class Memo:
         """Re-embed every chunk with the configured model (resumable); a ReindexReport."""
         from captain_memo.store.reindex import reindex
 
-        return reindex(self.store, self.embedder, batch_size, progress, restart=restart)
+        return reindex(self.store, self._deliberate_embedder(), batch_size, progress, restart=restart)
 
     @_translated
     def fill_missing(self, batch_size: int, progress: Callable | None = None) -> int:
         from captain_memo.store.reindex import fill_missing
 
-        return fill_missing(self.store, self.embedder, batch_size, progress)
+        return fill_missing(self.store, self._deliberate_embedder(), batch_size, progress)
 
     @_translated
     def refuse_if_reindexing(self) -> None:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from captain_memo.config import RankConfig
 
-KINDS = ("memory", "skill", "observation")
+from captain_memo.kinds import KINDS  # noqa: F401 - part of the records' vocabulary
+from captain_memo.units import DAY  # noqa: F401 - part of the records' vocabulary
 
 
 @dataclass(frozen=True)
@@ -91,9 +92,6 @@ class Chunk:
     seq: int
     text: str
     content_hash: str
-
-
-DAY = 86_400.0  # seconds; ages and Tide's clock are counted in days
 
 
 class Leg(str, Enum):

@@ -6,7 +6,7 @@ import re
 from datetime import datetime, timezone
 
 from captain_memo.errors import InputError
-from captain_memo.records import KINDS
+from captain_memo.kinds import KINDS
 
 MAX_BODY_CHARS = 1_000_000
 MAX_TITLE_CHARS = 1_000

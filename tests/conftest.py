@@ -14,6 +14,9 @@ def isolated_env(tmp_path, monkeypatch):
         if name.startswith("CAPTAIN_MEMO_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("CAPTAIN_MEMO_HOME", str(tmp_path / "home"))
+    # Commands run in the test's process (or child) unless a test starts the warm service itself.
+    monkeypatch.setenv("CAPTAIN_MEMO_SERVICE", "0")
+    monkeypatch.setenv("CAPTAIN_MEMO_RUNTIME_DIR", str(tmp_path / "run"))
     yield
 
 
@@ -62,7 +65,7 @@ def cli_env(tmp_path, monkeypatch, local_embedder):
     """The CLI run in an empty folder (no git repository, so no project), sharing the session's
     loaded model rather than loading it again for every command; returns a database path."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg: local_embedder)
+    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg, **_: local_embedder)
     return tmp_path / "memo.db"
 
 
@@ -131,3 +134,20 @@ def pg_server():
 def team_db(pg_server):
     """A new, empty database on the session's PostgreSQL (tests/team_support.py's TeamDatabase)."""
     return pg_server.new_database()
+
+
+@pytest.fixture
+def service_env(embed_server, tmp_path):
+    """Settings for child commands that use the service: a store, a runtime folder, the model over HTTP."""
+    from embed_support import provider_env
+    from service_support import stop_all
+
+    run = tmp_path / "run"
+    env = {
+        **provider_env("openai", embed_server.url),
+        "CAPTAIN_MEMO_SERVICE": "1",
+        "CAPTAIN_MEMO_RUNTIME_DIR": str(run),
+        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
+    }
+    yield env
+    stop_all(run)

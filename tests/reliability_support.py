@@ -23,6 +23,7 @@ def child_env(**extra: str) -> dict[str, str]:
     """The environment for a child: this checkout and tests/ importable, no inherited settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_MEMO_")}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["CAPTAIN_MEMO_SERVICE"] = "0"  # each child does its own work: these tests are about SQLite
     env.update(extra)
     return env
 
@@ -154,7 +155,7 @@ def cli(*argv: str) -> int:
 
     import captain_memo.engine
 
-    captain_memo.engine.make_embedder = lambda cfg: HashEmbedder()
+    captain_memo.engine.make_embedder = lambda cfg, **_: HashEmbedder()
     from captain_memo.cli import main
 
     print("started", flush=True)

@@ -247,7 +247,7 @@ def test_configuration_from_the_environment(monkeypatch, embed_server):
     monkeypatch.setenv("CAPTAIN_MEMO_EMBED_MODEL", MODEL)
     monkeypatch.setenv("CAPTAIN_MEMO_EMBED_ENCODING", "base64")
     monkeypatch.setenv("CAPTAIN_MEMO_EMBED_BATCH_SIZE", "7")
-    embedder = make_embedder(embed_config())
+    embedder = make_embedder(embed_config()).inner  # behind the back-off (embeddings/backoff.py)
     assert isinstance(embedder, OpenAIEmbedder)
     assert (embedder.url, embedder.encoding, embedder.batch_size) == (embed_server.url, "base64", 7)
     assert embedder.embed(["x"]).shape == (1, 384)

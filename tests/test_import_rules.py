@@ -15,7 +15,15 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "captain_memo"
 SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|BEGIN|COMMIT|ROLLBACK)\b")
 BELOW_THE_DOOR = ("captain_memo.store", "captain_memo.embeddings", "captain_memo.sources")
-FRONT_ENDS = ("captain_memo.cli", "captain_memo.commands", "captain_memo.editor", "captain_memo.mcpserver")
+FRONT_ENDS = (
+    "captain_memo.cli",
+    "captain_memo.commands",
+    "captain_memo.editor",
+    "captain_memo.mcpserver",
+    "captain_memo.app",
+    "captain_memo.warm",
+    "captain_memo.service",
+)
 
 
 def modules():

@@ -96,7 +96,7 @@ def test_degraded_result_is_announced_by_the_cli(stored, db_file, monkeypatch, c
 
     damage_keyword_index(db_file)
     stored.close()
-    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg: stored.embedder)
+    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg, **_: stored.embedder)
     assert cli.main(["--db", str(db_file), "recall", "--project", "none", "invoice", "numbers"]) == 0
     out = capsys.readouterr().out
     assert "legs: vector" in out and "keyword leg failed" in out

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.mcp
 
 def test_a_failed_vector_leg_gives_keyword_results_that_say_so(tmp_path, fault_server):  # noqa: F811
     repo = make_repo(tmp_path)
-    env = provider_env("ollama", fault_server.url, timeout="3")
+    # backoff 0: each recall asks the endpoint, so each fault is seen (tests/test_backoff.py covers skipping).
+    env = provider_env("ollama", fault_server.url, timeout="3", backoff="0")
 
     async def body():
         out = {}

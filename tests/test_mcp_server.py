@@ -223,7 +223,8 @@ def test_a_memory_the_cli_saves_mid_session_is_found_by_the_warm_engine(tmp_path
     another process writes meanwhile is found by the next recall, by meaning as well as by word."""
     repo = make_repo(tmp_path)
     db = tmp_path / "memo.db"
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(db)}
+    # SERVICE 0: the command does its own work (no warm service left running after the test).
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(db), "CAPTAIN_MEMO_SERVICE": "0"}
 
     async def body():
         async with connect(db, repo) as client:

@@ -6,16 +6,38 @@ import json
 import sys
 import time
 
-from captain_memo.config import db_path
-from captain_memo.gitctx import GitContext, git_context
-from captain_memo.records import DAY
+from captain_memo.paths import db_path
+from captain_memo.units import DAY
 
 
 def open_memo(args, embedder=None):
     """The application interface over ``--db`` (default: the configured database); opens nothing yet."""
+    from captain_memo.commands._log import configure
     from captain_memo.memo import Memo
 
+    configure(getattr(args, "verbose", False))
     return Memo.open(args.db or db_path(), embedder)
+
+
+def run_request(args, op: str, request) -> dict:
+    """The answer to an app.py request (``recall``, ``remember``): from the warm service
+    (captain_memo/service/) when there is one, else computed in this process."""
+    from captain_memo import app
+
+    data = None if getattr(args, "no_service", False) else _ask_service(args, op, request.to_json())
+    if data is not None:
+        return data
+    with open_memo(args) as memo:
+        return getattr(app, op)(memo, request)
+
+
+def _ask_service(args, op: str, request: dict) -> dict | None:
+    import os
+
+    from captain_memo.service.client import call
+
+    # Absolute: the service runs in another folder.
+    return call(op, request, os.path.abspath(os.path.expanduser(str(args.db or db_path()))))
 
 
 def add_context_args(parser, branch: bool = True) -> None:
@@ -46,16 +68,11 @@ def add_secrets_arg(parser) -> None:
     )
 
 
-def context(args) -> GitContext:
+def context(args):
     """The caller's git context, with --project and --branch applied."""
-    ctx = git_context()
-    project = getattr(args, "project", None)
-    if project is not None:
-        ctx = GitContext(None if project.lower() == "none" else project, ctx.branch, ctx.commit, ctx.root)
-    branch = getattr(args, "branch", None)
-    if branch is not None:
-        ctx = GitContext(ctx.project, branch or None, ctx.commit, ctx.root)
-    return ctx
+    from captain_memo.gitctx import git_context, with_overrides
+
+    return with_overrides(git_context(), getattr(args, "project", None), getattr(args, "branch", None))
 
 
 def print_json(data) -> None:

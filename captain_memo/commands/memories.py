@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
 
-from captain_memo.commands._common import add_context_args, add_secrets_arg, age, context, open_memo, print_json
-from captain_memo.records import KINDS, NewMemory, Source, memory_json
+from captain_memo import app
+from captain_memo.commands._common import add_context_args, add_secrets_arg, age, open_memo, print_json, run_request
+from captain_memo.kinds import KINDS
 from captain_memo.terminal import block, one_line
 from captain_memo.validation import parse_date
 
@@ -43,11 +45,11 @@ def register(sub) -> None:
 
 def _lines(text: str | None) -> tuple[int | None, int | None]:
     """``--lines 10`` or ``--lines 10-24``: line numbers from 1, the second not before the first."""
-    from captain_memo.errors import InputError
-    from captain_memo.import_records import MAX_LINE
-
     if not text:
         return None, None
+    from captain_memo.errors import InputError
+    from captain_memo.import_records import MAX_LINE  # imports the record classes: only when --lines is given
+
     found = re.fullmatch(r"\s*(\d{1,10})\s*(?:-\s*(\d{1,10})\s*)?", text)
     start, end = (int(found[1]), int(found[2] or found[1])) if found else (0, 0)
     if not 1 <= start <= end <= MAX_LINE:
@@ -56,38 +58,30 @@ def _lines(text: str | None) -> tuple[int | None, int | None]:
 
 
 def remember(args) -> int:
-    from captain_memo import secrets
-
     text = " ".join(args.text) if args.text else sys.stdin.read()
-    for finding in secrets.check(text, args.title, allow=args.allow_secrets, how_to_allow="rerun with --allow-secrets"):
-        print(f"captain-memo: warning: storing a credential as it is ({finding.describe()})", file=sys.stderr)
-    ctx = context(args)
     start, end = _lines(args.lines)
-    source = Source(
-        path=ctx.relative(args.file) if args.file else None,
+    request = app.RememberRequest(
+        text,
+        os.getcwd(),
+        kind=args.kind,
+        title=args.title,
+        file=args.file,
         line_start=start,
         line_end=end,
-        commit=ctx.commit if args.file else None,
-        origin="cli",
+        created_at=parse_date(args.date),
+        project=args.project,
+        branch=args.branch,
+        allow_secrets=args.allow_secrets,
     )
-    with open_memo(args) as memo:
-        memory_id = memo.remember(
-            NewMemory(
-                body=text,
-                kind=args.kind,
-                title=args.title,
-                project=ctx.project,
-                branch=ctx.branch,
-                source=source,
-                created_at=parse_date(args.date),
-            )
-        )
-        pending = memo.pending_vectors()
+    data = run_request(args, "remember", request)
+    for finding in data["kept_secrets"]:
+        print(f"captain-memo: warning: storing a credential as it is ({finding})", file=sys.stderr)
     if args.json:
-        print_json({"id": memory_id, "pending_vectors": pending})
+        print_json({"id": data["id"], "pending_vectors": data["pending_vectors"]})
     else:
+        pending = data["pending_vectors"]
         note = " (no vector yet: the embedder is down; keyword search finds it meanwhile)" if pending else ""
-        print(f"remembered #{memory_id}{note}")
+        print(f"remembered #{data['id']}{note}")
     return 0
 
 
@@ -95,6 +89,8 @@ def show(args) -> int:
     with open_memo(args) as memo:
         m = memo.show(args.id)
     if args.json:
+        from captain_memo.records import memory_json
+
         print_json(memory_json(m))
         return 0
     print(f"#{m.id} [{m.kind}] {one_line(m.display_title)}")

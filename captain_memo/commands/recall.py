@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
 
-from captain_memo.commands._common import add_context_args, age, context, open_memo, print_json
-from captain_memo.ranking.result import RecallResult, result_json
-from captain_memo.records import RecallRequest
+from captain_memo import app
+from captain_memo.commands._common import add_context_args, age, print_json, run_request
 from captain_memo.terminal import one_line
 
 FACTOR_LABELS = {
@@ -36,22 +36,21 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    ctx = context(args)
-    with open_memo(args) as memo:
-        result = memo.recall(
-            RecallRequest(
-                " ".join(args.query),
-                project=ctx.project,
-                branch=ctx.branch,
-                limit=args.limit,
-                profile=args.profile,
-                all_projects=args.all_projects,
-            )
-        )
+    request = app.RecallRequest(
+        " ".join(args.query),
+        os.getcwd(),
+        project=args.project,
+        branch=args.branch,
+        limit=args.limit,
+        profile=args.profile,
+        all_projects=args.all_projects,
+    )
+    data = run_request(args, "recall", request)
+    project = data.pop("project", None)  # the repository searched; not part of --json
     if args.json:
-        print_json(result_json(result, time.time()))
+        print_json(data)
     else:
-        print(render(result, args.explain, searched(ctx.project, args.all_projects)))
+        print(render(data, args.explain, searched(project, args.all_projects)))
     return 0
 
 
@@ -64,35 +63,40 @@ def searched(project: str | None, all_projects: bool) -> str:
     return f"{project} and personal notes; --all-projects searches every project's memories too"
 
 
-def explain_lines(hit) -> list[str]:
+def explain_lines(hit: dict) -> list[str]:
     def num(v):
         return "absent" if v is None else f"{v:.3f}"
 
-    lines = [f"      vector {num(hit.vector)}  keyword {num(hit.keyword)}  fused {hit.fused:.3f}"]
-    product = f"{hit.fused:.3f}"
-    for f in hit.factors:
-        detail = f" ({one_line(f.detail)})" if f.detail else ""
-        lines.append(f"      x {f.value:.3f} {FACTOR_LABELS.get(f.name, f.name)}{detail}")
-        product += f" x {f.value:.3f}"
-    lines.append(f"      = {product} = {hit.score:.3f}")
+    trace = hit["explain"]
+    lines = [f"      vector {num(trace['vector'])}  keyword {num(trace['keyword'])}  fused {trace['fused']:.3f}"]
+    product = f"{trace['fused']:.3f}"
+    for f in trace["factors"]:
+        detail = f" ({one_line(f['detail'])})" if f["detail"] else ""
+        lines.append(f"      x {f['value']:.3f} {FACTOR_LABELS.get(f['name'], f['name'])}{detail}")
+        product += f" x {f['value']:.3f}"
+    lines.append(f"      = {product} = {hit['score']:.3f}")
     return lines
 
 
-def render(result: RecallResult, explain: bool = False, scope: str | None = None) -> str:
+def render(result: dict, explain: bool = False, scope: str | None = None) -> str:
+    """A recall's JSON (ranking/result.py ``result_json``) as the lines the terminal shows."""
     now = time.time()
     lines = []
-    for rank, hit in enumerate(result.hits, 1):
-        m = hit.memory
-        meta = " ".join(x for x in (age(now - m.created_at), m.branch and f"@{m.branch}", m.source.describe()) if x)
-        lines.append(f"{rank:>2}. {hit.score:.3f}  #{m.id} [{m.kind}] {one_line(m.display_title)}  ({one_line(meta)})")
+    for hit in result["hits"]:
+        src = hit["source"]
+        meta = " ".join(
+            x for x in (age(now - hit["created_at"]), hit["branch"] and f"@{hit['branch']}", src["label"]) if x
+        )
+        title = one_line(hit["title"])
+        lines.append(f"{hit['rank']:>2}. {hit['score']:.3f}  #{hit['id']} [{hit['kind']}] {title}  ({one_line(meta)})")
         if explain:
             lines.extend(explain_lines(hit))
-    if not result.hits:
+    if not result["hits"]:
         lines.append(f"no memory matched in {scope}" if scope else "no memory matched")
-    legs = " + ".join(result.legs)
-    footer = f"profile {result.profile} · legs: {legs} · {result.elapsed_ms:.0f} ms"
-    if result.degraded:
-        failed = "; ".join(f"{leg} leg failed: {one_line(why)}" for leg, why in result.failures.items())
+    legs = " + ".join(result["legs"])
+    footer = f"profile {result['profile']} · legs: {legs} · {result['elapsed_ms']:.0f} ms"
+    if result["failures"]:
+        failed = "; ".join(f"{leg} leg failed: {one_line(why)}" for leg, why in result["failures"].items())
         footer += f"\nwarning: only the {legs} leg answered ({failed})"
     lines.append(footer)
     return "\n".join(lines)

@@ -74,4 +74,4 @@ def cached_embedder(folder=None) -> tuple[CachedEmbedder, EmbeddingCache]:
     from captain_memo.embeddings import make_embedder
 
     cache = EmbeddingCache(folder or default_cache_dir())
-    return CachedEmbedder(make_embedder(embed_config()), cache), cache
+    return CachedEmbedder(make_embedder(embed_config(), backoff=False), cache), cache

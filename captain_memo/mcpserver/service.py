@@ -99,7 +99,7 @@ class MemoryService:
                 source={**data["source"], "file": locate(data["source"]["path"], ctx, hit.memory.project)},
             )
             if args["explain"]:
-                entry["explain"] = [line.strip() for line in explain_lines(hit)]
+                entry["explain"] = [line.strip() for line in explain_lines(data)]
             hits.append(entry)
         return {
             "query": result.query,

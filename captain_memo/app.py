@@ -1,0 +1,157 @@
+"""The operations a front end asks of the library, as plain requests in and JSON-able answers out.
+
+The command line runs them in its own process (cold) or sends the same request to the warm
+service (captain_memo/service/), which runs them on a ``Memo`` it keeps open; either way the
+answer is the same dict, so both paths print the same thing. A request names the caller's folder
+(``cwd``): the git context is worked out where the store is open, because importing gitpython
+(~100 ms) would cost the thin client more than the whole warm answer.
+
+Importing this module imports no numpy, SQLite or git: the thin client builds requests with it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import namedtuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from captain_memo.errors import InputError
+
+if TYPE_CHECKING:
+    from captain_memo.gitctx import GitContext
+
+# (folder, fresh) -> the git context there; ``fresh`` asks for the current commit, not a cached one.
+ContextLookup = Callable[[str, bool], "GitContext"]
+
+
+class _Request:
+    """JSON in and out for the request records below. They are NamedTuples, immutable like the
+    frozen dataclasses elsewhere: the dataclasses module imports inspect (ast, dis, tokenize),
+    a fifth of what the thin client imports (`python -X importtime`)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # given by the NamedTuple each request record also derives from
+        _fields: tuple[Any, ...]
+        _field_defaults: dict[str, Any]
+
+        def _asdict(self) -> dict[str, Any]: ...
+
+    def to_json(self) -> dict:
+        return self._asdict()
+
+    @classmethod
+    def from_json(cls, data: dict):
+        if not isinstance(data, dict):
+            raise InputError(f"a {cls.__name__} must be a JSON object")
+        unknown = set(data) - set(cls._fields)
+        if unknown:
+            raise InputError(f"unknown fields in {cls.__name__}: {', '.join(sorted(unknown))}")
+        missing = [name for name in cls._fields if name not in data and name not in cls._field_defaults]
+        if missing:
+            raise InputError(f"{cls.__name__} needs {', '.join(missing)}")
+        return cls(**data)
+
+
+class RecallRequest(
+    _Request,
+    namedtuple(
+        "RecallRequest", "query cwd project branch limit profile all_projects", defaults=(None, None, None, None, False)
+    ),
+):
+    """A search from the folder ``cwd``; ``project`` overrides its repository ("none": personal notes)."""
+
+    __slots__ = ()
+
+
+class RememberRequest(
+    _Request,
+    namedtuple(
+        "RememberRequest",
+        "text cwd kind title file line_start line_end created_at project branch allow_secrets",
+        defaults=("memory", "", None, None, None, None, None, None, False),
+    ),
+):
+    """A memory written from ``cwd``; ``file`` as the user wrote it, relative to ``cwd`` or absolute;
+    ``allow_secrets``: store text that looks like a credential as it is (else refused, or redacted
+    with CAPTAIN_MEMO_REDACT_SECRETS=1)."""
+
+    __slots__ = ()
+
+
+def git_lookup(folder: str, fresh: bool = True):
+    from captain_memo.gitctx import git_context
+
+    return git_context(folder)
+
+
+def _context(lookup: ContextLookup, cwd: str, project: str | None, branch: str | None, fresh: bool):
+    from captain_memo.gitctx import with_overrides
+
+    return with_overrides(lookup(cwd, fresh), project, branch)
+
+
+def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> dict:
+    """A search from ``request.cwd``: the hits as doc/json.md shows them, and the project searched."""
+    from captain_memo import records
+    from captain_memo.ranking.result import result_json
+
+    ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=False)
+    result = memo.recall(
+        records.RecallRequest(
+            request.query,
+            project=ctx.project,
+            branch=ctx.branch,
+            limit=request.limit,
+            profile=request.profile,
+            all_projects=request.all_projects,
+        )
+    )
+    return {**result_json(result, time.time()), "project": ctx.project}
+
+
+def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup) -> dict:
+    """Store a memory written from ``request.cwd``: its id, how many chunks still wait for a vector,
+    and the credentials it was allowed to keep as they are (for a warning)."""
+    from captain_memo import secrets
+    from captain_memo.records import NewMemory, Source
+
+    # Checked where the store is open: compiling the patterns would cost the thin client ~10 ms.
+    kept = secrets.check(
+        request.text, request.title, allow=request.allow_secrets, how_to_allow="rerun with --allow-secrets"
+    )
+    # The commit matters here: a cached context may predate the last commit.
+    ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=True)
+    path = _source_path(ctx, request.cwd, request.file) if request.file else None
+    source = Source(
+        path=path,
+        line_start=request.line_start,
+        line_end=request.line_end,
+        commit=ctx.commit if request.file else None,
+        origin="cli",
+    )
+    memory_id = memo.remember(
+        NewMemory(
+            body=request.text,
+            kind=request.kind,
+            title=request.title,
+            project=ctx.project,
+            branch=ctx.branch,
+            source=source,
+            created_at=request.created_at,
+        )
+    )
+    return {
+        "id": memory_id,
+        "pending_vectors": memo.pending_vectors(),
+        "kept_secrets": [finding.describe() for finding in kept],
+    }
+
+
+def _source_path(ctx, cwd: str, file: str) -> str:
+    """The file relative to the working tree when inside it, else as the user wrote it."""
+    import os
+
+    absolute = file if os.path.isabs(file) else os.path.join(cwd, file)
+    relative = ctx.relative(absolute)
+    return file if relative == absolute else relative

@@ -1,0 +1,42 @@
+"""`captain-memo service status|stop`: the warm service that answers recall and remember."""
+
+from __future__ import annotations
+
+import time
+
+from captain_memo.commands._common import print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "service",
+        help="the warm service behind recall and remember (status, stop)",
+        description="recall and remember start a small service on first use that keeps the "
+        "model and index loaded, and exits after CAPTAIN_MEMO_SERVICE_IDLE seconds "
+        "(600) without a request. CAPTAIN_MEMO_SERVICE=0 or --no-service turns it off.",
+    )
+    p.add_argument("action", choices=["status", "stop"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from captain_memo.paths import db_path
+    from captain_memo.service.client import control
+
+    db = args.db or db_path()
+    answer = control(args.action, db)
+    if args.json:
+        print_json({"running": answer is not None, **(answer or {})})
+        return 0
+    if answer is None:
+        print(f"no service is running for {db}")
+    elif args.action == "stop":
+        print(f"stopped the service (pid {answer['pid']}) for {db}")
+    else:
+        print(
+            f"service pid {answer['pid']} for {answer['db']}: model {answer['model'] or 'not loaded yet'}, "
+            f"{answer['requests']} requests, up {time.time() - answer['started']:.0f} s, "
+            f"exits after {answer['idle_exit_seconds']:g} s idle"
+        )
+    return 0

@@ -1,0 +1,105 @@
+"""The user's private runtime folder: where the warm service listens, and where state shared by
+processes for a short while lives (an embedding endpoint's back-off).
+
+One service per store and configuration: its socket is named by a hash of the database path and
+every ``CAPTAIN_MEMO_*`` setting (the service runs with the same settings as the command that
+started it, so it never answers with another model, profile or redaction rule). Sockets live in a
+folder only the user can enter (0700); a folder or socket that another user owns, or that others
+can open, is refused rather than used.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from pathlib import Path
+
+from captain_memo.errors import CaptainMemoError
+from captain_memo.paths import ENV_PREFIX
+
+SERVICE_ENV = ENV_PREFIX + "SERVICE"  # 0 / off: every command runs in its own process
+IDLE_ENV = ENV_PREFIX + "SERVICE_IDLE"  # seconds without a request before the service exits
+RUNTIME_ENV = ENV_PREFIX + "RUNTIME_DIR"  # sockets, the service log, back-off state
+DEFAULT_IDLE = 600.0
+# Settings that change where or how long the service runs, not what it answers.
+UNKEYED = {SERVICE_ENV, IDLE_ENV, RUNTIME_ENV}
+
+
+class UnsafeRuntimeError(CaptainMemoError):
+    """The socket folder or the socket is not private to this user."""
+
+
+def enabled(env=None) -> bool:
+    env = os.environ if env is None else env
+    return (env.get(SERVICE_ENV) or "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def idle_seconds(env=None) -> float:
+    env = os.environ if env is None else env
+    try:
+        value = float(env.get(IDLE_ENV) or DEFAULT_IDLE)
+    except ValueError:
+        return DEFAULT_IDLE
+    return value if value > 0 else DEFAULT_IDLE
+
+
+def runtime_dir(env=None) -> Path:
+    """``CAPTAIN_MEMO_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/captain-memo``, else /tmp/captain-memo-UID."""
+    env = os.environ if env is None else env
+    if env.get(RUNTIME_ENV):
+        return Path(env[RUNTIME_ENV]).expanduser().absolute()
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isdir(xdg):
+        return Path(xdg) / "captain-memo"
+    return Path("/tmp") / f"captain-memo-{os.getuid()}"
+
+
+def private_dir(env=None) -> Path:
+    """The runtime folder, created 0700; refused when it is a link, another user's, or open to others."""
+    folder = runtime_dir(env)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError as exc:
+        raise UnsafeRuntimeError(f"cannot create the service folder {folder}: {exc.strerror}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeRuntimeError(f"{folder} is not a folder (a link?); not using it for the service")
+    if info.st_uid != os.getuid():
+        raise UnsafeRuntimeError(f"{folder} belongs to user id {info.st_uid}, not to you; not using it")
+    if info.st_mode & 0o077:
+        raise UnsafeRuntimeError(f"{folder} is {info.st_mode & 0o777:04o}, open to others; run chmod 700 {folder}")
+    return folder
+
+
+def service_key(db: str | os.PathLike, env=None) -> str:
+    env = os.environ if env is None else env
+    settings = sorted((k, v) for k, v in env.items() if k.startswith(ENV_PREFIX) and k not in UNKEYED)
+    # Two 32-bit checksums rather than hashlib, whose OpenSSL import costs the thin path ~5 ms; the
+    # name only has to tell a user's few configurations apart, in a folder nobody else can enter.
+    material = repr((os.path.abspath(os.path.expanduser(str(db))), settings)).encode("utf-8")
+    return f"{zlib.crc32(material):08x}{zlib.adler32(material):08x}"
+
+
+def socket_path(db: str | os.PathLike, env=None) -> Path:
+    return private_dir(env) / f"{service_key(db, env)}.sock"
+
+
+def check_socket(path: Path) -> bool:
+    """True when ``path`` is a socket this user owns and only this user can open; False when there
+    is nothing there. Anything else is refused: another user's socket would see every query."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISSOCK(info.st_mode):
+        raise UnsafeRuntimeError(f"{path} is not a socket; not using it")
+    if info.st_uid != os.getuid():
+        raise UnsafeRuntimeError(
+            f"the service socket {path} belongs to user id {info.st_uid}, not to you; not using it"
+        )
+    if info.st_mode & 0o077:
+        raise UnsafeRuntimeError(
+            f"the service socket {path} is {info.st_mode & 0o777:04o}, open to others; not using it"
+        )
+    return True

@@ -1,0 +1,159 @@
+"""The command line's side of the warm service: send a request, starting the service if needed.
+
+This is the thin path: it imports the standard library's socket and json and nothing heavy (no
+numpy, SQLite, onnxruntime or git; tests/test_service.py checks). ``call`` returns None whenever
+the work should run in the caller's own process instead: the service is switched off, its folder
+or socket is not private, or it cannot be started; the command then runs cold, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from captain_memo import runtime
+from captain_memo.errors import CaptainMemoError
+from captain_memo.service import wire
+
+# A first start imports the engine (~1 s on an idle machine, several on a busy one) before the
+# socket exists; past this, the command runs in its own process rather than wait longer.
+START_TIMEOUT = 20.0
+CONNECT_POLL = 0.01
+# The longest a request may take: an HTTP embedder's own timeout (30 s) plus the first model load.
+REPLY_TIMEOUT = 300.0
+
+
+# Requests that change nothing: one lost after the service took it is simply run again here.
+READ_ONLY = {"recall", "status"}
+
+
+class _NotAccepted(Exception):
+    """The service closed the connection before taking the request: it never ran."""
+
+
+class _Lost(Exception):
+    """The service took the request and then went away: it may or may not have run."""
+
+
+def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None:
+    """The service's answer to ``request``, or None to run it here. A failure the service reports
+    (a bad input, a damaged store) is raised as CaptainMemoError, exactly as running it here would."""
+    env = os.environ if env is None else env
+    if not runtime.enabled(env):
+        return None
+    try:
+        path = runtime.socket_path(db, env)
+        for _ in range(2):  # once more when a service exiting for idleness dropped the request unread
+            sock = _connect(path) or _start(path, db, env)
+            if sock is None:
+                return None
+            try:
+                return _exchange(sock, op, request)
+            except _NotAccepted:
+                continue
+            except _Lost as exc:
+                if op in READ_ONLY:
+                    _say(f"{exc}; running it here")
+                    return None
+                raise CaptainMemoError(
+                    f"{exc}: it may or may not have been done (run `captain-memo recall` "
+                    "to check; --no-service runs without the service)"
+                ) from None
+            finally:
+                sock.close()
+    except runtime.UnsafeRuntimeError as exc:
+        _say(f"{exc}; running without the service")
+    except OSError as exc:
+        _say(f"the service is unreachable ({exc}); running without it")
+    return None
+
+
+def control(op: str, db: str | os.PathLike, env=None) -> dict | None:
+    """``status`` or ``stop`` for the service of ``db``; None when none is running (nothing starts)."""
+    sock = _connect(runtime.socket_path(db, env))
+    if sock is None:
+        return None
+    try:
+        return _exchange(sock, op, {})
+    except (_NotAccepted, _Lost):
+        return None
+    finally:
+        sock.close()
+
+
+def _connect(path: Path) -> socket.socket | None:
+    if not runtime.check_socket(path):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except (ConnectionRefusedError, FileNotFoundError):  # a killed service's leftover, or just gone
+        sock.close()
+        return None
+    return sock
+
+
+def _start(path: Path, db, env) -> socket.socket | None:
+    """Start a service for ``db`` and connect to it; None when it does not come up in time."""
+    import subprocess
+
+    log = open(path.with_suffix(".log"), "ab")  # noqa: SIM115 - handed to the child
+    os.chmod(log.name, 0o600)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "captain_memo.service.server", "--socket", str(path), "--db", str(db)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=dict(env),
+            # `-m` puts the working folder first on sys.path: a checkout of this project there would
+            # be imported instead of the installed package. The private folder holds no modules.
+            cwd=path.parent,
+            start_new_session=True,
+        )
+    finally:
+        log.close()
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        sock = _connect(path)
+        if sock is not None:
+            return sock
+        code = child.poll()
+        if code:  # it failed to start; its log says why
+            _say(f"the service did not start (exit {code}; see {log.name}); running without it")
+            return None
+        time.sleep(CONNECT_POLL)
+    _say(f"the service did not answer within {START_TIMEOUT:g} s (see {log.name}); running without it")
+    return None
+
+
+def _exchange(sock: socket.socket, op: str, request: dict) -> dict:
+    sock.settimeout(REPLY_TIMEOUT)
+    with sock.makefile("rb") as reader:
+        try:
+            wire.send(sock, {"op": op, "request": request})
+            first = wire.receive(reader)
+        except (ConnectionResetError, BrokenPipeError, wire.WireError):
+            raise _NotAccepted() from None
+        if first is None:
+            raise _NotAccepted()
+        if not first.get("accepted"):
+            raise CaptainMemoError(first.get("error") or "the service refused the request")
+        try:
+            reply = wire.receive(reader)
+        except (OSError, wire.WireError) as exc:
+            raise _Lost(f"the service failed while running `{op}` ({exc})") from None
+    if reply is None:
+        raise _Lost(f"the service stopped while running `{op}`")
+    if reply.get("internal"):
+        raise _Lost(reply.get("error") or "the service failed without saying why")
+    if not reply.get("ok"):
+        raise CaptainMemoError(reply.get("error") or "the service failed without saying why")
+    return reply["result"]
+
+
+def _say(message: str) -> None:
+    print(f"captain-memo: {message}", file=sys.stderr)

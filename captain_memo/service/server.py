@@ -1,0 +1,246 @@
+"""The warm service process: holds one store's engine and answers the command line over a socket.
+
+Started by the first command that finds no service (``python -m captain_memo.service.server``);
+exits after ``CAPTAIN_MEMO_SERVICE_IDLE`` seconds without a request (600 by default), on
+``captain-memo service stop``, or on SIGTERM. Only one service runs per socket: the one that holds
+the lock file next to it. A service killed outright leaves its socket behind; the next one to start
+takes the lock and replaces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+
+from captain_memo import app, runtime
+from captain_memo.errors import CaptainMemoError
+from captain_memo.service import wire
+
+log = logging.getLogger("captain_memo")
+ACCEPT_POLL = 0.5  # seconds between idle checks while nobody connects
+BACKLOG = 64
+LOCK_WAIT = 30.0  # seconds a new service waits for an exiting one to finish its last requests
+# A client sends its request at once; one that connects and stays silent must not keep the
+# service from ever being idle.
+READ_TIMEOUT = 30.0
+
+
+class Service:
+    def __init__(self, path: Path, db: Path, idle: float):
+        from captain_memo.warm import WarmMemo
+
+        self.path = path
+        self.db = db
+        self.idle = idle
+        self.memo = WarmMemo(db)
+        self.started = time.time()
+        self.requests = 0
+        self._active = 0
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.ops = {"recall": self._recall, "remember": self._remember, "status": self._status, "stop": self._stop}
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def serve(self, listener: socket.socket) -> None:
+        bound = os.lstat(self.path).st_ino
+        listener.settimeout(ACCEPT_POLL)
+        threading.Thread(target=self._warm_up, name="captain-memo-warm-up", daemon=True).start()
+        while not self._stopping.is_set() and not self._idle_too_long():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with self._lock:
+                self._active += 1
+                self._last = time.monotonic()
+            threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+        # New clients find no socket and start a new service, which waits for this one's lock;
+        # connections not yet accepted are reset unanswered (their clients may safely retry);
+        # those accepted finish before the exit.
+        remove_socket(self.path, bound)
+        listener.close()
+        while self._active_count():
+            time.sleep(0.01)
+
+    def _idle_too_long(self) -> bool:
+        with self._lock:
+            return self._active == 0 and time.monotonic() - self._last > self.idle
+
+    def _active_count(self) -> int:
+        with self._lock:
+            return self._active
+
+    def _warm_up(self) -> None:
+        try:
+            self.memo.warm_up()
+        except Exception as exc:  # the first request meets the same failure and reports it
+            log.warning("warming up failed: %s", exc)
+
+    def _serve_one(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(READ_TIMEOUT)
+            with conn, conn.makefile("rb") as reader:
+                if not same_user(conn):
+                    wire.send(conn, {"ok": False, "error": "refused: the service answers its own user only"})
+                    return
+                message = wire.receive(reader)
+                if message is None:
+                    return
+                wire.send(conn, {"accepted": True})
+                wire.send(conn, self.answer(message))
+        except (OSError, wire.WireError) as exc:
+            log.info("a client connection failed: %s", exc)
+        finally:
+            with self._lock:
+                self._active -= 1
+                self._last = time.monotonic()
+
+    def answer(self, message: dict) -> dict:
+        op = self.ops.get(str(message.get("op")))
+        self.requests += 1
+        try:
+            if op is None:
+                raise CaptainMemoError(f"the service does not know the request {message.get('op')!r}")
+            return {"ok": True, "result": op(message.get("request") or {})}
+        except CaptainMemoError as exc:
+            return {"ok": False, "error": str(exc)}
+        except Exception as exc:
+            from captain_memo.memo import readable_error
+
+            error = readable_error(exc, self.db)
+            if error is not None:
+                return {"ok": False, "error": str(error)}
+            log.exception("%s failed", message.get("op"))
+            return {
+                "ok": False,
+                "internal": True,
+                "error": f"the service failed: {type(exc).__name__}: {exc} (details in its log)",
+            }
+
+    # -- the requests -----------------------------------------------------------------------
+
+    def _recall(self, request: dict) -> dict:
+        return self.memo.recall(app.RecallRequest.from_json(request))
+
+    def _remember(self, request: dict) -> dict:
+        return self.memo.remember(app.RememberRequest.from_json(request))
+
+    def _status(self, request: dict) -> dict:
+        return {
+            "pid": os.getpid(),
+            "db": str(self.db),
+            "socket": str(self.path),
+            "model": self.memo.model(),
+            "started": self.started,
+            "requests": self.requests,
+            "idle_exit_seconds": self.idle,
+            "reopened": self.memo.reopened,
+        }
+
+    def _stop(self, request: dict) -> dict:
+        self._stopping.set()
+        return {"pid": os.getpid()}
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+
+def same_user(conn: socket.socket) -> bool:
+    """The peer runs as this user (the socket's 0600 mode says so too; this holds if it is changed)."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    return uid == os.getuid()
+
+
+def take_lock(path: Path, wait: float = LOCK_WAIT):
+    """The service's lock file, held for its lifetime; None when another service answers on
+    ``path``. A service still finishing its last requests holds the lock a moment longer."""
+    fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if answering(path) or time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.02)
+
+
+def answering(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+            return True
+        except OSError:
+            return False
+
+
+def listen(path: Path) -> socket.socket:
+    """Bind the socket 0600 from the start (no moment where others could connect)."""
+    try:
+        path.unlink()  # a killed service's leftover; the lock says no live service owns it
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old)
+    listener.listen(BACKLOG)
+    return listener
+
+
+def remove_socket(path: Path, inode: int) -> None:
+    """Remove our socket, never one a newer service bound at the same path."""
+    try:
+        if os.lstat(path).st_ino == inode:
+            path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="captain-memo-service")
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--db", required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s captain-memo service %(process)d: %(message)s"
+    )
+    path = Path(args.socket)
+    runtime.private_dir()  # refuses a folder that is not private before anything is bound in it
+    lock = take_lock(path)
+    if lock is None:
+        log.info("another service holds %s; leaving it to answer", path)
+        return 0
+    os.chdir("/")  # hold no folder of the caller's
+    listener = listen(path)
+    service = Service(path, Path(args.db), runtime.idle_seconds())
+    signal.signal(signal.SIGTERM, lambda *_: service.stop())
+    log.info("serving %s on %s", args.db, path)
+    try:
+        service.serve(listener)
+    finally:
+        service.memo.close()
+        log.info("stopped after %d requests", service.requests)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""The service's messages: one JSON object per line over a Unix socket.
+
+A request is ``{"op", "request"}``. The service first answers ``{"accepted": true}`` once it has
+read the request and will run it, then ``{"ok": true, "result"}`` or ``{"ok": false, "error"}``.
+The first line tells a client whether a request it got no answer to was run at all: one that was
+never accepted is safe to send again, a write that was accepted and then lost is not.
+"""
+
+from __future__ import annotations
+
+import json
+
+# A remembered text may be a megabyte (validation.MAX_BODY_CHARS) of characters up to 4 bytes
+# each, escaped in JSON; recall answers are far smaller.
+MAX_LINE = 16 * 1024 * 1024
+
+
+class WireError(Exception):
+    """A message that is not one JSON object on one line of acceptable size."""
+
+
+def send(sock, message: dict) -> None:
+    sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+
+
+def receive(reader) -> dict | None:
+    """The next message from a socket's binary reader, or None when the peer closed the connection."""
+    line = reader.readline(MAX_LINE + 1)
+    if not line:
+        return None
+    if len(line) > MAX_LINE or not line.endswith(b"\n"):
+        raise WireError("message too long or cut short")
+    try:
+        message = json.loads(line)
+    except ValueError as exc:
+        raise WireError(f"not JSON ({exc})") from None
+    if not isinstance(message, dict):
+        raise WireError("not a JSON object")
+    return message

@@ -1,0 +1,244 @@
+"""The warm service behind `recall` and `remember` (captain_memo/service/, captain_memo/warm.py).
+
+Real child processes throughout: `captain-memo` commands, the service they start, and the local
+model behind a real HTTP server on 127.0.0.1 (service_support.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from embed_support import REPO, cli, provider_env, stop_server
+from reliability_support import agreement, assert_consistent
+from service_support import alive, status, wait_for
+
+from captain_memo import runtime
+from captain_memo.embeddings.server import EmbeddingServer, serve_in_thread
+
+HEAVY = ("numpy", "onnxruntime", "sqlite3", "sqlean", "sqlite_vec", "git", "httpx", "tokenizers")
+
+
+def socket_of(env: dict):
+    return runtime.socket_path(env["CAPTAIN_MEMO_DB"], {**os.environ, **env})
+
+
+def run_in_child(code: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+
+
+def test_recall_and_remember_through_the_service_import_nothing_heavy(service_env):
+    assert cli("remember", "The zanzibar cache key includes the tenant id.", env=service_env).returncode == 0
+    for argv in (["recall", "zanzibar tenant"], ["remember", "a second note on the zanzibar cache"]):
+        probe = (
+            f"import sys\nfrom captain_memo.cli import main\ncode = main({argv!r})\n"
+            f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\nsys.exit(code)"
+        )
+        done = run_in_child(probe, service_env)
+        assert done.returncode == 0, done.stderr
+        assert "HEAVY []" in done.stdout, done.stdout
+        assert "zanzibar" in done.stdout or "remembered #2" in done.stdout
+    assert status(service_env)["requests"] >= 3
+
+
+def test_the_service_starts_on_first_use_and_exits_when_idle(service_env):
+    env = {**service_env, "CAPTAIN_MEMO_SERVICE_IDLE": "2"}
+    path = socket_of(env)
+    assert not path.exists()
+    saved = cli("remember", "--title", "Invoices", "The invoice builder rounds once, on the total.", env=env)
+    assert saved.returncode == 0 and "remembered #1" in saved.stdout, saved.stderr
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    pid = status(env)["pid"]
+    found = cli("recall", "invoice rounding", env=env)
+    assert "#1 [memory] Invoices" in found.stdout and "legs: vector + keyword" in found.stdout
+    assert status(env)["pid"] == pid  # the same service answered
+    assert wait_for(lambda: not alive(pid) and not path.exists()), "the service did not exit when idle"
+
+
+def test_stop_and_opting_out(service_env):
+    assert cli("remember", "the nightly export runs at two", env=service_env).returncode == 0
+    pid = status(service_env)["pid"]
+    stopped = cli("service", "stop", env=service_env)
+    assert f"stopped the service (pid {pid})" in stopped.stdout
+    assert wait_for(lambda: not alive(pid))
+    for how in ({"CAPTAIN_MEMO_SERVICE": "0"}, {}):
+        argv = ("recall", "nightly export") if how else ("--no-service", "recall", "nightly export")
+        done = cli(*argv, env={**service_env, **how})
+        assert "the nightly export runs at two" in done.stdout
+    assert status(service_env) == {"running": False}
+
+
+def test_a_socket_folder_open_to_others_is_refused(service_env):
+    folder = runtime.runtime_dir({**os.environ, **service_env})
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    done = cli("remember", "kept even without the service", env=service_env)
+    assert done.returncode == 0 and "remembered #1" in done.stdout
+    assert "open to others" in done.stderr and "running without the service" in done.stderr
+    assert not list(folder.iterdir())
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
+def test_another_users_socket_is_refused(service_env):
+    path = socket_of(service_env)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        listener.listen(1)
+        os.chown(path, 65534, 65534)
+        done = cli("remember", "never sent to a stranger's socket", env=service_env)
+        assert done.returncode == 0 and "remembered #1" in done.stdout
+        assert "belongs to user id 65534" in done.stderr
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody connected to it
+    finally:
+        listener.close()
+        path.unlink()
+
+
+def test_a_killed_service_is_replaced_by_the_next_command(service_env):
+    assert cli("remember", "The webhook retries three times.", env=service_env).returncode == 0
+    first = status(service_env)["pid"]
+    os.kill(first, signal.SIGKILL)
+    assert wait_for(lambda: not alive(first))
+    assert socket_of(service_env).exists()  # left behind by the killed process
+    found = cli("recall", "webhook retries", env=service_env)
+    assert found.returncode == 0 and "The webhook retries three times." in found.stdout
+    assert "running without" not in found.stderr
+    second = status(service_env)["pid"]
+    assert second != first and alive(second)
+
+
+def test_the_service_never_answers_with_a_model_other_than_the_stores(service_env, local_embedder):
+    other = EmbeddingServer(local_embedder, "other-model", "127.0.0.1", 0, None)
+    serve_in_thread(other)
+    try:
+        old = service_env
+        new = {**service_env, **provider_env("openai", other.url, "other-model")}
+        assert cli("remember", "parse_config reads settings.yaml once.", env=old).returncode == 0
+        assert "legs: vector + keyword" in cli("recall", "parse_config", env=old).stdout
+        assert status(old)["model"].endswith(":all-MiniLM-L6-v2-int8")
+
+        reindexed = cli("reindex", env=new)
+        assert reindexed.returncode == 0, reindexed.stderr
+        # The running service was opened on the old model: it must refuse, as a cold run does.
+        warm, cold = cli("recall", "parse_config", env=old), cli("--no-service", "recall", "parse_config", env=old)
+        assert warm.returncode == cold.returncode == 1
+        assert warm.stderr == cold.stderr and "other-model" in warm.stderr and "reindex" in warm.stderr
+        assert status(old)["model"] is None  # it holds no engine on the old model any more
+        # With the store's model configured, that configuration's service answers.
+        found = cli("recall", "parse_config", env=new)
+        assert "legs: vector + keyword" in found.stdout and "parse_config reads" in found.stdout
+        assert status(new)["model"] == "openai:other-model"
+    finally:
+        stop_server(other)
+
+
+@pytest.mark.slow
+def test_writers_through_the_service_cold_and_in_an_editor_host_lose_nothing(service_env, monkeypatch):
+    """Two commands using the service, one without, and an editor-host engine write at once."""
+    from captain_memo.memo import Memo
+
+    writer = (
+        "import sys\nfrom captain_memo.cli import main\n"
+        "for i in range(5):\n    assert main(sys.argv[1:-1] + ['remember', f'{sys.argv[-1]} note {i}']) == 0"
+    )
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", writer, *flags, name],
+            env={**os.environ, **service_env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        for flags, name in (([], "warmone"), ([], "warmtwo"), (["--no-service"], "coldone"))
+    ]
+    for name, value in service_env.items():
+        monkeypatch.setenv(name, value)
+    from captain_memo.records import NewMemory, RecallRequest
+
+    editor = Memo.open(service_env["CAPTAIN_MEMO_DB"], warm=True)
+    try:
+        for i in range(5):
+            editor.remember(NewMemory(body=f"editorhost note {i}"))
+        for child in children:
+            assert child.wait(timeout=180) == 0, child.stderr.read()
+        # Every write is there once; the service sees the cold and editor writes, vectors included.
+        for name in ("warmone", "warmtwo", "coldone", "editorhost"):
+            found = json.loads(cli("recall", "--json", "-n", "20", f"{name} note", env=service_env).stdout)
+            assert found["legs"] == ["vector", "keyword"]
+            assert sum(h["text"].startswith(f"{name} note") for h in found["hits"]) == 5, name
+        for name in ("warmtwo", "coldone"):  # the editor host's in-memory index sees the others' writes
+            seen = editor.recall(RecallRequest(f"{name} note", limit=20, all_projects=True, record=False))
+            assert seen.legs == ("vector", "keyword")
+            assert sum(h.text.startswith(f"{name} note") and h.vector is not None for h in seen.hits) == 5
+    finally:
+        editor.close()
+    report = agreement(service_env["CAPTAIN_MEMO_DB"])
+    assert_consistent(report)
+    assert report["memories"] == report["distinct_hashes"] == 20 and report["pending"] == 0
+
+
+def test_a_checkout_in_the_working_folder_is_not_what_the_service_runs(service_env, tmp_path):
+    """`python -m` puts the working folder first on sys.path; the service must not import from it."""
+    script = Path(sys.executable).with_name("captain-memo")
+    if not script.exists():
+        pytest.skip("needs the installed captain-memo script")
+    decoy = tmp_path / "checkout" / "captain_memo"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('the checkout in the working folder was imported')\n")
+    run = subprocess.run(
+        [str(script), "remember", "saved from inside another checkout"],
+        cwd=decoy.parent,
+        env={**os.environ, **service_env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0 and "remembered #1" in run.stdout, run.stderr
+    assert status(service_env)["requests"] >= 1
+
+
+def test_a_relative_database_path_is_the_callers(service_env, tmp_path):
+    env = {**os.environ, **{k: v for k, v in service_env.items() if k != "CAPTAIN_MEMO_DB"}}
+    env.pop("CAPTAIN_MEMO_DB", None)
+    work = tmp_path / "work"
+    work.mkdir()
+    outputs = []
+    for argv in (["remember", "kept beside the caller"], ["recall", "kept beside the caller"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "captain_memo.cli", "--db", "mine.db", *argv],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert "remembered #1" in outputs[0]
+    assert "#1 [memory] kept beside the caller" in outputs[1] and "legs: vector + keyword" in outputs[1]
+    assert (work / "mine.db").exists()
+
+
+def test_credentials_are_checked_the_same_through_the_service(service_env):
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    text = f"deploy with {token} on friday"
+    warm, cold = cli("remember", text, env=service_env), cli("--no-service", "remember", text, env=service_env)
+    assert warm.returncode == cold.returncode == 1
+    assert warm.stderr == cold.stderr and "GitHub token" in warm.stderr and "--allow-secrets" in warm.stderr
+    allowed = cli("remember", "--allow-secrets", text, env=service_env)
+    assert allowed.returncode == 0 and "remembered #1" in allowed.stdout
+    assert "warning: storing a credential as it is" in allowed.stderr
+    assert status(service_env)["requests"] >= 2

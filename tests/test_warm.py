@@ -1,0 +1,51 @@
+"""The store a long-lived process holds (captain_memo/warm.py) follows the file it serves."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import HashEmbedder
+
+from captain_memo.app import RecallRequest, RememberRequest
+from captain_memo.errors import ModelMismatchError
+from captain_memo.memo import Memo
+from captain_memo.store import Store
+from captain_memo.store.reindex import reindex
+from captain_memo.warm import WarmMemo
+
+
+def reindexed(db_file, embedder) -> None:
+    store = Store(db_file)
+    try:
+        reindex(store, embedder, restart=True)
+    finally:
+        store.close()
+
+
+def test_a_held_store_reopens_after_a_reindex_and_refuses_another_model(db_file, tmp_path):
+    warm = WarmMemo(db_file, lambda path: Memo.open(path, HashEmbedder()))
+    ask = RecallRequest("zanzibar tenant cache", cwd=str(tmp_path))
+    try:
+        saved = warm.remember(RememberRequest("The zanzibar cache key includes the tenant id.", cwd=str(tmp_path)))
+        assert warm.recall(ask)["hits"][0]["id"] == saved["id"] and warm.reopened == 0
+
+        reindexed(db_file, HashEmbedder())  # the same model into a new vector table
+        answer = warm.recall(ask)
+        assert warm.reopened == 1 and answer["legs"] == ["vector", "keyword"]
+        assert answer["hits"][0]["id"] == saved["id"]
+
+        reindexed(db_file, HashEmbedder(model_id="test:other"))
+        with pytest.raises(ModelMismatchError, match="test:other"):
+            warm.recall(ask)
+    finally:
+        warm.close()
+
+
+def test_a_replaced_store_file_is_reopened(db_file, tmp_path):
+    warm = WarmMemo(db_file, lambda path: Memo.open(path, HashEmbedder()))
+    try:
+        warm.remember(RememberRequest("a note in the first store", cwd=str(tmp_path)))
+        db_file.rename(tmp_path / "moved-away.db")
+        assert warm.recall(RecallRequest("first store", cwd=str(tmp_path)))["hits"] == []
+        assert warm.reopened == 1
+    finally:
+        warm.close()
