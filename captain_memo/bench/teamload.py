@@ -171,9 +171,13 @@ def _work(engine, plan: Plan, client: int) -> dict:
             continue
         work["save_ms"].append((time.perf_counter() - started) * 1000)
         work["acks"].append([marker, memory_id, project])
-        # A quarter of the recalls ask over every project: the widest a role can ask.
+        # A quarter of the recalls ask over every project: the widest a role can ask. Tide is not
+        # recorded on team memories (one developer's lookups do not reorder everyone's).
         request = RecallRequest(
-            note_text(rng, int(rng.integers(TOPICS))), project=project, all_projects=bool(rng.random() < 0.25)
+            note_text(rng, int(rng.integers(TOPICS))),
+            project=project,
+            all_projects=bool(rng.random() < 0.25),
+            record=False,
         )
         started = time.perf_counter()
         answer = engine.recall(request)
