@@ -131,3 +131,98 @@ def test_a_connection_string_never_shows_in_errors(pg_server):
         assert password not in text and dsn not in text
         assert failed.value.__cause__ is None and failed.value.__suppress_context__
         assert "***" in text or "<" in text
+
+
+# -- row-level security, tried through SQL as the members themselves ------------------------------
+
+
+@pytest.fixture
+def shared_projects(team_db):
+    """alice reads and writes project a, bob project b; carol curates a. One memory each by alice
+    and bob, written through the store as themselves."""
+    team_store(team_db).close()  # the owner migrates
+    team_db.grant("alice", "a")
+    team_db.grant("bob", "b")
+    team_db.grant("carol", "a", curate=True)
+    ids = {}
+    for role, project in (("alice", "a"), ("bob", "b")):
+        store = team_store(team_db, role)
+        ids[role] = store.add(NewMemory(body=f"{role}'s decision", project=project), [f"{role}'s decision"], None)
+        store.close()
+    return team_db, ids
+
+
+def test_a_role_reads_only_the_projects_it_is_granted(shared_projects):
+    team_db, ids = shared_projects
+    assert team_db.execute("SELECT id, author FROM memories", role="bob") == [(ids["bob"], "bob")]
+    assert team_db.execute("SELECT text FROM chunks", role="bob") == [("bob's decision",)]
+    assert team_db.execute("SELECT project FROM corpus_stats", role="bob") == [("b",)]
+    assert team_db.execute("SELECT DISTINCT project FROM chunk_terms", role="bob") == [("b",)]
+    assert team_db.execute("SELECT role, project FROM grants", role="bob") == [("bob", "b")]
+    # Not by asking for it, nor by id.
+    assert team_db.execute("SELECT id FROM memories WHERE project = 'a'", role="bob") == []
+    assert team_db.execute("SELECT id FROM memories WHERE id = %s", (ids["alice"],), role="bob") == []
+
+
+def test_a_role_cannot_change_another_roles_memory(shared_projects):
+    import psycopg
+
+    team_db, ids = shared_projects
+    team_db.grant("bob", "a")  # bob now reads project a, but did not write alice's memory
+    assert len(team_db.execute("SELECT id FROM memories", role="bob")) == 2
+    alice = ids["alice"]
+    for sql in (
+        "UPDATE memories SET body = 'rewritten' WHERE id = %s RETURNING id",
+        "UPDATE memories SET superseded_by = id WHERE id = %s RETURNING id",
+        "DELETE FROM memories WHERE id = %s RETURNING id",
+        "DELETE FROM chunks WHERE memory_id = %s RETURNING id",
+        "UPDATE chunks SET seq = 5 WHERE memory_id = %s RETURNING id",
+    ):
+        assert team_db.execute(sql, (alice,), role="bob") == [], sql
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):  # no role rewrites an author
+        team_db.execute("UPDATE memories SET author = 'bob' WHERE id = %s", (ids["bob"],), role="bob")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):  # nor writes as another role
+        team_db.execute(
+            "INSERT INTO memories (kind, body, created_at, updated_at, project, author, content_hash)"
+            " VALUES ('memory', 'forged', 0, 0, 'a', 'alice', 'x')",
+            role="bob",
+        )
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):  # nor grants itself a project
+        team_db.execute("INSERT INTO grants (role, project) VALUES ('bob', 'secret')", role="bob")
+    assert team_db.execute("SELECT body, author FROM memories WHERE id = %s", (alice,)) == [
+        ("alice's decision", "alice")
+    ]
+    # Through the store the refusal is one line naming the author.
+    store = team_store(team_db, "bob")
+    with pytest.raises(StoreError, match="written by alice"):
+        store.delete(alice)
+    store.close()
+
+
+def test_a_curator_changes_any_memory_of_its_project_only(shared_projects):
+    team_db, ids = shared_projects
+    changed = "UPDATE memories SET title = 'curated' WHERE id = %s RETURNING id"
+    assert team_db.execute(changed, (ids["alice"],), role="carol") == [(ids["alice"],)]
+    assert team_db.execute(changed, (ids["bob"],), role="carol") == []
+    # The author keeps the right to change its own memory.
+    assert team_db.execute(changed, (ids["alice"],), role="alice") == [(ids["alice"],)]
+
+
+def test_bulk_load_keeps_ids_statistics_and_index(team_db):
+    import numpy as np
+
+    store = team_store(team_db)
+    store.bind_model("test:random", 4)
+    first = store.add(NewMemory(body="before the load", project="p"), ["before the load"], np.ones((1, 4)) / 2)
+    rows = [
+        (NewMemory(body=f"note {i}", project="p", created_at=10.0 + i), [f"note {i}", "retry"], np.eye(4)[[i % 4, 0]])
+        for i in range(50)
+    ]
+    store.bulk_load(rows, without_index=True)
+    store.build_vector_index()
+    after = store.add(NewMemory(body="after the load", project="p"), ["after the load"], None)
+    assert after == first + 51  # the id sequence follows the loaded ids: none is handed out twice
+    assert store.counts()["chunks"] == 1 + 100 + 1
+    assert team_db.execute("SELECT chunks, tokens FROM corpus_stats") == [(102, 3 + 100 + 50 + 3)]
+    assert team_db.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'chunks_embedding'") == [(1,)]
+    store.close()

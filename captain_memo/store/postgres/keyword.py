@@ -1,8 +1,9 @@
 """The team store's keyword leg: FTS5's bm25, computed in Postgres over FTS5's own tokens.
 
 Postgres's ``ts_rank`` is not bm25, and its parser does not split text as FTS5's unicode61 does,
-so each chunk keeps the token sequence FTS5 makes of it (terms.py) in ``chunks.terms`` (a GIN
-index finds the chunks holding a token) and the score is FTS5's formula (fts5_aux.c,
+each chunk keeps the token sequence FTS5 makes of it (terms.py) in ``chunks.terms``, from which
+a trigger writes its postings (``chunk_terms``: token, chunk, count, chunk size), and the score is
+FTS5's formula (fts5_aux.c,
 fts5Bm25Function), phrase by phrase:
 
     idf(p)   = ln((N - n(p) + 0.5) / (n(p) + 0.5)), or 1e-6 when that is not positive
@@ -25,16 +26,19 @@ IDF_FLOOR = 1e-6  # FTS5's idf for a phrase in half the rows or more
 
 
 def phrase_count(tokens: Sequence[str], params: list) -> str:
-    """SQL for how often the phrase ``tokens`` occurs in chunk ``c`` (its parameters appended)."""
+    """SQL for how often the phrase ``tokens`` occurs in the chunk of a group of postings ``p``
+    (its parameters appended): a token's count is in its posting; a phrase of several tokens is
+    counted in the chunk's token array, and only where every one of its tokens is present."""
     if not tokens:
         return "0"
-    params.append(tokens[0])
     if len(tokens) == 1:
-        return "coalesce(cardinality(array_positions(c.terms, %s::text)), 0)"
-    params.append(list(tokens))
+        params.append(tokens[0])
+        return "coalesce(max(p.tf) FILTER (WHERE p.term = %s), 0)"
+    params += [list(set(tokens)), len(set(tokens)), tokens[0], list(tokens)]
     return (
-        "(SELECT count(*) FROM unnest(array_positions(c.terms, %s::text)) AS p(at)"
-        f" WHERE c.terms[p.at:p.at + {len(tokens) - 1}] = %s::text[])"
+        "CASE WHEN count(*) FILTER (WHERE p.term = ANY(%s::text[])) = %s THEN"
+        " (SELECT count(*) FROM chunks c, unnest(array_positions(c.terms, %s::text)) AS a(at)"
+        f" WHERE c.id = p.chunk_id AND c.terms[a.at:a.at + {len(tokens) - 1}] = %s::text[]) ELSE 0 END"
     )
 
 
@@ -49,12 +53,12 @@ def scope_sql(project: str | None, all_projects: bool, params: list, column: str
 
 
 def _matching(match: Match, params: list) -> tuple[str, str]:
-    """(the candidate rows' SQL with each phrase's count, the condition a row matches on)."""
+    """(the chunks holding any query token, with each phrase's count; the condition a chunk matches on)."""
     counts = [phrase_count(tokens, params) for tokens in match.phrases]
-    params.append(sorted({tokens[0] for tokens in match.phrases if tokens}))
+    params.append(sorted({token for tokens in match.phrases for token in tokens}))
     hits = (
-        f"SELECT c.id, c.project, cardinality(c.terms)::float8 AS size, ARRAY[{', '.join(counts)}]::float8[] AS f"
-        " FROM chunks c WHERE c.terms && %s::text[]"
+        f"SELECT p.chunk_id AS id, p.project, max(p.size)::float8 AS size, ARRAY[{', '.join(counts)}]::float8[] AS f"
+        " FROM chunk_terms p WHERE p.term = ANY(%s::text[]) GROUP BY p.chunk_id, p.project"
     )
     join = " AND " if match.every else " OR "
     condition = join.join(f"f[{i}] > 0" for i in range(1, len(counts) + 1))
@@ -76,7 +80,7 @@ def bm25_sql(match: Match, where: str, where_params: Sequence, limit: int | None
     sql = (
         f"WITH hits AS MATERIALIZED ({hits}),"
         f" matching AS (SELECT * FROM hits WHERE {condition}),"
-        f" d AS (SELECT ARRAY[{df}]::float8[] AS n FROM hits),"
+        f" d AS MATERIALIZED (SELECT ARRAY[{df}]::float8[] AS n FROM hits),"
         " s AS (SELECT sum(chunks)::float8 AS n, sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl"
         " FROM corpus_stats)"
         f" SELECT h.id, {terms} AS score FROM matching h, d, s WHERE {where}"

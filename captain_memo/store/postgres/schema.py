@@ -81,8 +81,20 @@ CREATE TABLE chunks (
     embedding vector
 );
 CREATE INDEX chunks_memory ON chunks(memory_id);
-CREATE INDEX chunks_terms ON chunks USING gin (terms);
 CREATE INDEX chunks_pending ON chunks(id) WHERE embedding IS NULL;
+-- The inverted index: a row per distinct token of a chunk, with its count and the chunk's size,
+-- so scoring reads only the postings of the query's tokens, as FTS5 does. Counting a token in
+-- every chunk's token array instead cost ~40 us a chunk for a 9-word query (55 ms over 1,174
+-- matching chunks of 1,655, load 10 on 2 cores).
+CREATE TABLE chunk_terms (
+    term text NOT NULL,
+    chunk_id bigint NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    project text NOT NULL,
+    tf integer NOT NULL,
+    size integer NOT NULL,
+    PRIMARY KEY (term, chunk_id)
+);
+CREATE INDEX chunk_terms_chunk ON chunk_terms(chunk_id);
 CREATE TABLE corpus_stats (project text PRIMARY KEY, chunks bigint NOT NULL, tokens bigint NOT NULL);
 CREATE TABLE source_files (
     project text NOT NULL,
@@ -92,11 +104,15 @@ CREATE TABLE source_files (
     PRIMARY KEY (project, path)
 );
 
--- bm25 needs the row count and the total token count of the corpus a role sees (FTS5 keeps both
--- for its table); kept per project by statement triggers, which no member may write directly.
+-- bm25 needs the postings of each token, and the row count and the total token count of the
+-- corpus a role sees (FTS5 keeps both for its table); statement triggers keep them, and no member
+-- may write them directly.
 CREATE FUNCTION captain_memo_count_added() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
 SET search_path FROM CURRENT AS $$
 BEGIN
+    INSERT INTO chunk_terms (term, chunk_id, project, tf, size)
+        SELECT t.term, a.id, a.project, count(*), cardinality(a.terms) FROM added a, unnest(a.terms) AS t(term)
+        GROUP BY t.term, a.id, a.project, cardinality(a.terms);
     INSERT INTO corpus_stats AS s (project, chunks, tokens)
         SELECT project, count(*), sum(cardinality(terms)) FROM added GROUP BY project ORDER BY project
     ON CONFLICT (project) DO UPDATE SET chunks = s.chunks + excluded.chunks, tokens = s.tokens + excluded.tokens;
@@ -142,9 +158,11 @@ ALTER TABLE memories ENABLE ROW LEVEL SECURITY;
 ALTER TABLE chunks ENABLE ROW LEVEL SECURITY;
 ALTER TABLE grants ENABLE ROW LEVEL SECURITY;
 ALTER TABLE corpus_stats ENABLE ROW LEVEL SECURITY;
+ALTER TABLE chunk_terms ENABLE ROW LEVEL SECURITY;
 ALTER TABLE source_files ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own_grants ON grants FOR SELECT USING (role = current_user);
 CREATE POLICY granted_stats ON corpus_stats FOR SELECT USING ({GRANTED});
+CREATE POLICY granted_terms ON chunk_terms FOR SELECT USING ({GRANTED});
 CREATE POLICY granted_files ON source_files FOR ALL USING ({GRANTED}) WITH CHECK ({GRANTED});
 CREATE POLICY read_granted ON memories FOR SELECT USING ({GRANTED});
 CREATE POLICY insert_own ON memories FOR INSERT WITH CHECK (author = current_user AND {GRANTED});
@@ -157,7 +175,7 @@ CREATE POLICY delete_own ON chunks FOR DELETE USING ({CHUNK_WRITABLE});
 
 REVOKE ALL ON FUNCTION captain_memo_bind_model(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION captain_memo_bind_model(text, integer) TO {MEMBER_ROLE};
-GRANT SELECT ON schema_version, team_meta, grants, corpus_stats TO {MEMBER_ROLE};
+GRANT SELECT ON schema_version, team_meta, grants, corpus_stats, chunk_terms TO {MEMBER_ROLE};
 GRANT SELECT, INSERT, DELETE ON memories, chunks TO {MEMBER_ROLE};
 GRANT SELECT, INSERT, UPDATE, DELETE ON source_files TO {MEMBER_ROLE};
 -- The author and the project of a memory never change; the rest may (by its author or a curator).

@@ -1,0 +1,139 @@
+"""The team store's legs against the local store's on the same corpus: the keyword leg's bm25
+equals FTS5's, the vector leg's nearest chunks and similarities equal sqlite-vec's exact ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from captain_memo.ranking.query import fts_match, topic_match
+from captain_memo.records import NewMemory
+from captain_memo.store import Store
+from captain_memo.store.search import (
+    Scope,
+    SqliteVecIndex,
+    keyword_leg,
+    keyword_scores,
+    newest_matching,
+    selective_match,
+)
+
+# Words repeated, stems shared (retry/retries/retrying), identifiers, dotted names, accents, a
+# phrase that occurs twice, a long chunk and one-word chunks, in two projects and none.
+TEXTS = [
+    ("a", "We retry the payment gateway three times; retries back off exponentially."),
+    ("a", "Retrying is wrong for the ledger: the ledger write is not idempotent."),
+    ("a", "get_effective_contract_price rounds after the discount, not before."),
+    ("a", "The function get_effective_contract_price lives in billing.price and is cached."),
+    ("b", "Café menus are rendered with Jinja; the café's opening hours come from the API."),
+    ("b", "retry retry retry: the flaky test retries until the fixture tears down."),
+    ("b", "monkeypatch.setattr replaces the attribute; monkeypatch.undo restores it."),
+    ("", "Personal note: the payment gateway sandbox resets every night."),
+    ("", "ledger"),
+    ("", "Invoices are archived after a year; the archive is read-only. " * 6),
+    ("a", "The ledger write path: validate, write, then publish to the payment gateway."),
+    ("b", "PYTEST_CURRENT_TEST is set while a test runs; the environment variable names the test."),
+]
+QUERIES = [
+    "retry the payment gateway",
+    "get_effective_contract_price",
+    "billing.price cache",
+    "monkeypatch.setattr undo",
+    "café opening",
+    "ledger write idempotent",
+    "PYTEST_CURRENT_TEST environment",
+    "archived invoices",
+    "the",
+    "nothing matches this zyzzyva",
+]
+SCOPES = [Scope("a"), Scope("b"), Scope(None), Scope(None, all_projects=True)]
+DIM = 16
+
+
+def vectors(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = rng.normal(size=(n, DIM)).astype(np.float32)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def both_stores(team_db, db_file):
+    """The same memories, chunks and vectors in a SQLite store and a team store."""
+    from captain_memo.store.postgres import TeamStore
+
+    local, team = Store(db_file), TeamStore(team_db.dsn())
+    stored = vectors(len(TEXTS), seed=1)
+    for store in (local, team):
+        store.bind_model("test:random", DIM)
+        for i, (project, text) in enumerate(TEXTS):
+            store.add(NewMemory(body=text, project=project or None, created_at=1000.0 + i), [text], stored[i : i + 1])
+    yield local, team
+    local.close()
+    team.close()
+
+
+def same_ranking(team_hits: dict[int, float], local_hits: dict[int, float]) -> None:
+    """Same chunks, same scores within float rounding, and the same order (ties aside)."""
+    assert set(team_hits) == set(local_hits)
+    for chunk_id, score in local_hits.items():
+        assert team_hits[chunk_id] == pytest.approx(score, rel=1e-9, abs=1e-12)
+    order = list(team_hits)
+    for earlier, later in zip(order, order[1:]):
+        assert local_hits[earlier] >= local_hits[later] - 1e-12
+
+
+def test_bm25_equals_fts5(both_stores):
+    local, team = both_stores
+    compared = 0
+    for query in QUERIES:
+        for parts in (False, True):
+            match = fts_match(query, parts)
+            for scope in SCOPES:
+                for k in (3, 25):
+                    expected = keyword_leg(local, match, scope, k)
+                    same_ranking(keyword_leg(team, match, scope, k), expected)
+                    compared += len(expected)
+            every = list(range(1, len(TEXTS) + 1))
+            same_ranking(keyword_scores(team, match, every), keyword_scores(local, match, every))
+    assert compared > 100  # the corpus and queries do match (a comparison of nothing proves nothing)
+
+
+def test_common_words_are_left_out_alike(both_stores, monkeypatch):
+    from captain_memo.ranking.query import STOPWORDS
+    from captain_memo.store import search
+
+    local, team = both_stores
+    # The cut that keeps a large corpus fast (selective_match), at this corpus's size.
+    monkeypatch.setattr(search, "COMMON_PHRASE_FLOOR", 2)
+    monkeypatch.setattr(search, "COMMON_PHRASE_SHARE", 0.0)
+    for query in QUERIES:
+        match = fts_match(query)
+        assert selective_match(team, match, STOPWORDS) == selective_match(local, match, STOPWORDS)
+
+
+def test_newest_of_a_topic_alike(both_stores):
+    local, team = both_stores
+    for store in (local, team):
+        for day, text in enumerate(["ledger: fix rounding", "ledger rounding again", "rounding in the ledger"]):
+            store.add(NewMemory(body=text, kind="observation", project="a", created_at=5000.0 + day), [text], None)
+    for query in ("latest ledger rounding", "latest ledger change", "latest café"):
+        for scope in SCOPES:
+            assert newest_matching(team, topic_match(query), scope, 2) == newest_matching(
+                local, topic_match(query), scope, 2
+            )
+
+
+def test_vector_leg_equals_sqlite_vec_exact(both_stores):
+    from captain_memo.store.postgres.vectors import PgVectorIndex
+
+    local, team = both_stores
+    exact, pg = SqliteVecIndex(local), PgVectorIndex(team)
+    for query in vectors(8, seed=2):
+        for scope in SCOPES:
+            for k in (1, 5, 50):
+                expected = exact.knn(query, scope, k)
+                found = pg.knn(query, scope, k)
+                assert list(found) == list(expected)
+                assert list(found.values()) == pytest.approx(list(expected.values()), abs=1e-6)
+        ids = [1, 3, 5, 7, 999]
+        assert pg.similarities(query, ids) == pytest.approx(exact.similarities(query, ids), abs=1e-6)
