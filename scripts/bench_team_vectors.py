@@ -155,15 +155,16 @@ def copy_rows(conn, ids: np.ndarray, projects: list[str], vectors: np.ndarray, s
         copy.write(header + data.tobytes() + b"\xff\xff")
 
 
-def load(conn, rows: int, queries: int, seed: int, storage: str, partitioned: bool) -> tuple[Queries, float]:
+def load(sink, rows: int, queries: int, seed: int, first_id: int = 0) -> tuple[Queries, float]:
+    """Generate the rows batch by batch, hand each to ``sink(ids, project names, vectors)`` and keep
+    the exact top 10 of every query; ids are ``first_id`` onwards, in generation order."""
     space, batches = corpus(rows, seed)
-    names = [project_name(n) for n in range(space.spec.projects)]
-    create_table(conn, storage, space.spec.dim, names if partitioned else None)
     started = time.perf_counter()
     truth_project = truth_all = None
     query_vectors = query_projects = None
     for batch in batches:
         ids, project_index, vectors = batch
+        ids = ids + first_id
         if query_vectors is None:
             query_vectors, query_projects = make_queries(space, batch, queries, seed)
             truth_project, truth_all = TopK(queries), TopK(queries)
@@ -171,12 +172,25 @@ def load(conn, rows: int, queries: int, seed: int, storage: str, partitioned: bo
         truth_all.merge(ids, sims)
         same = query_projects[:, None] == project_index[None, :]
         truth_project.merge(ids, np.where(same, sims, -np.inf))
-        copy_rows(conn, ids, [project_name(int(p)) for p in project_index], vectors, storage)
+        sink(ids, [project_name(int(p)) for p in project_index], vectors)
+    names = [project_name(int(p)) for p in query_projects]
+    return Queries(query_vectors, names, truth_project.ids, truth_all.ids), time.perf_counter() - started
+
+
+def load_table(conn, args) -> tuple[Queries, float]:
+    spec = Spec(chunks=args.rows, seed=args.seed)
+    names = [project_name(n) for n in range(spec.projects)]
+    create_table(conn, args.storage, spec.dim, names if args.partitioned else None)
+    queries, seconds = load(
+        lambda ids, projects, vectors: copy_rows(conn, ids, projects, vectors, args.storage),
+        args.rows,
+        args.queries,
+        args.seed,
+    )
+    started = time.perf_counter()
     conn.execute("CREATE INDEX team_vectors_project ON team_vectors (project)")
     conn.execute("VACUUM ANALYZE team_vectors")
-    seconds = time.perf_counter() - started
-    names = [project_name(int(p)) for p in query_projects]
-    return Queries(query_vectors, names, truth_project.ids, truth_all.ids), seconds
+    return queries, seconds + time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -241,6 +255,10 @@ def search(conn, queries: Queries, storage: str, dim: int, scope: str, name: str
         rows = cursor.execute(sql, p, prepare=True).fetchall()
         seconds.append(time.perf_counter() - started)
         found.append([r[0] for r in rows])
+    return summary(name, scope, seconds, found, queries)
+
+
+def summary(name: str, scope: str, seconds: list[float], found: list[list[int]], queries: Queries) -> Setting:
     truth = queries.exact_project if scope == "project" else queries.exact_all
     recall = np.mean([len(set(f) & set(t.tolist())) / K for f, t in zip(found, truth)])
     ms = np.asarray(seconds) * 1000
@@ -304,6 +322,134 @@ def measure_index(conn, queries: Queries, index: IndexSpec, args) -> dict:
     return report
 
 
+# --- through the team store's own code -------------------------------------------------------
+
+READER = "bench_reader"  # a member granted every project: its searches pass row-level security
+
+
+def role_dsn(server, role: str) -> str:
+    from urllib.parse import quote
+
+    return f"postgresql://{role}@/postgres?host={quote(str(server.get_postmaster_info().socket_dir), safe='')}"
+
+
+def through_store(server, args) -> dict:
+    """Rows loaded by ``TeamStore.bulk_load`` into the store's schema, the index built by
+    ``build_vector_index``, searched by ``PgVectorIndex.knn`` as a member role (its settings:
+    ef_search and the iterative scan set on connect, the row-level security filter in the query)."""
+    from captain_memo.embeddings.local import MODEL_ID
+    from captain_memo.store import team_audit
+    from captain_memo.store.postgres.store import TeamStore
+
+    owner = TeamStore(server.get_uri())
+    owner.bind_model(MODEL_ID, Spec(chunks=1).dim)
+
+    sink = store_sink(owner)
+    queries, load_s = load(sink, args.rows, args.queries, args.seed, first_id=1)  # chunk ids start at 1
+    conn = owner.conn
+    conn.execute("VACUUM ANALYZE memories, chunks")
+    conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+    conn.execute(f"SET max_parallel_maintenance_workers = {args.workers}")
+    started = time.perf_counter()
+    owner.build_vector_index("m = 16, ef_construction = 64")
+    build_s = time.perf_counter() - started
+    team_audit.add_member(conn, READER)
+    for project in sorted(set(p for (p,) in conn.execute("SELECT DISTINCT project FROM chunks").fetchall())):
+        team_audit.grant(conn, READER, project)
+    size = conn.execute(
+        "SELECT pg_database_size(current_database()), pg_total_relation_size('chunks'),"
+        " pg_relation_size('chunks_embedding')"
+    ).fetchone()
+    report = {
+        "load_s": round(load_s, 1),
+        "build_s": round(build_s, 1),
+        "database_mb": round(size[0] / 2**20, 1),
+        "chunks_with_indexes_mb": round(size[1] / 2**20, 1),
+        "vector_index_mb": round(size[2] / 2**20, 1),
+        "settings": [],
+    }
+    print(json.dumps(report), flush=True)
+    owner.close()
+    reader = TeamStore(role_dsn(server, READER))
+    try:
+        for ef in args.ef_search:
+            reader.conn.execute(f"SET hnsw.ef_search = {ef}")
+            for scope in ("project", "all"):
+                setting = search_store(reader, queries, scope, f"ef_search={ef}")
+                report["settings"].append(asdict(setting))
+                print(f"  store {setting}", flush=True)
+    finally:
+        reader.close()
+    return report
+
+
+def store_sink(owner):
+    """Rows into the store's own tables (memories, chunks with their FTS5 tokens; the triggers
+    keep the keyword statistics) by COPY, vectors in pgvector's binary form: the store's
+    ``bulk_load`` writes vectors as text, ~1 ms a row here, 20 minutes for 1,000,000."""
+    import struct
+
+    import psycopg
+    from psycopg.adapt import Dumper
+
+    from captain_memo.chunking import content_hash
+
+    conn = owner.conn
+    vector_oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()[0]
+
+    class Vector:
+        def __init__(self, values: np.ndarray):
+            self.values = values
+
+    class VectorDumper(Dumper):
+        format = psycopg.pq.Format.BINARY
+        oid = vector_oid
+
+        def dump(self, obj):
+            return struct.pack(">HH", len(obj.values), 0) + obj.values.astype(">f4").tobytes()
+
+    conn.adapters.register_dumper(Vector, VectorDumper)
+    types = ["int8", "int8", "text", "int4", "text", "text", "text[]", vector_oid]
+
+    def sink(ids, projects, vectors):
+        texts = [f"note {i} of {p}" for i, p in zip(ids.tolist(), projects)]
+        terms = owner.tokenizer.tokens(texts)
+        now = time.time()
+        with conn.transaction():
+            cursor = conn.cursor()
+            with cursor.copy(
+                "COPY memories (id, kind, title, body, created_at, updated_at, project, content_hash, origin) FROM STDIN"
+            ) as copy:
+                for i, text, project in zip(ids.tolist(), texts, projects):
+                    copy.write_row((i, "memory", "", text, now, now, project, content_hash("memory", "", text), "import"))
+            with cursor.copy(
+                "COPY chunks (id, memory_id, project, seq, text, content_hash, terms, embedding)"
+                " FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(types)
+                for n, (i, text, project) in enumerate(zip(ids.tolist(), texts, projects)):
+                    copy.write_row((i, i, project, 0, text, content_hash(text), terms[n], Vector(vectors[n])))
+
+    return sink
+
+
+def search_store(store, queries: Queries, scope_name: str, name: str) -> Setting:
+    from captain_memo.store.postgres.vectors import PgVectorIndex
+    from captain_memo.store.search import Scope
+
+    index = PgVectorIndex(store)
+    scopes = [Scope(project=p) if scope_name == "project" else Scope(all_projects=True) for p in queries.projects]
+    for vector, scope in list(zip(queries.vectors, scopes))[:WARMUP]:
+        index.knn(vector, scope, K)
+    seconds, found = [], []
+    for vector, scope in zip(queries.vectors, scopes):
+        started = time.perf_counter()
+        hits = index.knn(vector, scope, K)
+        seconds.append(time.perf_counter() - started)
+        found.append(list(hits))
+    return summary(name, scope_name, seconds, found, queries)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
@@ -315,6 +461,9 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--ef-search", type=lambda s: [int(x) for x in s.split(",")], default=[40, 80, 160])
     parser.add_argument("--probes", type=lambda s: [int(x) for x in s.split(",")], default=[5, 10, 20])
+    parser.add_argument(
+        "--through-store", action="store_true", help="the store's schema and code (TeamStore, PgVectorIndex)"
+    )
     parser.add_argument("--partitioned", action="store_true", help="one list partition (and index) per project")
     parser.add_argument("--maintenance-work-mem", default="2GB")
     parser.add_argument("--workers", type=int, default=1, help="max_parallel_maintenance_workers for the build")
@@ -327,29 +476,12 @@ def main(argv=None) -> int:
     folder = args.dir or Path(f"/tmp/captain-memo-pgbench-{os.getpid()}")
     server = start_server(folder, args.shared_buffers)
     try:
-        with connect(server.get_uri()) as conn:
-            queries, load_s = load(conn, args.rows, args.queries, args.seed, args.storage, args.partitioned)
-            report = {
-                "rows": args.rows,
-                "storage": args.storage,
-                "partitioned": args.partitioned,
-                "load_s": round(load_s, 1),
-                "load_average_start": os.getloadavg(),
-                "server": conn.execute("SELECT version()").fetchone()[0].split(" on ")[0],
-                "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],
-                "maintenance_work_mem": args.maintenance_work_mem,
-                "workers": args.workers,
-                "project_rows": dict(
-                    conn.execute("SELECT project, count(*) FROM team_vectors GROUP BY 1 ORDER BY 1").fetchall()
-                ),
-                "queries_per_project": {p: queries.projects.count(p) for p in sorted(set(queries.projects))},
-                "indexes": [],
-            }
-            print(f"loaded {args.rows:,} rows in {load_s:.1f} s", flush=True)
-            for index in indexes:
-                report["indexes"].append(measure_index(conn, queries, index, args))
-                print(json.dumps({k: v for k, v in report["indexes"][-1].items() if k != "settings"}), flush=True)
+        if args.through_store:
+            report = {"rows": args.rows, "through": "TeamStore", "load_average_start": os.getloadavg()}
+            report.update(through_store(server, args))
             report["load_average_end"] = os.getloadavg()
+        else:
+            report = measure_table(server, args, indexes)
     finally:
         if not args.keep:
             server.stop()
@@ -359,6 +491,33 @@ def main(argv=None) -> int:
         args.json.write_text(text)
     print(text)
     return 0
+
+
+def measure_table(server, args, indexes) -> dict:
+    with connect(server.get_uri()) as conn:
+        queries, load_s = load_table(conn, args)
+        report = {
+            "rows": args.rows,
+            "storage": args.storage,
+            "partitioned": args.partitioned,
+            "load_s": round(load_s, 1),
+            "load_average_start": os.getloadavg(),
+            "server": conn.execute("SELECT version()").fetchone()[0].split(" on ")[0],
+            "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],
+            "maintenance_work_mem": args.maintenance_work_mem,
+            "workers": args.workers,
+            "project_rows": dict(
+                conn.execute("SELECT project, count(*) FROM team_vectors GROUP BY 1 ORDER BY 1").fetchall()
+            ),
+            "queries_per_project": {p: queries.projects.count(p) for p in sorted(set(queries.projects))},
+            "indexes": [],
+        }
+        print(f"loaded {args.rows:,} rows in {load_s:.1f} s", flush=True)
+        for index in indexes:
+            report["indexes"].append(measure_index(conn, queries, index, args))
+            print(json.dumps({k: v for k, v in report["indexes"][-1].items() if k != "settings"}), flush=True)
+        report["load_average_end"] = os.getloadavg()
+    return report
 
 
 if __name__ == "__main__":
