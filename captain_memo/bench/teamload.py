@@ -268,12 +268,12 @@ def run(plan: Plan, admin_dsn: str, role_dsn, out: Path) -> Report:
     is the connection string of a role; it reaches each client in its environment."""
     prepare(admin_dsn, plan)
     out.mkdir(parents=True, exist_ok=True)
-    procs = []
+    procs = {}
     for client in range(plan.clients):
         env = {**os.environ, DSN_VARIABLE: role_dsn(plan.role(client))}
         args = [sys.executable, "-m", "captain_memo.bench.teamload", json.dumps(asdict(plan)), str(client), str(out)]
-        procs.append(subprocess.Popen(args, env=env))
-    failed = [p.args[4] for p in procs if p.wait() != 0]
+        procs[plan.role(client)] = subprocess.Popen(args, env=env)
+    failed = [role for role, proc in procs.items() if proc.wait() != 0]
     if failed:
         raise RuntimeError(f"load clients {', '.join(failed)} exited with an error (their output is above)")
     results = [ClientResult(**json.loads((out / f"{plan.role(c)}.json").read_text())) for c in range(plan.clients)]
