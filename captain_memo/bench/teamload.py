@@ -38,6 +38,8 @@ DSN_VARIABLE = "CAPTAIN_MEMO_LOAD_DSN"  # the client's connection string, kept o
 
 @dataclass(frozen=True)
 class Plan:
+    """How many clients, for how long, over how many projects; every name and grant follows."""
+
     clients: int = 20
     seconds: float = 60.0
     projects: int = 6
