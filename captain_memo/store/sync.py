@@ -17,6 +17,7 @@ import numpy as np
 from captain_memo.chunking import content_hash
 from captain_memo.records import NewMemory
 from captain_memo.store.db import Database
+from captain_memo.store.rows import REWRITE_COLUMNS, place_row, place_setting, setting, text_row
 
 
 @dataclass(frozen=True)
@@ -72,19 +73,7 @@ class SourceRows(Database):
     def update_place(self, memory_id: int, memory: NewMemory) -> None:
         """Only where the text sits moved (line range, tags, date, key): no chunk is touched."""
         with self.write() as conn:
-            conn.execute(
-                "UPDATE memories SET source_key = ?, source_path = ?, line_start = ?, line_end = ?, tags = ?,"
-                " created_at = coalesce(?, created_at) WHERE id = ?",
-                (
-                    memory.source_key,
-                    memory.source.path,
-                    memory.source.line_start,
-                    memory.source.line_end,
-                    ",".join(memory.tags),
-                    memory.created_at,
-                    memory_id,
-                ),
-            )
+            conn.execute(f"UPDATE memories SET {place_setting('?')} WHERE id = ?", (*place_row(memory), memory_id))
 
     def rewrite(
         self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: Mapping[str, np.ndarray] | None
@@ -98,27 +87,8 @@ class SourceRows(Database):
         table = self.vec_table if self.vec_available and self.table_exists(self.vec_table) else None
         with self.write() as conn:
             conn.execute(
-                "UPDATE memories SET kind = ?, title = ?, body = ?, updated_at = ?, branch = ?, source_key = ?, source_path = ?,"
-                " line_start = ?, line_end = ?, source_commit = ?, origin = ?, filetype = ?, content_hash = ?,"
-                " tags = ?, created_at = coalesce(?, created_at) WHERE id = ?",
-                (
-                    memory.kind,
-                    memory.title,
-                    memory.body,
-                    now,
-                    memory.branch,
-                    memory.source_key,
-                    memory.source.path,
-                    memory.source.line_start,
-                    memory.source.line_end,
-                    memory.source.commit,
-                    memory.source.origin,
-                    memory.source.filetype,
-                    content_hash(memory.kind, memory.title, memory.body),
-                    ",".join(memory.tags),
-                    memory.created_at,
-                    memory_id,
-                ),
+                f"UPDATE memories SET {setting(REWRITE_COLUMNS, '?')} WHERE id = ?",
+                (*text_row(memory, now, REWRITE_COLUMNS), memory_id),
             )
             old: dict[str, list[int]] = {}
             for chunk_id, digest in conn.execute(

@@ -6,6 +6,7 @@ and every error met on the way out has the string and its password removed from 
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -49,13 +50,15 @@ def scrubbed(text: str, dsn: str) -> str:
 class Connections:
     """A psycopg connection per thread (the legs search from two threads at once)."""
 
-    def __init__(self, dsn: str, on_connect: Callable | None = None):
+    def __init__(self, dsn: str, on_connect: Callable | None = None, timeout_s: float | None = None):
         self._dsn = dsn
         self.where = shown(dsn)
         self._local = threading.local()
         self._all: list = []
         self._lock = threading.Lock()
         self._on_connect = on_connect
+        # libpq waits whole seconds, at least 2 (a value of 1 is raised to 2).
+        self._connect_timeout = CONNECT_TIMEOUT_S if timeout_s is None else max(2, math.ceil(timeout_s))
 
     @property
     def conn(self):
@@ -73,7 +76,7 @@ class Connections:
                 "a team store needs the PostgreSQL driver: pip install 'captain-memo[team]' (psycopg 3)"
             ) from None
         with self.errors():
-            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=self._connect_timeout)
             if self._on_connect is not None:
                 self._on_connect(conn)
         with self._lock:

@@ -17,8 +17,10 @@ b = 0.75. Like FTS5, every matching chunk is scored before the best are taken.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from captain_memo.store.postgres.terms import Match
+from captain_memo.store.postgres.terms import Match, Tokenizer
+from captain_memo.store.search import Scope
 
 K1 = 1.2
 B = 0.75
@@ -70,20 +72,20 @@ def bm25_sql(match: Match, where: str, where_params: Sequence, limit: int | None
     params: list = []
     hits, condition = _matching(match, params)
     phrases = range(1, len(match.phrases) + 1)
-    df = ", ".join(f"count(*) FILTER (WHERE f[{i}] > 0)" for i in phrases)
+    # Each phrase's idf once per query, from how many chunks hold it (n) among all a role sees (N).
+    ratio = "ln((s.n - count(*) FILTER (WHERE h.f[{i}] > 0) + 0.5) / (count(*) FILTER (WHERE h.f[{i}] > 0) + 0.5))"
+    idf = ", ".join(
+        f"CASE WHEN {ratio.format(i=i)} <= 0 THEN {IDF_FLOOR} ELSE {ratio.format(i=i)} END" for i in phrases
+    )
     terms = " + ".join(
-        f"(CASE WHEN ln((s.n - d.n[{i}] + 0.5) / (d.n[{i}] + 0.5)) <= 0 THEN {IDF_FLOOR}"
-        f" ELSE ln((s.n - d.n[{i}] + 0.5) / (d.n[{i}] + 0.5)) END)"
-        f" * h.f[{i}] * {K1 + 1} / (h.f[{i}] + {K1} * (1 - {B} + {B} * h.size / s.avgdl))"
-        for i in phrases
+        f"q.idf[{i}] * h.f[{i}] * {K1 + 1} / (h.f[{i}] + {K1} * (1 - {B} + {B} * h.size / q.avgdl))" for i in phrases
     )
     sql = (
         f"WITH hits AS MATERIALIZED ({hits}),"
-        f" matching AS (SELECT * FROM hits WHERE {condition}),"
-        f" d AS MATERIALIZED (SELECT ARRAY[{df}]::float8[] AS n FROM hits),"
-        " s AS (SELECT sum(chunks)::float8 AS n, sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl"
-        " FROM corpus_stats)"
-        f" SELECT h.id, {terms} AS score FROM matching h, d, s WHERE {where}"
+        " s AS MATERIALIZED (SELECT sum(chunks)::float8 AS n, sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl"
+        " FROM corpus_stats),"
+        f" q AS MATERIALIZED (SELECT ARRAY[{idf}]::float8[] AS idf, s.avgdl FROM hits h, s GROUP BY s.n, s.avgdl)"
+        f" SELECT h.id, {terms} AS score FROM hits h, q WHERE ({condition}) AND {where}"
         " ORDER BY score DESC, h.id" + (" LIMIT %s" if limit is not None else "")
     )
     params += list(where_params)
@@ -111,3 +113,61 @@ def newest_sql(match: Match, project: str | None, all_projects: bool, k: int) ->
         f" WHERE ({condition}) AND m.kind = 'observation' AND {scope}"
         " GROUP BY m.id ORDER BY max(m.created_at) DESC LIMIT %s"
     ), params
+
+
+class TeamKeywordSearch:
+    """The keyword searches of store/search.py, run by the team store (mixed into ``TeamStore``,
+    which supplies ``tokenizer``, ``fetch`` and ``one``)."""
+
+    if TYPE_CHECKING:
+        tokenizer: Tokenizer
+
+        def fetch(self, sql: str, params: Sequence = ()) -> list[tuple]: ...
+
+        def one(self, sql: str, params: Sequence = ()): ...
+
+    def keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float]:
+        """bm25 top k in scope: chunk id -> relevance (higher is better), equal to FTS5's bm25."""
+        parsed = self.tokenizer.parse(match) if match else None
+        if parsed is None or not any(parsed.phrases):
+            return {}
+        where_params: list = []
+        where = scope_sql(scope.project, scope.all_projects, where_params, "h.project")
+        sql, params = bm25_sql(parsed, where, where_params, k)
+        return dict(self.fetch(sql, params))
+
+    def keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """bm25 relevance of given chunks over the whole corpus (non-matching ones left out)."""
+        parsed = self.tokenizer.parse(match) if match else None
+        if parsed is None or not any(parsed.phrases) or not chunk_ids:
+            return {}
+        sql, params = bm25_sql(parsed, "h.id = ANY(%s)", [list(chunk_ids)], None)
+        return dict(self.fetch(sql, params))
+
+    def phrase_rows_up_to(self, phrase: str, cap: int) -> int:
+        """How many chunks hold ``phrase`` (one quoted phrase), counting no further than ``cap``."""
+        parsed = self.tokenizer.parse(phrase)
+        if not any(parsed.phrases):
+            return 0
+        sql, params = rows_up_to_sql(parsed, cap)
+        return self.one(sql, params)[0]
+
+    def chunk_estimate(self) -> int:
+        """How many chunks this role can search (kept per project by the schema's triggers)."""
+        return int(self.one("SELECT coalesce(sum(chunks), 0) FROM corpus_stats")[0])
+
+    def newest_matching(self, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
+        """As store/search.py's: chunk ids of the k newest observations in scope matching the topic
+        (every topic word first, then any)."""
+        found: list[int] = []
+        for match in dict.fromkeys(m for m in topic if m):
+            if len(found) >= k:
+                break
+            parsed = self.tokenizer.parse(match)
+            if not any(parsed.phrases):
+                continue
+            sql, params = newest_sql(parsed, scope.project, scope.all_projects, k)
+            for (chunk_id,) in self.fetch(sql, params):
+                if chunk_id not in found and len(found) < k:
+                    found.append(chunk_id)
+        return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from captain_memo.errors import StoreError, TeamModelMismatchError
 
 
@@ -18,9 +20,9 @@ class ModelBinding:
     path: str
     _bound: tuple[str, int] | None
 
-    def one(self, sql: str, params=()): ...
+    if TYPE_CHECKING:
 
-    def meta(self, key: str, default: str | None = None) -> str | None: ...
+        def one(self, sql: str, params=()): ...
 
     def bound_model(self) -> tuple[str, int] | None:
         """(model, dimension) recorded in the store, None before its first vector. Cached once

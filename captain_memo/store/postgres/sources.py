@@ -4,20 +4,35 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from captain_memo.chunking import content_hash
 from captain_memo.records import NewMemory
+from captain_memo.store.rows import REWRITE_COLUMNS, place_row, place_setting, setting, text_row
 from captain_memo.store.sync import Stored
+
+if TYPE_CHECKING:
+    from captain_memo.store.postgres.terms import Tokenizer
 
 
 class TeamSourceRows:
     """Mixed into ``TeamStore``, which supplies ``fetch``, ``write``, ``tokenizer`` and ``insert_chunks``."""
 
+    if TYPE_CHECKING:
+        tokenizer: Tokenizer
+
+        def fetch(self, sql: str, params: Sequence = ()) -> list[tuple]: ...
+
+        def write(self) -> AbstractContextManager: ...
+
+        def insert_chunks(self, conn, memory_id: int, project: str | None, rows: Iterable[tuple]) -> None: ...
+
     def stored_by_key(self, project: str | None, prefix: str) -> dict[str, Stored]:
-        rows = self.fetch(  # type: ignore[attr-defined]
+        rows = self.fetch(
             "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at"
             " FROM memories WHERE project = %s AND source_key IS NOT NULL AND left(source_key, %s) = %s",
             (project or "", len(prefix), prefix),
@@ -28,26 +43,14 @@ class TeamSourceRows:
         }
 
     def bodies(self, ids: Sequence[int]) -> dict[int, str]:
-        return dict(self.fetch("SELECT id, body FROM memories WHERE id = ANY(%s)", (list(ids),))) if ids else {}  # type: ignore[attr-defined]
+        return dict(self.fetch("SELECT id, body FROM memories WHERE id = ANY(%s)", (list(ids),))) if ids else {}
 
     def chunk_hashes(self, memory_id: int) -> set[str]:
-        return {row[0] for row in self.fetch("SELECT content_hash FROM chunks WHERE memory_id = %s", (memory_id,))}  # type: ignore[attr-defined]
+        return {row[0] for row in self.fetch("SELECT content_hash FROM chunks WHERE memory_id = %s", (memory_id,))}
 
     def update_place(self, memory_id: int, memory: NewMemory) -> None:
-        with self.write() as conn:  # type: ignore[attr-defined]
-            conn.execute(
-                "UPDATE memories SET source_key = %s, source_path = %s, line_start = %s, line_end = %s, tags = %s,"
-                " created_at = coalesce(%s, created_at) WHERE id = %s",
-                (
-                    memory.source_key,
-                    memory.source.path,
-                    memory.source.line_start,
-                    memory.source.line_end,
-                    ",".join(memory.tags),
-                    memory.created_at,
-                    memory_id,
-                ),
-            )
+        with self.write() as conn:
+            conn.execute(f"UPDATE memories SET {place_setting('%s')} WHERE id = %s", (*place_row(memory), memory_id))
 
     def rewrite(
         self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: Mapping[str, np.ndarray] | None
@@ -55,29 +58,10 @@ class TeamSourceRows:
         """Replace a memory's text; unchanged chunks keep their rows and vectors. Returns how many
         chunk rows were inserted."""
         new_texts = list(chunks)
-        with self.write() as conn:  # type: ignore[attr-defined]
+        with self.write() as conn:
             conn.execute(
-                "UPDATE memories SET kind = %s, title = %s, body = %s, updated_at = %s, branch = %s, source_key = %s,"
-                " source_path = %s, line_start = %s, line_end = %s, source_commit = %s, origin = %s, filetype = %s,"
-                " content_hash = %s, tags = %s, created_at = coalesce(%s, created_at) WHERE id = %s",
-                (
-                    memory.kind,
-                    memory.title,
-                    memory.body,
-                    time.time(),
-                    memory.branch,
-                    memory.source_key,
-                    memory.source.path,
-                    memory.source.line_start,
-                    memory.source.line_end,
-                    memory.source.commit,
-                    memory.source.origin,
-                    memory.source.filetype,
-                    content_hash(memory.kind, memory.title, memory.body),
-                    ",".join(memory.tags),
-                    memory.created_at,
-                    memory_id,
-                ),
+                f"UPDATE memories SET {setting(REWRITE_COLUMNS, '%s')} WHERE id = %s",
+                (*text_row(memory, time.time(), REWRITE_COLUMNS), memory_id),
             )
             old: dict[str, list[int]] = {}
             for chunk_id, digest in conn.execute(
@@ -94,13 +78,13 @@ class TeamSourceRows:
             stale = [cid for ids in old.values() for cid in ids]
             if stale:
                 conn.execute("DELETE FROM chunks WHERE id = ANY(%s)", (stale,))
-            tokens = self.tokenizer.tokens([text for _, text, _ in added])  # type: ignore[attr-defined]
+            tokens = self.tokenizer.tokens([text for _, text, _ in added])
             rows = [(seq, text, terms, vector) for (seq, text, vector), terms in zip(added, tokens)]
-            self.insert_chunks(conn, memory_id, memory.project, rows)  # type: ignore[attr-defined]
+            self.insert_chunks(conn, memory_id, memory.project, rows)
         return len(added)
 
     def file_states(self, project: str | None) -> dict[str, tuple[str, int]]:
-        rows = self.fetch("SELECT path, digest, sections FROM source_files WHERE project = %s", (project or "",))  # type: ignore[attr-defined]
+        rows = self.fetch("SELECT path, digest, sections FROM source_files WHERE project = %s", (project or "",))
         return {path: (digest, sections) for path, digest, sections in rows}
 
     def save_file_states(
@@ -108,7 +92,7 @@ class TeamSourceRows:
     ) -> None:
         if not states and not dropped:
             return
-        with self.write() as conn:  # type: ignore[attr-defined]
+        with self.write() as conn:
             cursor = conn.cursor()
             if states:
                 cursor.executemany(

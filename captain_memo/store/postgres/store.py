@@ -19,13 +19,14 @@ from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError, ReadOnlyStoreError, StoreError
 from captain_memo.records import Chunk, Memory, NewMemory, Superseded
 from captain_memo.store.postgres import schema
+from captain_memo.store.postgres.bulk import BulkLoad
 from captain_memo.store.postgres.connection import Connections
-from captain_memo.store.postgres.keyword import bm25_sql, newest_sql, rows_up_to_sql, scope_sql
+from captain_memo.store.postgres.keyword import TeamKeywordSearch, scope_sql
 from captain_memo.store.postgres.models import ModelBinding
 from captain_memo.store.postgres.sources import TeamSourceRows
 from captain_memo.store.postgres.terms import Tokenizer
 from captain_memo.store.postgres.vectors import EF_SEARCH, vector_text
-from captain_memo.store.search import Scope
+from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, setting, text_row
 from captain_memo.store.store import memory_from_row
 
 # The local store's columns, with '' (no project) read back as None.
@@ -34,16 +35,22 @@ MEMORY_COLUMNS = (
     " m.line_start, m.line_end, m.source_commit, m.origin, m.filetype, m.content_hash, m.superseded_by,"
     " m.stability, m.last_surfaced, m.opened_in_full, m.source_key, m.tags, m.last_opened"
 )
+NEW_MARKS = ", ".join(["%s"] * len(NEW_COLUMNS.split(",")))
 # Postgres's bigint; a larger id cannot name a memory (and would not bind).
 BIGINTS = range(-(2**63), 2**63)
 
 
-def _on_connect(conn) -> None:
-    conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-    conn.execute("SET hnsw.iterative_scan = strict_order")
+def _session_settings(timeout_s: float | None):
+    def apply(conn) -> None:
+        conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        conn.execute("SET hnsw.iterative_scan = strict_order")
+        if timeout_s is not None:  # a slow team store fails the statement, never hangs the caller
+            conn.execute(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
+
+    return apply
 
 
-class TeamStore(ModelBinding, TeamSourceRows):
+class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
     """One team database. ``TeamStore(dsn)`` connects, applies pending migrations (when this role
     may), and refuses writes to a schema newer than this client knows."""
 
@@ -52,8 +59,12 @@ class TeamStore(ModelBinding, TeamSourceRows):
     checks_model_at_open = False
     vec_available = True
 
-    def __init__(self, dsn: str, initial_stability: float = RankConfig.tide_initial_stability):
-        self._conns = Connections(dsn, _on_connect)
+    def __init__(
+        self, dsn: str, initial_stability: float = RankConfig.tide_initial_stability, timeout_s: float | None = None
+    ):
+        """``timeout_s``: the longest a connection attempt or a statement may take (None: 5 s to
+        connect, statements unbounded)."""
+        self._conns = Connections(dsn, _session_settings(timeout_s), timeout_s)
         self.path = self._conns.where  # what messages name: the masked connection string
         self.initial_stability = initial_stability
         self.tokenizer = Tokenizer()
@@ -131,28 +142,8 @@ class TeamStore(ModelBinding, TeamSourceRows):
         with self.write() as conn:
             for memory, chunks, vectors in items:
                 memory_id = conn.execute(
-                    "INSERT INTO memories (kind, title, body, created_at, updated_at, project, branch, source_path,"
-                    " line_start, line_end, source_commit, origin, filetype, content_hash, stability, source_key,"
-                    " tags) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                    (
-                        memory.kind,
-                        memory.title,
-                        memory.body,
-                        memory.created_at or now,
-                        now,
-                        memory.project or "",
-                        memory.branch,
-                        memory.source.path,
-                        memory.source.line_start,
-                        memory.source.line_end,
-                        memory.source.commit,
-                        memory.source.origin,
-                        memory.source.filetype,
-                        content_hash(memory.kind, memory.title, memory.body),
-                        self.initial_stability,
-                        memory.source_key,
-                        ",".join(memory.tags),
-                    ),
+                    f"INSERT INTO memories ({NEW_COLUMNS}) VALUES ({NEW_MARKS}) RETURNING id",
+                    new_row(memory, now, self.initial_stability, memory.project or ""),
                 ).fetchone()[0]
                 rows = [
                     (seq, text, next(tokens), None if vectors is None else vectors[seq])
@@ -192,23 +183,8 @@ class TeamStore(ModelBinding, TeamSourceRows):
         with self.write() as conn:
             self._changed(
                 conn.execute(
-                    "UPDATE memories SET title = %s, body = %s, updated_at = %s, branch = %s, source_path = %s,"
-                    " line_start = %s, line_end = %s, source_commit = %s, content_hash = %s, tags = %s,"
-                    " created_at = coalesce(%s, created_at) WHERE id = %s RETURNING id",
-                    (
-                        memory.title,
-                        memory.body,
-                        time.time(),
-                        memory.branch,
-                        memory.source.path,
-                        memory.source.line_start,
-                        memory.source.line_end,
-                        memory.source.commit,
-                        content_hash(memory.kind, memory.title, memory.body),
-                        ",".join(memory.tags),
-                        memory.created_at,
-                        memory_id,
-                    ),
+                    f"UPDATE memories SET {setting(BODY_COLUMNS, '%s')} WHERE id = %s RETURNING id",
+                    (*text_row(memory, time.time(), BODY_COLUMNS), memory_id),
                 ),
                 conn,
                 memory_id,
@@ -280,67 +256,6 @@ class TeamStore(ModelBinding, TeamSourceRows):
                 " last_opened = CASE WHEN %s THEN %s ELSE last_opened END WHERE id = %s",
                 rows,
             )
-
-    def bulk_load(
-        self, memories: Sequence[tuple[NewMemory, Sequence[str], np.ndarray]], without_index: bool = False
-    ) -> None:
-        """Many memories with their chunks and vectors in one transaction of COPYs, for generated
-        benchmark stores: every chunk gets a vector, no duplicate check. The owner's method (it sets
-        the id sequences). Each row also goes into the HNSW index (2,000 rows of 8 dimensions: 0.3 s
-        without it, 2-5 s with it, on a loaded 2-core machine); ``without_index`` drops the index
-        for the load: build it afterwards with ``build_vector_index``."""
-        if not memories:
-            return
-        self.require_bound()
-        tokens = iter(self.tokenizer.tokens([text for _, texts, _ in memories for text in texts]))
-        with self.write() as conn:
-            conn.execute("LOCK TABLE memories, chunks IN EXCLUSIVE MODE")
-            if without_index:
-                conn.execute("DROP INDEX IF EXISTS chunks_embedding")
-            first_memory, first_chunk = conn.execute(
-                "SELECT (SELECT coalesce(max(id), 0) FROM memories) + 1, (SELECT coalesce(max(id), 0) FROM chunks) + 1"
-            ).fetchone()
-            chunk_id = first_chunk
-            cursor = conn.cursor()
-            with cursor.copy(
-                "COPY memories (id, kind, title, body, created_at, updated_at, project, branch, content_hash,"
-                " stability, origin) FROM STDIN"
-            ) as copy:
-                for i, (memory, _, _) in enumerate(memories):
-                    created = memory.created_at or time.time()
-                    copy.write_row(
-                        (
-                            first_memory + i,
-                            memory.kind,
-                            memory.title,
-                            memory.body,
-                            created,
-                            created,
-                            memory.project or "",
-                            memory.branch,
-                            content_hash(memory.kind, memory.title, memory.body),
-                            self.initial_stability,
-                            memory.source.origin,
-                        )
-                    )
-            with cursor.copy(
-                "COPY chunks (id, memory_id, project, seq, text, content_hash, terms, embedding) FROM STDIN"
-            ) as copy:
-                for i, (memory, texts, vectors) in enumerate(memories):
-                    for seq, text in enumerate(texts):
-                        row = (first_memory + i, memory.project or "", seq, text, content_hash(text), next(tokens))
-                        copy.write_row((chunk_id, *row, vector_text(vectors[seq])))
-                        chunk_id += 1
-            for table in ("memories", "chunks"):
-                conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
-
-    def build_vector_index(self, options: str = "") -> None:
-        """(Re)build the HNSW index over the vectors (the owner's method); ``options`` are pgvector's
-        index parameters, e.g. ``m = 16, ef_construction = 64`` (its defaults)."""
-        with self.write() as conn:
-            conn.execute("DROP INDEX IF EXISTS chunks_embedding")
-            with_options = f" WITH ({options})" if options else ""
-            conn.execute(f"CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_l2_ops){with_options}")
 
     def checkpoint(self) -> None:
         """Nothing to fold: the server keeps its own write-ahead log."""
@@ -451,11 +366,10 @@ class TeamStore(ModelBinding, TeamSourceRows):
     def sample_vectors(self, count: int) -> list[tuple[int, str, np.ndarray]]:
         """(chunk id, text, stored vector) of up to ``count`` chunks spread over the ids."""
         rows = self.fetch(
-            "SELECT id, text, embedding::text FROM (SELECT id, text, embedding, ntile(%s) OVER (ORDER BY id) AS part"
-            " FROM chunks WHERE embedding IS NOT NULL) t WHERE (id, part) IN"
-            " (SELECT min(id), part FROM (SELECT id, ntile(%s) OVER (ORDER BY id) AS part FROM chunks"
-            " WHERE embedding IS NOT NULL) u GROUP BY part) ORDER BY id",
-            (count, count),
+            "SELECT id, text, embedding::text FROM chunks WHERE id IN (SELECT min(id) FROM"
+            " (SELECT id, ntile(%s) OVER (ORDER BY id) AS part FROM chunks WHERE embedding IS NOT NULL) u"
+            " GROUP BY part) ORDER BY id",
+            (max(1, count),),
         )
         return [(i, text, np.array(vector.strip("[]").split(","), dtype=np.float32)) for i, text, vector in rows]
 
@@ -479,51 +393,3 @@ class TeamStore(ModelBinding, TeamSourceRows):
         }
         counts.update(dict(self.fetch("SELECT kind, count(*) FROM memories GROUP BY kind")))
         return counts
-
-    # -- the keyword leg (store/search.py hands its work here for this store) -----------------
-
-    def keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float]:
-        """bm25 top k in scope: chunk id -> relevance (higher is better), equal to FTS5's bm25."""
-        parsed = self.tokenizer.parse(match) if match else None
-        if parsed is None or not any(parsed.phrases):
-            return {}
-        where_params: list = []
-        where = scope_sql(scope.project, scope.all_projects, where_params, "h.project")
-        sql, params = bm25_sql(parsed, where, where_params, k)
-        return dict(self.fetch(sql, params))
-
-    def keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
-        """bm25 relevance of given chunks over the whole corpus (non-matching ones left out)."""
-        parsed = self.tokenizer.parse(match) if match else None
-        if parsed is None or not any(parsed.phrases) or not chunk_ids:
-            return {}
-        sql, params = bm25_sql(parsed, "h.id = ANY(%s)", [list(chunk_ids)], None)
-        return dict(self.fetch(sql, params))
-
-    def phrase_rows_up_to(self, phrase: str, cap: int) -> int:
-        """How many chunks hold ``phrase`` (one quoted phrase), counting no further than ``cap``."""
-        parsed = self.tokenizer.parse(phrase)
-        if not any(parsed.phrases):
-            return 0
-        sql, params = rows_up_to_sql(parsed, cap)
-        return self.one(sql, params)[0]
-
-    def chunk_estimate(self) -> int:
-        """How many chunks this role can search (kept per project by the schema's triggers)."""
-        return int(self.one("SELECT coalesce(sum(chunks), 0) FROM corpus_stats")[0])
-
-    def newest_matching(self, topic: tuple[str | None, str | None], scope: Scope, k: int) -> list[int]:
-        """As store/search.py's: chunk ids of the k newest observations in scope matching the topic
-        (every topic word first, then any)."""
-        found: list[int] = []
-        for match in dict.fromkeys(m for m in topic if m):
-            if len(found) >= k:
-                break
-            parsed = self.tokenizer.parse(match)
-            if not any(parsed.phrases):
-                continue
-            sql, params = newest_sql(parsed, scope.project, scope.all_projects, k)
-            for (chunk_id,) in self.fetch(sql, params):
-                if chunk_id not in found and len(found) < k:
-                    found.append(chunk_id)
-        return found
