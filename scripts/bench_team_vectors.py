@@ -339,7 +339,7 @@ def through_store(server, args, indexes: list[IndexSpec]) -> dict:
     ``PgVectorIndex.knn`` as a member role: the store's connection settings, its query, and the
     row-level security filter in it."""
     from captain_memo.embeddings.local import MODEL_ID
-    from captain_memo.store import team_audit
+    from captain_memo.store.postgres import audit as team_audit
     from captain_memo.store.postgres.store import TeamStore
 
     owner = TeamStore(server.get_uri())

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from captain_memo.store import team_audit
+from captain_memo.store.postgres import audit as team_audit
 
 ROLE_PREFIX = "memo_load_"
 SECRET_PROJECT = "git.example.com/ops/secrets"  # granted to no client; holds rows like theirs

@@ -4,7 +4,7 @@ database gives (row-level security), not only what our client chooses to show.""
 
 from __future__ import annotations
 
-MEMBER_ROLE = "captain_memo_member"
+from captain_memo.store.postgres.schema import MEMBER_ROLE
 
 
 def add_member(conn, role: str) -> None:
