@@ -253,6 +253,9 @@ def test_the_only_outbound_call_is_the_configured_embedding_endpoint(traced):
         "CAPTAIN_MEMO_EMBED_PROVIDER": "ollama",
         "CAPTAIN_MEMO_EMBED_URL": "http://192.0.2.1:11434",
         "CAPTAIN_MEMO_EMBED_TIMEOUT": "1",
+        # Its own back-off record: one left in the shared runtime folder by an earlier run for this
+        # endpoint would skip the very connect this test looks for.
+        "CAPTAIN_MEMO_RUNTIME_DIR": str(traced.tmp / "run"),
     }
     traced.env.update(env)
     proc = traced.run("remember", "the staging database is rebuilt nightly")
