@@ -99,6 +99,9 @@ def test_writes_reads_and_supersession(team_db, hash_embedder):
         team.store.get(old)
     counts = team.store.counts()
     assert (counts["memories"], counts["chunks"], counts["vectors"], counts["pending_vectors"]) == (1, 1, 1, 0)
+    # bm25's statistics follow the chunks a forgotten memory took with it.
+    assert team.store.chunk_estimate() == 1
+    assert team.store.fetch("SELECT count(DISTINCT chunk_id) FROM chunk_terms") == [(1,)]
     team.close()
 
 
