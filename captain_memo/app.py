@@ -68,13 +68,13 @@ class RememberRequest(
     _Request,
     namedtuple(
         "RememberRequest",
-        "text cwd kind title file line_start line_end created_at project branch allow_secrets",
-        defaults=("memory", "", None, None, None, None, None, None, False),
+        "text cwd kind title file line_start line_end created_at project branch allow_secrets team",
+        defaults=("memory", "", None, None, None, None, None, None, False, False),
     ),
 ):
     """A memory written from ``cwd``; ``file`` as the user wrote it, relative to ``cwd`` or absolute;
     ``allow_secrets``: store text that looks like a credential as it is (else refused, or redacted
-    with CAPTAIN_MEMO_REDACT_SECRETS=1)."""
+    with CAPTAIN_MEMO_REDACT_SECRETS=1); ``team``: into the team store (CAPTAIN_MEMO_TEAM_DB)."""
 
     __slots__ = ()
 
@@ -130,22 +130,22 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
         commit=ctx.commit if request.file else None,
         origin="cli",
     )
-    memory_id = memo.remember(
-        NewMemory(
-            body=request.text,
-            kind=request.kind,
-            title=request.title,
-            project=ctx.project,
-            branch=ctx.branch,
-            source=source,
-            created_at=request.created_at,
-        )
+    memory = NewMemory(
+        body=request.text,
+        kind=request.kind,
+        title=request.title,
+        project=ctx.project,
+        branch=ctx.branch,
+        source=source,
+        created_at=request.created_at,
     )
-    return {
-        "id": memory_id,
-        "pending_vectors": memo.pending_vectors(),
-        "kept_secrets": [finding.describe() for finding in kept],
-    }
+    if request.team:
+        # The team store embeds what it stores at once or not at all: nothing waits here.
+        memory_id: int | str = str(memo.remember_team(memory))
+        pending = 0
+    else:
+        memory_id, pending = memo.remember(memory), memo.pending_vectors()
+    return {"id": memory_id, "pending_vectors": pending, "kept_secrets": [finding.describe() for finding in kept]}
 
 
 def _source_path(ctx, cwd: str, file: str) -> str:

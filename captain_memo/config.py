@@ -271,3 +271,58 @@ def embed_config(env: Mapping[str, str] | None = None, **overrides) -> EmbedConf
             except ValueError as exc:
                 _warn_once(var, env[var], str(exc), getattr(cfg, name))
     return replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+
+
+# -- the team store (doc/team.md) -------------------------------------------------------------
+
+TEAM_SCHEMES = ("postgresql://", "postgres://", "sqlite:///")
+# How long a recall waits for the team store before it answers from the local store alone.
+TEAM_TIMEOUT = Bounds(
+    0.05, 60, "it is how long a recall may wait for the team store, in seconds, before answering locally"
+)
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    """``CAPTAIN_MEMO_TEAM_DB`` (None: no team store) and ``CAPTAIN_MEMO_TEAM_TIMEOUT`` in seconds."""
+
+    url: str | None = None
+    timeout: float = 1.0
+
+    @property
+    def problem(self) -> str | None:
+        """Why the URL cannot be used, in one line that never shows a password; None when it can."""
+        if self.url is None or self.url.startswith(TEAM_SCHEMES):
+            return None
+        return (
+            f"CAPTAIN_MEMO_TEAM_DB={masked_url(self.url)!r} is not a team store: give postgresql://user@host/db"
+            " (or sqlite:///path/to/team.db to try it on one machine)"
+        )
+
+    @property
+    def shown(self) -> str:
+        """The URL with any password masked: the only form that may reach a log or a message."""
+        return masked_url(self.url or "")
+
+
+def team_config(env: Mapping[str, str] | None = None) -> TeamConfig:
+    env = os.environ if env is None else env
+    cfg = TeamConfig(url=(env.get(ENV_PREFIX + "TEAM_DB") or "").strip() or None)
+    var = ENV_PREFIX + "TEAM_TIMEOUT"
+    if var in env:
+        try:
+            value = _parse(float, env[var])
+            refusal = TEAM_TIMEOUT.refusal(value)
+            if refusal:
+                raise ValueError(refusal)
+            cfg = replace(cfg, timeout=value)
+        except ValueError as exc:
+            _warn_once(var, env[var], str(exc), cfg.timeout)
+    return cfg
+
+
+def masked_url(url: str) -> str:
+    """``url`` as it may be printed: its user, password and parameter values masked."""
+    from captain_memo.embeddings.urls import masked_url as masked
+
+    return masked(url)

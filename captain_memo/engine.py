@@ -20,10 +20,10 @@ from captain_memo.errors import EmbeddingError, InputError, RecallError
 from captain_memo.ranking import lifecycle
 from captain_memo.ranking.fusion import fusion_for
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
-from captain_memo.ranking.pool import build_pool
+from captain_memo.ranking.pool import StoreHits, pool_of
 from captain_memo.ranking.query import STOPWORDS, analyse, fts_match, topic, topic_match
 from captain_memo.ranking.result import RecallResult
-from captain_memo.records import BOTH_LEGS, Leg, Memory, NewMemory, RecallRequest, Surfacing
+from captain_memo.records import BOTH_LEGS, LOCAL, TEAM, Leg, Memory, NewMemory, RecallRequest, Surfacing
 from captain_memo.store import Store
 from captain_memo.store.db import store_error
 from captain_memo.store.search import (
@@ -231,9 +231,13 @@ class Engine:
 
     # -- recall -------------------------------------------------------------------------
 
-    def recall(self, request: RecallRequest | str, **options) -> RecallResult:
+    def recall(self, request: RecallRequest | str, team=None, **options) -> RecallResult:
         """Search, rank and explain. ``request`` is a RecallRequest, or the query text with the
-        request's other fields as keywords (``engine.recall("retry policy", limit=5)``)."""
+        request's other fields as keywords (``engine.recall("retry policy", limit=5)``).
+
+        ``team`` (team.py's TeamClient) is searched at the same time, in its own thread, and its hits
+        join the pool before fusion; when it fails or is slower than its timeout, the local answer
+        comes back with the failure named, as with a failed leg."""
         if isinstance(request, str):
             request = RecallRequest(request, **options)
         elif options:
@@ -248,22 +252,42 @@ class Engine:
         cfg = request.cfg or rank_config(request.profile)
         scope = Scope(request.project, request.all_projects)
         shape = analyse(query, cfg.rare_token_min_length, cfg.temporal_word_forms)
-        newest = self._newest(query, scope, cfg) if shape.temporal and Leg.KEYWORD in request.legs else []
-        # A temporal query over dated observations of its topic is searched by its topic: the time
-        # words are recency's job, and "change" or "latest" in a commit message says nothing.
-        searched = (topic(query) or query) if newest else query
-        pool, answered, failures = self.candidates(searched, scope, cfg, request.legs, newest)
+        team_job = team.search(query, request, cfg, shape.temporal) if team is not None else None
+        try:
+            local, answered, failures = self.search(query, scope, cfg, request.legs, shape.temporal)
+            parts = [local]
+        except RecallError as exc:
+            if team_job is None:
+                raise
+            parts, answered, failures = [], (), {"local": str(exc)}
+        stores = (LOCAL,) if parts else ()
+        if team_job is not None:
+            found, team_failures = team.collect(team_job, started)
+            failures = {**failures, **team_failures}
+            if found is not None:
+                parts, stores = [*parts, found], (*stores, TEAM)
+            if not parts:
+                raise RecallError("; ".join(f"{k}: {v}" for k, v in failures.items()))
+        pool = pool_of(parts, scale_keyword=not fusion_for(cfg).scores_union)
         req = RankRequest(shape, request.branch, self.clock(), limit or cfg.result_limit)
         ranked = rank_pool(pool, req, cfg)
         hits = cut(ranked, req.limit)
-        if request.record:
-            self._surface([c.memory for c in hits], Surfacing(request.how), cfg)
+        if request.record:  # Tide is this user's: team memories are not reordered by one user's lookups
+            self._surface([c.memory for c in hits if c.memory.store == LOCAL], Surfacing(request.how), cfg)
         if Leg.VECTOR in answered and not self.store.read_only and self.store.pending_chunks(1):
             # The embedder answers again: give chunks saved while it was down their vectors.
             self._backfill_quietly()
-        return RecallResult(
-            query, cfg.profile, tuple(hits), answered, failures, (time.perf_counter() - started) * 1000, len(pool)
-        )
+        elapsed = (time.perf_counter() - started) * 1000
+        return RecallResult(query, cfg.profile, tuple(hits), answered, failures, elapsed, len(pool), stores)
+
+    def search(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[Leg, ...], temporal: bool):
+        """Both legs over this store: (StoreHits, the legs that answered, failures by leg).
+
+        A temporal query over dated observations of its topic is searched by its topic: the time
+        words are recency's job, and "change" or "latest" in a commit message says nothing."""
+        newest = self._newest(query, scope, cfg) if temporal and Leg.KEYWORD in legs else []
+        searched = (topic(query) or query) if newest else query
+        return self.leg_hits(searched, scope, cfg, legs, newest)
 
     def _newest(self, query: str, scope: Scope, cfg: RankConfig) -> list[int]:
         """The newest observations matching a temporal query's topic (``temporal_pool``), if any."""
@@ -286,6 +310,19 @@ class Engine:
         """Run the legs concurrently, each catching its own error; build the candidate pool.
 
         ``newest`` (chunk ids) join the keyword leg's hits, scored by bm25 like them."""
+        hits, answered, failures = self.leg_hits(query, scope, cfg, legs, newest)
+        return pool_of([hits], scale_keyword=not fusion_for(cfg).scores_union), answered, failures
+
+    def leg_hits(
+        self,
+        query: str,
+        scope: Scope,
+        cfg: RankConfig,
+        legs: tuple[Leg, ...] = BOTH_LEGS,
+        newest: list[int] | None = None,
+    ) -> tuple[StoreHits, tuple[str, ...], dict[str, str]]:
+        """What the legs found, run concurrently, each catching its own error; RecallError when
+        both failed. Under union fusion every hit is scored by both legs here, within this store."""
         match = fts_match(query, cfg.keyword_identifier_parts)
         k = cfg.candidates_per_leg
         if self._pool is None:
@@ -310,7 +347,7 @@ class Engine:
         if union:
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
         rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits or {})))
-        return build_pool(vector_hits, keyword_hits, rows, scale_keyword=not union), tuple(found), failures
+        return StoreHits(LOCAL, vector_hits, keyword_hits, rows), tuple(found), failures
 
     def _keyword_leg(self, match: str | None, scope: Scope, k: int, newest: list[int]):
         match = selective_match(self.store, match, STOPWORDS)  # common words left out at scale (store/search.py)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from captain_memo.records import Memory, NewMemory, RecallRequest, Superseded
+from captain_memo.records import TEAM, Memory, MemoryRef, NewMemory, RecallRequest, Superseded, parse_ref
 
 if TYPE_CHECKING:
     from captain_memo.sources.report import IndexReport
@@ -46,14 +46,18 @@ class IndexOutcome:
     notes: IndexReport
     git: IndexReport | None  # None without --git
     max_commits: int  # the cap on new commits read that was in force
+    team: IndexReport | None = None  # the repository's note folders, indexed into the team store
 
 
 class Memo:
     """One store (and, once needed, one engine) seen by a front end."""
 
-    def __init__(self, path: Path | str, embedder=None, warm: bool = False, engine=None, embed_config=None):
+    def __init__(
+        self, path: Path | str, embedder=None, warm: bool = False, engine=None, embed_config=None, team_config=None
+    ):
         """Nothing is opened here: the store on first use (so a command with nothing to do creates
-        no database), the engine on the first operation that needs the model or the index.
+        no database), the engine on the first operation that needs the model or the index, the
+        team store on the first operation that uses it.
         ``warm``: search an in-memory vector index built in the background, for long-lived
         processes (the editor host, a service); one-shot commands keep sqlite-vec."""
         self.path = Path(path)
@@ -62,12 +66,17 @@ class Memo:
         self._engine = engine
         self._store = engine.store if engine is not None else None
         self._embed_config = embed_config  # config.EmbedConfig; None: the environment's
+        self._team_config = team_config  # config.TeamConfig; None: the environment's
+        self._team = None
+        self._project_ids: dict[str, str] = {}
 
     @classmethod
-    def open(cls, path: Path | str | None = None, embedder=None, warm: bool = False, embed_config=None) -> Memo:
+    def open(
+        cls, path: Path | str | None = None, embedder=None, warm: bool = False, embed_config=None, team_config=None
+    ) -> Memo:
         from captain_memo.config import db_path
 
-        return cls(path or db_path(), embedder, warm, embed_config=embed_config)
+        return cls(path or db_path(), embedder, warm, embed_config=embed_config, team_config=team_config)
 
     @classmethod
     def over(cls, engine) -> Memo:
@@ -112,6 +121,45 @@ class Memo:
             self._embedder = engine.make_embedder(self._embed_config or embed_config())
         return self._embedder
 
+    @property
+    def team(self):
+        """The team store (team.py's TeamClient), None when CAPTAIN_MEMO_TEAM_DB is not set."""
+        if self._team is None:
+            from captain_memo.config import team_config
+
+            cfg = self._team_config or team_config()
+            if cfg.url is not None:
+                from captain_memo.team import TeamClient
+
+                self._team = TeamClient(cfg, lambda: self.embedder, self.project_id)
+        return self._team
+
+    def project_id(self, project: str | None) -> str | None:
+        """The portable identity of a local project (identity.py): read from its folder while it is
+        there (and recorded), else the one recorded for it, else the path itself."""
+        if project is None:
+            return None
+        if project not in self._project_ids:
+            import os
+
+            known = self.store.project_identities().get(project)
+            if os.path.isdir(project):
+                from captain_memo.identity import portable_id
+
+                found = portable_id(project)
+                if found != known and not self.store.read_only:
+                    self.store.record_project(project, found)
+                known = found
+            self._project_ids[project] = known or project
+        return self._project_ids[project]
+
+    def _team_or_refuse(self, what: str):
+        if self.team is None:
+            from captain_memo.errors import InputError
+
+            raise InputError(f"{what} needs a team store: set CAPTAIN_MEMO_TEAM_DB=postgresql://... (doc/team.md)")
+        return self.team
+
     def _deliberate_embedder(self):
         """An embedder that asks the endpoint even while recalls are backing off from it: for a
         run the user started on purpose (reindex, a health check)."""
@@ -129,6 +177,9 @@ class Memo:
         return self.store.meta("embed_model"), self.store.meta("embed_dim"), self.store.vec_table
 
     def close(self) -> None:
+        if self._team is not None:
+            self._team.close()
+            self._team = None
         if self._engine is not None:
             self._engine.close()  # closes the store too
         elif self._store is not None:
@@ -145,13 +196,15 @@ class Memo:
 
     @_translated
     def recall(self, request: RecallRequest):
-        return self.engine.recall(request)
+        """Both legs over the local store and, when one is set, the team store, ranked as one."""
+        return self.engine.recall(request, team=self.team)
 
     @_translated
-    def naming(self, token: str, project: str | None, branch: str | None, limit: int) -> list[int]:
+    def naming(self, token: str, project: str | None, branch: str | None, limit: int) -> list[int | str]:
         """Ids of the memories (up to ``limit`` hits) whose text holds ``token`` exactly: the keyword
-        leg alone, recorded nowhere, so it is cheap enough for a hint under the cursor."""
-        from captain_memo.records import Leg, Surfacing
+        leg alone, recorded nowhere, so it is cheap enough for a hint under the cursor. Local ids
+        first, as numbers, then team ids (``"t12"``)."""
+        from captain_memo.records import Leg, Surfacing, json_id
 
         result = self.recall(
             RecallRequest(
@@ -164,7 +217,10 @@ class Memo:
                 record=False,
             )
         )
-        return sorted({hit.memory.id for hit in result.hits if token in hit.text})
+        found = sorted(
+            {(hit.memory.store, hit.memory.id): hit.memory for hit in result.hits if token in hit.text}.items()
+        )
+        return [json_id(memory) for _, memory in found]
 
     @_translated
     def remember(self, memory: NewMemory) -> int:
@@ -189,14 +245,34 @@ class Memo:
         return added, skipped
 
     @_translated
-    def show(self, memory_id: int) -> Memory:
-        """A memory in full; opening counts as the strongest surfacing for Tide."""
-        return self.engine.show(memory_id)
+    def show(self, memory_id: int | str) -> Memory:
+        """A memory in full (``12``, or ``t12`` in the team store); opening a local memory counts as
+        the strongest surfacing for Tide (team memories keep no one user's Tide)."""
+        ref = self.ref(memory_id)
+        if ref.team:
+            return self.get(ref)
+        return self.engine.show(ref.id)
 
     @_translated
-    def get(self, memory_id: int) -> Memory:
+    def get(self, memory_id: int | str | MemoryRef) -> Memory:
         """A memory as stored, without counting as a surfacing (a resource read, a preview)."""
-        return self.store.get(memory_id)
+        ref = self.ref(memory_id)
+        if ref.team:
+            return _in_team(self._team_or_refuse(f"reading {ref}").call(f"reading {ref}", _team_get, ref.id))
+        return self.store.get(ref.id)
+
+    @staticmethod
+    def ref(memory_id: int | str | MemoryRef) -> MemoryRef:
+        """A memory id as given by a person or a front end (12, "12", "#t12") as a reference; InputError
+        when it is not one."""
+        from captain_memo.errors import InputError
+
+        if isinstance(memory_id, MemoryRef):
+            return memory_id
+        try:
+            return parse_ref(memory_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
 
     @_translated
     def list_memories(
@@ -206,17 +282,77 @@ class Memo:
         return self.store.list_memories(project, all_projects=all_projects, kind=kind, limit=limit)
 
     @_translated
-    def forget(self, memory_id: int) -> None:
-        self.store.delete(memory_id)
+    def forget(self, memory_id: int | str) -> None:
+        ref = self.ref(memory_id)
+        if ref.team:
+            self._team_or_refuse(f"forgetting {ref}").call(f"forgetting {ref}", _team_forget, ref.id)
+        else:
+            self.store.delete(ref.id)
 
     @_translated
-    def supersede(self, old_id: int, new_id: int) -> None:
-        self.engine.supersede(old_id, new_id)
+    def supersede(self, old_id: int | str, new_id: int | str) -> None:
+        """``old`` is out of date, ``new`` replaces it. A team memory is superseded only by a team
+        memory (what everyone reads cannot point into one person's store); a local memory by either."""
+        from captain_memo.errors import InputError
+
+        old, new = self.ref(old_id), self.ref(new_id)
+        if old.team and not new.team:
+            raise InputError(
+                f"a team memory can be superseded only by a team memory: publish {new} first"
+                f" (captain-memo publish {new}), then supersede {old} by the team id it gets"
+            )
+        if old.team:
+            self._team_or_refuse(f"superseding {old}").call(f"superseding {old}", _team_supersede, old.id, new.id)
+        elif new.team:
+            self.get(new)  # NotFoundError when the team store has no such memory
+            self.store.set_superseded_by_team(old.id, new.id)
+        else:
+            self.engine.supersede(old.id, new.id)
 
     @_translated
-    def unsupersede(self, old_id: int):
-        """Make ``old_id`` current again; None when it was not superseded (nothing changed)."""
-        return self.engine.unsupersede(old_id)
+    def unsupersede(self, old_id: int | str) -> str | None:
+        """Make ``old_id`` current again; what superseded it (``12`` or ``t12``), None when it was not
+        superseded (nothing changed)."""
+        old = self.ref(old_id)
+        if old.team:
+            team = self._team_or_refuse(f"reviving {old}")
+            previous = team.call(f"reviving {old}", _team_unsupersede, old.id)
+            return None if previous is None else str(MemoryRef(TEAM, previous))
+        by_team = self.store.get(old.id).superseded_by_team
+        if by_team is not None:
+            self.store.set_superseded_by_team(old.id, None)
+            return str(MemoryRef(TEAM, by_team))
+        previous = self.engine.unsupersede(old.id)
+        return None if previous is None else str(previous)
+
+    # -- the team store -----------------------------------------------------------------
+
+    @_translated
+    def remember_team(self, memory: NewMemory) -> MemoryRef:
+        """Store a memory in the team store, under its project's portable identity; its reference
+        (``t12``). An exact copy already there is not stored twice: its reference comes back."""
+        team = self._team_or_refuse("saving to the team store")
+        shared = replace(memory, project=self.project_id(memory.project))
+        return MemoryRef(TEAM, team.call("saving a memory", _team_remember, shared))
+
+    @_translated
+    def publish(self, memory_id: int | str, keep: bool = False) -> MemoryRef:
+        """Move a local memory to the team store (``keep``: copy it, the local one marked superseded
+        by the team copy); its team reference. Local memories it superseded, and that superseded it,
+        keep their links: those that pointed to it point to the team copy."""
+        from captain_memo.errors import InputError
+
+        ref = self.ref(memory_id)
+        if ref.team:
+            raise InputError(f"{ref} is in the team store already")
+        published = self.remember_team(self.store.get(ref.id).as_new())
+        for older in self.store.superseded_by_ids(ref.id):
+            self.store.set_superseded_by_team(older, published.id)
+        if keep:
+            self.store.set_superseded_by_team(ref.id, published.id)
+        else:
+            self.store.delete(ref.id)
+        return published
 
     @_translated
     def superseded(self) -> list[Superseded]:
@@ -258,18 +394,52 @@ class Memo:
         if not paths and not folders and not git:
             raise InputError("nothing to index: not inside a git repository and CAPTAIN_MEMO_NOTE_DIRS is not set")
         self.store.require_writable()  # before any text is embedded for nothing
+        # With a team store, the repository's own note folders (decisions, skills) are shared:
+        # indexed there under the project's portable identity; personal folders stay here.
+        shared = [f for f in folders if not f.personal] if self.team is not None else []
+        folders = [f for f in folders if f.personal] if shared else folders
         if paths:
             notes = index_paths(self.engine, list(paths), settings, show_progress=show_progress, branch=branch)
         else:
             notes = (
                 index_folders(self.engine, folders, settings, show_progress=show_progress) if folders else IndexReport()
             )
+        team = self._index_team(shared, settings, show_progress) if shared else None
         history = (
             index_history(self.engine, settings=settings, show_progress=show_progress, max_commits=max_commits)
             if git
             else None
         )
-        return IndexOutcome(notes, history, max_commits or settings.git_max_commits)
+        return IndexOutcome(notes, history, max_commits or settings.git_max_commits, team)
+
+    @_translated
+    def index_written(self, path: str, project: str | None, branch: str | None):
+        """Re-index one file just written (an IndexReport), into the team store when it lies in a
+        repository's note folder and one is set."""
+        return index_written_file(lambda: self, path, project, branch)
+
+    @_translated
+    def index_folder(self, folder, settings):
+        """Index one folder (or file) found by the sources: into the team store when it is a
+        repository's and one is set, else here."""
+        from captain_memo.sources.indexer import index_folders
+
+        if folder.personal or self.team is None:
+            return index_folders(self.engine, [folder], settings)
+        return self._index_team([folder], settings, show_progress=False)
+
+    def _index_team(self, folders, settings, show_progress: bool):
+        """Index repository folders into the team store, then drop this store's copies of them
+        (indexed before a team store was set), which would otherwise be found twice."""
+        from captain_memo.sources.indexer import forget_indexed
+        from captain_memo.team import INDEX_TIMEOUT
+
+        shared = [replace(f, project=self.project_id(f.project)) for f in folders]
+        report = self.team.call(
+            "indexing the repository's notes", _team_index, shared, settings, show_progress, timeout=INDEX_TIMEOUT
+        )
+        forget_indexed(self.engine, folders)
+        return report
 
     @_translated
     def health(self) -> str:
@@ -331,6 +501,46 @@ class Memo:
         }
 
 
+def _in_team(memory: Memory) -> Memory:
+    return replace(memory, store=TEAM)
+
+
+# What runs on the team store's worker thread, given its engine (team.py's TeamClient.call).
+
+
+def _team_get(engine, memory_id: int) -> Memory:
+    return engine.store.get(memory_id)
+
+
+def _team_forget(engine, memory_id: int) -> None:
+    engine.forget(memory_id)
+
+
+def _team_supersede(engine, old_id: int, new_id: int) -> None:
+    engine.supersede(old_id, new_id)
+
+
+def _team_unsupersede(engine, old_id: int) -> int | None:
+    return engine.unsupersede(old_id)
+
+
+def _team_remember(engine, memory: NewMemory) -> int:
+    """The new memory's team id, or that of the exact copy already stored."""
+    from captain_memo.chunking import content_hash
+
+    (stored,) = engine.remember_many([memory])
+    if stored is None:
+        clean, _ = engine.prepare(memory)
+        stored = engine.store.find_by_hash(content_hash(clean.kind, clean.title, clean.body), clean.project)
+    return stored
+
+
+def _team_index(engine, folders, settings, show_progress: bool):
+    from captain_memo.sources.indexer import index_folders
+
+    return index_folders(engine, folders, settings, show_progress=show_progress)
+
+
 def left_out(report) -> str:
     """What an index run left out of the notes and why, for its summary line ('' for nothing)."""
     from captain_memo.sources.report import left_out as notes_left_out
@@ -352,19 +562,23 @@ def is_identifier(token: str) -> bool:
     return is_code_shaped(token)
 
 
-def index_written_file(open_engine: Callable[[], object], path: str, project: str | None, branch: str | None):
-    """Re-index one file just written (an IndexReport); ``open_engine`` is called only when the file
-    lies in a note or skill folder, so writing any other file opens (or creates) no database."""
-    from captain_memo.sources.indexer import index_file
-
-    return index_file(_OnFirstUse(open_engine), path, project, branch)
-
-
 def shown_url(url: str) -> str:
     """A connection string or endpoint URL as it may be printed: no user, password or parameter values."""
     from captain_memo.embeddings.urls import masked_url
 
     return masked_url(url)
+
+
+def index_written_file(open_memo: Callable[[], Memo], path: str, project: str | None, branch: str | None):
+    """Re-index one file just written (an IndexReport); ``open_memo`` is called only when the file
+    lies in a note or skill folder, so writing any other file opens (or creates) no database."""
+    from captain_memo.sources.indexer import written_folder
+    from captain_memo.sources.report import IndexReport
+    from captain_memo.sources.settings import source_settings
+
+    settings = source_settings()
+    folder = written_folder(path, project, branch, settings)
+    return IndexReport() if folder is None else open_memo().index_folder(folder, settings)
 
 
 def readable_error(exc: Exception, path: Path | str):
@@ -397,16 +611,3 @@ def backup(source: Path, target: Path, replace: bool = False, folder: bool = Fal
     from captain_memo.store.backup import backup as copy
 
     return copy(source, target, replace=replace, folder=folder)
-
-
-class _OnFirstUse:
-    """An engine opened when first touched: indexing a file it ignores opens (or creates) no database."""
-
-    def __init__(self, open_engine: Callable[[], object]):
-        self._open = open_engine
-        self._engine: object | None = None
-
-    def __getattr__(self, name: str):
-        if self._engine is None:
-            self._engine = self._open()
-        return getattr(self._engine, name)

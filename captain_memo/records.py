@@ -12,6 +12,12 @@ if TYPE_CHECKING:
 from captain_memo.kinds import KINDS  # noqa: F401 - part of the records' vocabulary
 from captain_memo.units import DAY  # noqa: F401 - part of the records' vocabulary
 
+# Which store a memory lives in. Ids are per store, so a team memory is written with a ``t`` before
+# its id (``t12``) wherever a person or a front end names it: ``show t12``, ``supersede 7 t12``.
+LOCAL = "local"
+TEAM = "team"
+TEAM_PREFIX = "t"
+
 
 @dataclass(frozen=True)
 class Source:
@@ -76,6 +82,35 @@ class Memory:
     source_key: str | None = None
     tags: tuple[str, ...] = ()
     last_opened: float | None = None  # Tide's use clock: when it was last opened in full
+    superseded_by_team: int | None = None  # a local memory superseded by a team memory (its team id)
+    store: str = LOCAL  # LOCAL or TEAM: the store it was read from
+
+    @property
+    def ref(self) -> str:
+        """How it is named across both stores: ``12`` for a local memory, ``t12`` for a team one."""
+        return str(MemoryRef(self.store, self.id))
+
+    def as_new(self) -> NewMemory:
+        """Its text, kind, place and date as a memory to store elsewhere (publishing it)."""
+        return NewMemory(
+            body=self.body,
+            kind=self.kind,
+            title=self.title,
+            project=self.project,
+            branch=self.branch,
+            source=self.source,
+            created_at=self.created_at,
+            tags=self.tags,
+        )
+
+    @property
+    def superseded_ref(self) -> str | None:
+        """The memory that superseded it, named across both stores; None when it is current."""
+        if self.superseded_by is not None:
+            return str(MemoryRef(self.store, self.superseded_by))
+        if self.superseded_by_team is not None:
+            return str(MemoryRef(TEAM, self.superseded_by_team))
+        return None
 
     @property
     def display_title(self) -> str:
@@ -83,6 +118,35 @@ class Memory:
             return self.title
         first = self.body.strip().splitlines()[0] if self.body.strip() else ""
         return first[:80]
+
+
+@dataclass(frozen=True)
+class MemoryRef:
+    """A memory named across both stores: the store and its id there."""
+
+    store: str
+    id: int
+
+    def __str__(self) -> str:
+        return f"{TEAM_PREFIX}{self.id}" if self.store == TEAM else str(self.id)
+
+    @property
+    def team(self) -> bool:
+        return self.store == TEAM
+
+
+def parse_ref(text: str | int) -> MemoryRef:
+    """``12`` or ``#12`` (local), ``t12`` or ``#t12`` (team); ValueError naming the text otherwise."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return MemoryRef(LOCAL, text)
+    raw = str(text).strip().lstrip("#")
+    store = LOCAL
+    if raw[:1].lower() == TEAM_PREFIX:
+        store, raw = TEAM, raw[1:]
+    digits = raw[1:] if raw[:1] == "-" and store == LOCAL else raw  # a negative id is simply not found
+    if not digits.isdigit() or not digits.isascii():
+        raise ValueError(f"{text!r} is not a memory id: give a number (12) or a team memory's t and number (t12)")
+    return MemoryRef(store, int(raw))
 
 
 @dataclass(frozen=True)
@@ -166,10 +230,23 @@ def source_json(source: Source, label: bool = False) -> dict:
     return data
 
 
+def json_id(m: Memory) -> int | str:
+    """A memory's id in JSON: a number for a local memory (as always), ``"t12"`` for a team one."""
+    return m.id if m.store == LOCAL else m.ref
+
+
+def json_superseded_by(m: Memory) -> int | str | None:
+    """What superseded a memory, in JSON: a number for a local memory (as always), ``"t12"`` for a
+    team one; None when it is current."""
+    if m.store == LOCAL and m.superseded_by is not None:
+        return m.superseded_by
+    return m.superseded_ref
+
+
 def memory_json(m: Memory) -> dict:
     """A memory in full as JSON (`show --json`, the editor's open, a recall hit's memory)."""
     return {
-        "id": m.id,
+        "id": json_id(m),
         "kind": m.kind,
         "title": m.title,
         "body": m.body,
@@ -178,7 +255,8 @@ def memory_json(m: Memory) -> dict:
         "project": m.project,
         "branch": m.branch,
         "source": source_json(m.source),
-        "superseded_by": m.superseded_by,
+        "superseded_by": json_superseded_by(m),
+        "store": m.store,
         "stability": m.stability,
         "last_surfaced": m.last_surfaced,
         "opened_in_full": m.opened_in_full,

@@ -147,7 +147,8 @@ def test_forget_and_supersede(service, db_file, repo):
         ("save", {"text": ""}, "nothing to remember"),
         ("save", {"text": "x", "kind": "diary"}, "unknown kind 'diary'"),
         ("open", {"id": 999}, "no memory with id 999"),
-        ("forget", {"id": "seven"}, "id must be a whole number"),
+        ("forget", {"id": "seven"}, "'seven' is not a memory id"),
+        ("forget", {"id": [7]}, "id must be a memory id (12, or t12 for a team memory)"),
         ("launch", {}, "unknown request 'launch'"),
     ],
 )

@@ -218,7 +218,11 @@ def serve_briefly(traced, seconds: float) -> None:
         time.sleep(seconds)
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # strace and the server alike; the server stops on Ctrl-C
-        proc.wait(30)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:  # a tracer may hold Ctrl-C back: never leave a server behind
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
 
 
 def test_the_trace_reader_catches_a_real_connection_and_a_stray_file(traced):

@@ -293,3 +293,11 @@ def test_clients_opening_a_new_store_at_once_migrate_it_once(team_db):
     assert team_db.execute("SELECT version FROM schema_version") == [(1,)]
     for store in stores:
         store.close()
+
+
+def test_what_the_service_and_the_audit_read(team_db):
+    store = team_store(team_db)
+    store.add(NewMemory(body="waiting for a vector", project="p"), ["waiting for a vector"], None)
+    assert store.pending_count() == 1 == store.counts()["pending_vectors"]
+    assert store.table_exists(store.vec_table) and not store.table_exists("no_such_table")
+    store.close()

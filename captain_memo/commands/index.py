@@ -39,11 +39,21 @@ def run(args) -> int:
         outcome = memo.index(
             args.paths, git=args.git, branch=args.branch, show_progress=not args.quiet, max_commits=args.max_commits
         )
-    report, history = outcome.notes, outcome.git
+    report, history, team = outcome.notes, outcome.git, outcome.team
     if args.json:
-        print_json({"notes": report.to_json(), "git": history.to_json() if history else None})
+        print_json(
+            {
+                "notes": report.to_json(),
+                "git": history.to_json() if history else None,
+                "team": team.to_json() if team else None,
+            }
+        )
         return 0
     print_report(report, history, outcome.max_commits)
+    if team is not None:
+        for path, reason in team.skipped_files:
+            print(f"skipped {one_line(str(path))}: {one_line(reason)}")
+        print(f"team store (the repository's notes): {team.counts()} ({team.chunks_embedded} chunks embedded)")
     return 0
 
 

@@ -1,4 +1,6 @@
-"""`remember`, `show`, `forget` and `supersede`: writing and reading single memories."""
+"""`remember`, `show`, `forget`, `supersede` and `publish`: writing and reading single memories.
+
+An id is a local memory's number (``12``) or a team memory's ``t`` and number (``t12``)."""
 
 from __future__ import annotations
 
@@ -23,24 +25,35 @@ def register(sub) -> None:
     p.add_argument("--lines", help="line range in that file, like 10-24")
     p.add_argument("--date", help="when it was written (ISO date; default now)")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--team",
+        action="store_true",
+        help="store it in the team store (CAPTAIN_MEMO_TEAM_DB) for everyone on the project",
+    )
     add_secrets_arg(p)
     add_context_args(p)
     p.set_defaults(run=remember)
 
     p = sub.add_parser("show", help="open a memory in full (counts as the strongest recall)")
-    p.add_argument("id", type=int)
+    p.add_argument("id", help="12, or t12 for a team memory")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=show)
 
     p = sub.add_parser("forget", help="delete a memory")
-    p.add_argument("id", type=int)
+    p.add_argument("id", help="12, or t12 for a team memory")
     p.set_defaults(run=forget)
 
     p = sub.add_parser("supersede", help="mark OLD as superseded by NEW (--undo OLD reverses, --list lists)")
-    p.add_argument("ids", type=int, nargs="*", help="OLD NEW")
-    p.add_argument("--undo", type=int, metavar="OLD", help="clear OLD's supersession")
+    p.add_argument("ids", nargs="*", help="OLD NEW (12, or t12 for a team memory)")
+    p.add_argument("--undo", metavar="OLD", help="clear OLD's supersession")
     p.add_argument("--list", action="store_true", help="list superseded memories")
     p.set_defaults(run=supersede)
+
+    p = sub.add_parser("publish", help="move a local memory to the team store (--keep copies it)")
+    p.add_argument("id", help="the local memory's id")
+    p.add_argument("--keep", action="store_true", help="keep the local memory too, marked superseded by the team copy")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=publish)
 
 
 def _lines(text: str | None) -> tuple[int | None, int | None]:
@@ -72,6 +85,7 @@ def remember(args) -> int:
         project=args.project,
         branch=args.branch,
         allow_secrets=args.allow_secrets,
+        team=args.team,
     )
     data = run_request(args, "remember", request)
     for finding in data["kept_secrets"]:
@@ -86,6 +100,8 @@ def remember(args) -> int:
 
 
 def show(args) -> int:
+    from captain_memo.records import TEAM
+
     with open_memo(args) as memo:
         m = memo.show(args.id)
     if args.json:
@@ -93,10 +109,10 @@ def show(args) -> int:
 
         print_json(memory_json(m))
         return 0
-    print(f"#{m.id} [{m.kind}] {one_line(m.display_title)}")
+    print(f"#{m.ref} [{m.kind}] {one_line(m.display_title)}" + ("  (team)" if m.store == TEAM else ""))
     meta = [created(time.time() - m.created_at), m.branch and f"branch {m.branch}", m.source.describe()]
-    if m.superseded_by:
-        meta.append(f"superseded by #{m.superseded_by}")
+    if m.superseded_ref:
+        meta.append(f"superseded by #{m.superseded_ref}")
     print("   " + one_line(" · ".join(x for x in meta if x)))
     print()
     print(block(m.body))
@@ -111,8 +127,9 @@ def created(seconds: float) -> str:
 
 def forget(args) -> int:
     with open_memo(args) as memo:
-        memo.forget(args.id)
-    print(f"forgot #{args.id}")
+        ref = memo.ref(args.id)
+        memo.forget(ref)
+    print(f"forgot #{ref}")
     return 0
 
 
@@ -126,13 +143,28 @@ def supersede(args) -> int:
                 print(f"#{s.old_id} superseded by #{s.new_id} ({how}): {one_line(s.title)}")
             return 0
         if args.undo is not None:
-            if memo.unsupersede(args.undo) is None:
-                print(f"#{args.undo} was not superseded; nothing changed")
+            old = memo.ref(args.undo)
+            if memo.unsupersede(old) is None:
+                print(f"#{old} was not superseded; nothing changed")
             else:
-                print(f"#{args.undo} is current again")
+                print(f"#{old} is current again")
             return 0
         if len(args.ids) != 2:
             raise InputError("supersede takes OLD NEW (or --undo OLD, or --list)")
-        memo.supersede(*args.ids)
-        print(f"#{args.ids[0]} is superseded by #{args.ids[1]}")
+        old, new = (memo.ref(i) for i in args.ids)
+        memo.supersede(old, new)
+        print(f"#{old} is superseded by #{new}")
+    return 0
+
+
+def publish(args) -> int:
+    with open_memo(args) as memo:
+        local = memo.ref(args.id)
+        shared = memo.publish(local, keep=args.keep)
+    if args.json:
+        print_json({"id": str(local), "team_id": str(shared), "kept": args.keep})
+    elif args.keep:
+        print(f"published #{local} as #{shared}; the local copy stays, superseded by it")
+    else:
+        print(f"published #{local} as #{shared} (moved to the team store)")
     return 0

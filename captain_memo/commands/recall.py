@@ -68,7 +68,10 @@ def explain_lines(hit: dict) -> list[str]:
         return "absent" if v is None else f"{v:.3f}"
 
     trace = hit["explain"]
-    lines = [f"      vector {num(trace['vector'])}  keyword {num(trace['keyword'])}  fused {trace['fused']:.3f}"]
+    lines = [
+        f"      {hit['store']} store  vector {num(trace['vector'])}  keyword {num(trace['keyword'])}"
+        f"  fused {trace['fused']:.3f}"
+    ]
     product = f"{trace['fused']:.3f}"
     for f in trace["factors"]:
         detail = f" ({one_line(f['detail'])})" if f["detail"] else ""
@@ -76,6 +79,12 @@ def explain_lines(hit: dict) -> list[str]:
         product += f" x {f['value']:.3f}"
     lines.append(f"      = {product} = {hit['score']:.3f}")
     return lines
+
+
+def failure_line(name: str, why: str) -> str:
+    """``vector leg failed: ...``, ``team store failed: ...``, ``team vector leg failed: ...``."""
+    what = "team store" if name == "team" else ("local store" if name == "local" else f"{name} leg")
+    return f"{what} failed: {one_line(why)}"
 
 
 def render(result: dict, explain: bool = False, scope: str | None = None) -> str:
@@ -94,9 +103,17 @@ def render(result: dict, explain: bool = False, scope: str | None = None) -> str
     if not result["hits"]:
         lines.append(f"no memory matched in {scope}" if scope else "no memory matched")
     legs = " + ".join(result["legs"])
-    footer = f"profile {result['profile']} · legs: {legs} · {result['elapsed_ms']:.0f} ms"
+    stores = result.get("stores", ["local"])
+    shown = f" · stores: {' + '.join(stores)}" if "team" in stores or "team" in result["failures"] else ""
+    footer = f"profile {result['profile']} · legs: {legs}{shown} · {result['elapsed_ms']:.0f} ms"
     if result["failures"]:
-        failed = "; ".join(f"{leg} leg failed: {one_line(why)}" for leg, why in result["failures"].items())
-        footer += f"\nwarning: only the {legs} leg answered ({failed})"
+        failed = "; ".join(failure_line(name, why) for name, why in result["failures"].items())
+        if len(result["legs"]) < 2:
+            answered = f"only the {legs} leg answered"
+        elif "team" in result["failures"]:
+            answered = "the local store alone answered"
+        else:
+            answered = "part of the search failed; the hits are what answered"
+        footer += f"\nwarning: {answered} ({failed})"
     lines.append(footer)
     return "\n".join(lines)

@@ -27,7 +27,17 @@ from captain_memo.editor.settings import SECRET_POLICIES, EditorSettings, _choic
 from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
 from captain_memo.gitctx import GitContext
 from captain_memo.memo import Memo
-from captain_memo.records import NewMemory, RecallRequest, Source, Surfacing, memory_json, source_json
+from captain_memo.records import (
+    LOCAL,
+    TEAM,
+    MemoryRef,
+    NewMemory,
+    RecallRequest,
+    Source,
+    Surfacing,
+    memory_json,
+    source_json,
+)
 
 log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
@@ -82,6 +92,19 @@ def _int(args: dict, name: str, required: bool = True) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise InputError(f"{name} must be a whole number, not {value!r}")
     return value
+
+
+def _ref(args: dict, name: str) -> MemoryRef:
+    """A memory id from the plugin: a number (local) or "t12" (a team memory)."""
+    value = args.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InputError(f"{name} must be a memory id (12, or t12 for a team memory), not {value!r}")
+    return Memo.ref(value)
+
+
+def _ref_json(ref: MemoryRef) -> int | str:
+    """As recall hits name it: a number for a local memory, "t12" for a team one."""
+    return str(ref) if ref.team else ref.id
 
 
 class EditorService:
@@ -256,6 +279,7 @@ class EditorService:
         """Credentials in a selection about to be saved, found before the dialog shows any of it: the
         title prompt is prefilled from ``redacted``, so a token never appears in it. No database is
         opened. With redaction on everywhere (CAPTAIN_MEMO_REDACT_SECRETS) there is nothing to ask."""
+        from captain_memo.config import team_config
         from captain_memo.validation import without_private
 
         text = args.get("text")
@@ -263,7 +287,11 @@ class EditorService:
             raise InputError(f"text must be text, not {type(text).__name__}")
         visible = without_private(text)
         findings = [] if secrets.redaction_on() else secrets.scan(visible)
-        return {"findings": [_finding_json(f) for f in findings], "redacted": secrets.redact(visible)}
+        return {
+            "findings": [_finding_json(f) for f in findings],
+            "redacted": secrets.redact(visible),
+            "team": team_config().url is not None,  # the dialog then asks where to save
+        }
 
     def save(self, settings: EditorSettings, args: dict) -> dict:
         """Store a selection or a note; text that looks like it holds credentials is handled by the
@@ -300,10 +328,13 @@ class EditorService:
             branch=ctx.branch,
             source=source,
         )
-        memory_id = self.memo(settings).remember(memory)
+        memo = self.memo(settings)
+        where = _choice(args, "store", (LOCAL, TEAM)) or LOCAL
+        memory_id = memo.remember(memory) if where == LOCAL else _ref_json(memo.remember_team(memory))
         return {
             "saved": True,
             "id": memory_id,
+            "store": where,
             "title": memory.title,
             "kind": memory.kind,
             "path": source.path,
@@ -323,20 +354,20 @@ class EditorService:
         if not isinstance(path, str) or not path:
             raise InputError("path must name the file that was written")
         ctx = self.contexts.get(path, settings.share_worktrees)
-        report = index_written_file(lambda: self.memo(settings).engine, path, ctx.project, ctx.branch)
+        report = index_written_file(lambda: self.memo(settings), path, ctx.project, ctx.branch)
         return {"path": path, **report.to_json()}
 
     def open(self, settings: EditorSettings, args: dict) -> dict:
         """A memory in full; this counts as the strongest surfacing for Tide."""
-        memory = self.memo(settings).show(_int(args, "id"))
+        memory = self.memo(settings).show(_ref(args, "id"))
         return opened_json(memory, self.context(settings, args))
 
     def forget(self, settings: EditorSettings, args: dict) -> dict:
-        memory_id = _int(args, "id")
+        memory_id = _ref(args, "id")
         self.memo(settings).forget(memory_id)
-        return {"id": memory_id}
+        return {"id": _ref_json(memory_id)}
 
     def supersede(self, settings: EditorSettings, args: dict) -> dict:
-        old, new = _int(args, "old"), _int(args, "new")
+        old, new = _ref(args, "old"), _ref(args, "new")
         self.memo(settings).supersede(old, new)
-        return {"old": old, "new": new}
+        return {"old": _ref_json(old), "new": _ref_json(new)}

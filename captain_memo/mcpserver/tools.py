@@ -8,6 +8,7 @@ wrong with it, never echoing the value (a 10 MB string must not come back in the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from captain_memo.records import KINDS
 MAX_QUERY_CHARS = 10_000  # the engine's own limit (engine.MAX_QUERY_CHARS); importing it would load numpy
 MAX_RECALL_LIMIT = 50
 MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
+TEAM_ID_PATTERN = "^t[1-9][0-9]{0,18}$"
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,15 @@ def _text(description: str, limit: int, min_length: int = 0) -> dict:
 
 
 def _id(description: str) -> dict:
-    return {"type": "integer", "minimum": 1, "maximum": MAX_ID, "description": description}
+    """A memory id: a number for a memory of this machine's store, a string like "t12" for one in
+    the team store (recall gives each hit's id in the form to pass back)."""
+    return {
+        "type": ["integer", "string"],
+        "minimum": 1,
+        "maximum": MAX_ID,
+        "pattern": TEAM_ID_PATTERN,
+        "description": description + ' A team memory\'s id is a string such as "t12".',
+    }
 
 
 RECALL = Tool(
@@ -187,10 +197,18 @@ def checked_arguments(tool: Tool, arguments) -> dict:
     return checked
 
 
+def _of_kind(value: Any, kind: str) -> bool:
+    return isinstance(value, _JSON_TYPES[kind]) and not (kind == "integer" and isinstance(value, bool))
+
+
 def _checked_value(where: str, spec: dict, value: Any):
-    kind = spec["type"]
-    if not isinstance(value, _JSON_TYPES[kind]) or (kind == "integer" and isinstance(value, bool)):
-        raise InputError(f"{where} must be {'an' if kind == 'integer' else 'a'} {kind}, not {_json_type(value)}")
+    kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
+    kind = next((k for k in kinds if _of_kind(value, k)), None)
+    if kind is None:
+        named = " or ".join(f"{'an' if k == 'integer' else 'a'} {k}" for k in kinds)
+        raise InputError(f"{where} must be {named}, not {_json_type(value)}")
+    if kind == "string" and "pattern" in spec and not re.fullmatch(spec["pattern"], value):
+        raise InputError(f"{where} must be a number, or a team memory's id such as t12, not {_short(value)!r}")
     if kind == "string":
         if len(value) > spec.get("maxLength", len(value)):
             raise InputError(f"{where} is {len(value):,} characters; the limit is {spec['maxLength']:,}")

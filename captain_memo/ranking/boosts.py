@@ -52,8 +52,8 @@ def superseded(candidates: list[Candidate], cfg: RankConfig) -> list[Candidate]:
     if cfg.supersede_penalty == 1.0:
         return candidates
     return [
-        c.times("superseded", cfg.supersede_penalty, f"by #{c.memory.superseded_by}")
-        if c.memory.superseded_by is not None
+        c.times("superseded", cfg.supersede_penalty, f"by #{c.memory.superseded_ref}")
+        if c.memory.superseded_ref is not None
         else c
         for c in candidates
     ]

@@ -30,6 +30,11 @@ class Candidate:
     score: float = 0.0
     factors: tuple[Factor, ...] = ()
 
+    @property
+    def key(self) -> tuple[str, int]:
+        """What tells candidates apart when two stores are searched: chunk ids are per store."""
+        return self.memory.store, self.chunk_id
+
     def fuse(self, fused: float) -> Candidate:
         return replace(self, fused=fused, score=fused, factors=())
 
@@ -46,5 +51,5 @@ class Candidate:
 
 
 def by_score(candidates: list[Candidate]) -> list[Candidate]:
-    """Best first; ties broken by fused score, then by chunk id for a stable order."""
-    return sorted(candidates, key=lambda c: (-c.score, -c.fused, c.chunk_id))
+    """Best first; ties broken by fused score, then by store and chunk id for a stable order."""
+    return sorted(candidates, key=lambda c: (-c.score, -c.fused, c.key))

@@ -37,13 +37,14 @@ def rank_pool(candidates: list[Candidate], req: RankRequest, cfg: RankConfig) ->
 
 
 def cut(pool: list[Candidate], limit: int) -> list[Candidate]:
-    """The best chunk of each memory, then the top ``limit``."""
-    seen: set[int] = set()
+    """The best chunk of each memory (ids are per store), then the top ``limit``."""
+    seen: set[tuple[str, int]] = set()
     out = []
     for c in by_score(pool):
-        if c.memory.id in seen:
+        key = (c.memory.store, c.memory.id)
+        if key in seen:
             continue
-        seen.add(c.memory.id)
+        seen.add(key)
         out.append(c)
         if len(out) >= limit:
             break

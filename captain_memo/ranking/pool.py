@@ -7,13 +7,17 @@ min-max over the leg's hits, except when the fusion scales it itself over the un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from captain_memo.ranking.candidates import Candidate
-from captain_memo.records import Memory
+from captain_memo.records import LOCAL, Memory
+
+Key = TypeVar("Key", bound=Hashable)  # a chunk id, or (store, chunk id) over several stores
 
 
-def min_max(values: Mapping[int, float]) -> dict[int, float]:
+def min_max(values: Mapping[Key, float]) -> dict[Key, float]:
     """Scale onto [0, 1], best 1.0; when all are tied, all are 1.0."""
     if not values:
         return {}
@@ -23,9 +27,20 @@ def min_max(values: Mapping[int, float]) -> dict[int, float]:
     return {key: (value - low) / (high - low) for key, value in values.items()}
 
 
-def leg_ranks(hits: Mapping[int, float]) -> dict[int, int]:
-    """chunk id -> 1-based rank by score, best first."""
+def leg_ranks(hits: Mapping[Key, float]) -> dict[Key, int]:
+    """chunk (id, or store and id) -> 1-based rank by score, best first."""
     return {chunk_id: i + 1 for i, chunk_id in enumerate(sorted(hits, key=lambda c: -hits[c]))}
+
+
+@dataclass(frozen=True)
+class StoreHits:
+    """What one store's legs found: chunk id -> similarity and -> bm25 relevance (None when the
+    keyword leg did not answer), and the text and memory of every chunk found."""
+
+    store: str
+    vector: Mapping[int, float]
+    keyword: Mapping[int, float] | None
+    rows: Mapping[int, tuple[str, Memory]]
 
 
 def build_pool(
@@ -37,19 +52,42 @@ def build_pool(
     """One candidate per chunk in ``rows`` (text and memory of the chunks the legs found; a chunk
     deleted meanwhile is missing there and left out). ``vector_hits`` hold similarities,
     ``keyword_hits`` bm25 relevance (higher is better)."""
-    keyword_hits = keyword_hits or {}
-    scaled = min_max(keyword_hits) if scale_keyword else {}
-    vector_rank, keyword_rank = leg_ranks(vector_hits), leg_ranks(keyword_hits)
+    return pool_of([StoreHits(LOCAL, vector_hits, keyword_hits, rows)], scale_keyword)
+
+
+def pool_of(parts: Sequence[StoreHits], scale_keyword: bool = True) -> list[Candidate]:
+    """One pool over the hits of every store searched (the local store, the team store): the
+    keyword scaling and each leg's ranks are taken over all of them together, as one leg's would
+    be, so that the stages after see one list. Each candidate's memory names its store.
+
+    Similarities of one model are on one scale in any store; bm25 is not: its idf and average
+    length are those of the store's own corpus, so the same match scores far lower in a small
+    store (in a team store of 3 chunks beside a local one of 220, its best match's bm25 was a
+    twelfth of the local best, and the decision the query asked for ranked 3rd and 4th behind
+    weaker local matches). With more than one store, each store's bm25 is therefore divided by
+    its best, before the fusion scales the union: its best match is then as strong as the other's.
+    With one store nothing changes (the fusions' scaling ignores a common factor)."""
+    vector: dict[tuple[str, int], float] = {}
+    keyword: dict[tuple[str, int], float] = {}
+    for part in parts:
+        vector.update({(part.store, cid): score for cid, score in part.vector.items()})
+        found = part.keyword or {}
+        best = max(found.values(), default=0.0) if len(parts) > 1 else 0.0
+        keyword.update({(part.store, cid): score / best if best > 0 else score for cid, score in found.items()})
+    scaled = min_max(keyword) if scale_keyword else {}
+    vector_rank, keyword_rank = leg_ranks(vector), leg_ranks(keyword)
     return [
         Candidate(
             chunk_id=cid,
-            memory=memory,
+            memory=memory if memory.store == part.store else replace(memory, store=part.store),
             text=text,
-            vector=vector_hits.get(cid),
-            keyword=scaled.get(cid),
-            bm25=keyword_hits.get(cid),
-            vector_rank=vector_rank.get(cid),
-            keyword_rank=keyword_rank.get(cid),
+            vector=vector.get(key),
+            keyword=scaled.get(key),
+            bm25=keyword.get(key),
+            vector_rank=vector_rank.get(key),
+            keyword_rank=keyword_rank.get(key),
         )
-        for cid, (text, memory) in rows.items()
+        for part in parts
+        for cid, (text, memory) in part.rows.items()
+        for key in [(part.store, cid)]
     ]

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from captain_memo.ranking.candidates import Candidate
-from captain_memo.records import DAY, source_json
+from captain_memo.records import DAY, json_id, json_superseded_by, source_json
 
 LEGS = ("vector", "keyword")
 
@@ -20,10 +20,12 @@ class RecallResult:
     failures: dict[str, str] = field(default_factory=dict)  # leg -> error message
     elapsed_ms: float = 0.0
     pool_size: int = 0
+    stores: tuple[str, ...] = ("local",)  # the stores that answered: local, and team when one is set
 
     @property
     def degraded(self) -> bool:
-        return len(self.legs) < len(LEGS)
+        """A leg or a store failed: the hits are what the rest found, and ``failures`` says what."""
+        return len(self.legs) < len(LEGS) or bool(self.failures)
 
 
 def _num(value: float | None) -> float | None:
@@ -34,7 +36,8 @@ def hit_json(c: Candidate, rank: int, now: float) -> dict:
     m = c.memory
     return {
         "rank": rank,
-        "id": m.id,
+        "id": json_id(m),
+        "store": m.store,
         "chunk_id": c.chunk_id,
         "kind": m.kind,
         "title": m.display_title,
@@ -45,7 +48,7 @@ def hit_json(c: Candidate, rank: int, now: float) -> dict:
         "project": m.project,
         "branch": m.branch,
         "source": source_json(m.source, label=True),
-        "superseded_by": m.superseded_by,
+        "superseded_by": json_superseded_by(m),
         "explain": {
             "vector": _num(c.vector),
             "keyword": _num(c.keyword),
@@ -64,6 +67,7 @@ def result_json(result: RecallResult, now: float) -> dict:
         "profile": result.profile,
         "legs": list(result.legs),
         "failures": result.failures,
+        "stores": list(result.stores),
         "elapsed_ms": round(result.elapsed_ms, 2),
         "pool_size": result.pool_size,
         "hits": [hit_json(c, i + 1, now) for i, c in enumerate(result.hits)],

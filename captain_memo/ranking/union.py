@@ -46,18 +46,18 @@ def leg_weights(cfg: RankConfig, shape: QueryShape | None) -> tuple[float, float
 
 def union_fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None) -> list[Candidate]:
     """``w_v × minmax(vector) + w_k × minmax(bm25)`` over the union; with one leg, that leg's order."""
-    vec = min_max({c.chunk_id: c.vector for c in candidates if c.vector is not None})
-    kw = min_max({c.chunk_id: (c.bm25 or 0.0) for c in candidates})
+    vec = min_max({c.key: c.vector for c in candidates if c.vector is not None})
+    kw = min_max({c.key: (c.bm25 or 0.0) for c in candidates})
     w_vector, w_keyword = leg_weights(cfg, shape)
     has_vector = bool(vec)
     keyword_answered = any(c.bm25 is not None for c in candidates)
     out = []
     for c in candidates:
         if has_vector:
-            fused = w_vector * vec.get(c.chunk_id, 0.0) + w_keyword * kw.get(c.chunk_id, 0.0)
+            fused = w_vector * vec.get(c.key, 0.0) + w_keyword * kw.get(c.key, 0.0)
         else:
-            fused = kw.get(c.chunk_id, 0.0)
+            fused = kw.get(c.key, 0.0)
         # The explanation shows the keyword score this fusion used: scaled over the whole union.
-        shown = kw.get(c.chunk_id, 0.0) if keyword_answered else None
+        shown = kw.get(c.key, 0.0) if keyword_answered else None
         out.append(replace(c, keyword=shown).fuse(fused))
     return out

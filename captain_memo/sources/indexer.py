@@ -116,23 +116,47 @@ def index_file(
     ``project`` and ``branch`` (looked up when ``project`` is None). A file that no longer exists
     has its memories removed.
     """
+    settings = settings or source_settings()
+    folder = written_folder(path, project, branch, settings)
+    return IndexReport() if folder is None else index_folders(engine, [folder], settings)
+
+
+def written_folder(
+    path: str | Path, project: str | None, branch: str | None, settings: SourceSettings
+) -> Folder | None:
+    """The one-file folder to index for a file just written (``index_file``); None when the file is
+    not a note under a configured folder (found without any git process then)."""
     path = Path(path).expanduser()
     if not is_note(path):
-        return IndexReport()
+        return None
     path = path.resolve()
-    settings = settings or source_settings()
     folder = folder_of(path, personal_folders(settings))
     if folder is None:
         root = repository_root(path.parent)
         folder = folder_of(path, repository_folders(root, project, branch, settings)) if root else None
         if folder is None:
-            return IndexReport()
+            return None
         if project is None:
             from captain_memo.gitctx import git_context
 
             ctx = git_context(root)
             folder = replace(folder, project=ctx.project, branch=branch or ctx.branch)
-    return index_folders(engine, [replace(folder, path=path)], settings)
+    return replace(folder, path=path)
+
+
+def forget_indexed(engine, folders: list[Folder]) -> int:
+    """Remove what was indexed from ``folders`` into this engine's store (their memories and file
+    states); how many memories went. For folders whose notes now live in another store."""
+    removed = 0
+    for project in dict.fromkeys(f.project for f in folders):
+        prefixes = [f.prefix for f in folders if f.project == project]
+        for row in engine.store.stored_by_key(project, KEY_PREFIX).values():
+            if _under(row.source_path, prefixes):
+                engine.store.delete(row.id)
+                removed += 1
+        gone = [path for path in engine.store.file_states(project) if _under(path, prefixes)]
+        engine.store.save_file_states(project, {}, gone)
+    return removed
 
 
 def folder_for(path: Path, settings: SourceSettings, branch: str | None = None) -> Folder:

@@ -262,12 +262,34 @@ def _m005_source_files_and_reindex(conn) -> None:
     )
 
 
+def _m006_portable_projects(conn) -> None:
+    # A store shared by a team names a project by what every clone agrees on (identity.py), while
+    # this store keeps the local path its memories were saved under. The projects it already holds
+    # learn theirs here, while their folders are likely still in place; one whose folder is gone
+    # gets none (publishing from it asks for the project). A local memory can also be superseded
+    # by a team memory, whose id lives in the team store: it has a column of its own, since
+    # superseded_by references this store's memories.
+    from captain_memo.identity import portable_id
+
+    _run_script(
+        conn,
+        """
+        CREATE TABLE projects (path TEXT PRIMARY KEY, portable_id TEXT NOT NULL);
+        ALTER TABLE memories ADD COLUMN superseded_by_team INTEGER
+        """,
+    )
+    for (path,) in conn.execute("SELECT DISTINCT project FROM memories WHERE project IS NOT NULL").fetchall():
+        if os.path.isdir(path):
+            conn.execute("INSERT INTO projects VALUES (?, ?)", (path, portable_id(path)))
+
+
 MIGRATIONS = [
     (1, _m001_tables),
     (2, _m002_vector_changes),
     (3, _m003_memory_ids_never_reused),
     (4, _m004_last_opened),
     (5, _m005_source_files_and_reindex),
+    (6, _m006_portable_projects),
 ]
 # Migrations whose tables only writers use (indexing, reindex): a read-only store without them is
 # read as it is.

@@ -22,7 +22,7 @@ SQLITE_INTEGERS = range(-(2**63), 2**63)
 MEMORY_COLUMNS = (
     "id, kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end, "
     "source_commit, origin, filetype, content_hash, superseded_by, stability, last_surfaced, opened_in_full, "
-    "source_key, tags, last_opened"
+    "source_key, tags, last_opened, superseded_by_team"
 )
 
 
@@ -50,6 +50,7 @@ def memory_from_row(row) -> Memory:
         source_key,
         tags,
         last_opened,
+        superseded_by_team,
     ) = row
     return Memory(
         id=mid,
@@ -69,6 +70,7 @@ def memory_from_row(row) -> Memory:
         source_key=source_key,
         tags=tuple(t for t in tags.split(",") if t),
         last_opened=last_opened,
+        superseded_by_team=superseded_by_team,
     )
 
 
@@ -221,11 +223,46 @@ class Store(SourceRows):
                 if mid is not None and not self._exists(conn, mid):
                     raise NotFoundError(f"no memory with id {mid}")
             previous = conn.execute("SELECT superseded_by FROM memories WHERE id = ?", (old_id,)).fetchone()[0]
+            # One memory replaces it: a team memory that did before no longer does.
             conn.execute(
-                "UPDATE memories SET superseded_by = ?, supersede_auto = ? WHERE id = ?",
-                (new_id, int(automatic and new_id is not None), old_id),
+                "UPDATE memories SET superseded_by = ?, supersede_auto = ?,"
+                " superseded_by_team = CASE WHEN ? IS NULL THEN superseded_by_team END WHERE id = ?",
+                (new_id, int(automatic and new_id is not None), new_id, old_id),
             )
         return previous
+
+    def set_superseded_by_team(self, old_id: int, team_id: int | None) -> int | None:
+        """Mark ``old_id`` superseded by the team store's memory ``team_id`` (None clears it; the
+        caller checked it exists there); returns the team memory that superseded it before."""
+        with self.write() as conn:
+            if not self._exists(conn, old_id):
+                raise NotFoundError(f"no memory with id {old_id}")
+            previous = conn.execute("SELECT superseded_by_team FROM memories WHERE id = ?", (old_id,)).fetchone()[0]
+            conn.execute(
+                "UPDATE memories SET superseded_by_team = ?,"
+                " superseded_by = CASE WHEN ? IS NULL THEN superseded_by END, supersede_auto = 0 WHERE id = ?",
+                (team_id, team_id, old_id),
+            )
+        return previous
+
+    def superseded_by_ids(self, memory_id: int) -> list[int]:
+        """The memories ``memory_id`` superseded."""
+        return [
+            row[0]
+            for row in self.conn.execute("SELECT id FROM memories WHERE superseded_by = ? ORDER BY id", (memory_id,))
+        ]
+
+    def record_project(self, path: str, portable_id: str) -> None:
+        """Remember the portable identity of the project at ``path`` (identity.py)."""
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO projects VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET portable_id = excluded.portable_id",
+                (path, portable_id),
+            )
+
+    def project_identities(self) -> dict[str, str]:
+        """Local project path -> portable identity, for the projects whose identity is known."""
+        return dict(self.conn.execute("SELECT path, portable_id FROM projects"))
 
     def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
         """Tide: new stability per memory id, last surfaced now; ``opened`` marks full opens."""

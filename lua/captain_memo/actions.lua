@@ -127,6 +127,27 @@ local function ask_kind(callback)
   }, callback)
 end
 
+-- Where a save goes when a team store is set (CAPTAIN_MEMO_TEAM_DB): this machine's store, or the
+-- team store everyone on the project reads. Local is first, so <CR> keeps a note private.
+M.STORES = { "local", "team" }
+local STORE_HELP = { ["local"] = "only you", team = "everyone on the project" }
+
+---Ask where to save when there is a team store; `callback` gets "local", "team" or nil (cancel).
+---@param team boolean whether a team store is set
+local function ask_store(team, callback)
+  if not team then
+    callback("local")
+    return
+  end
+  vim.ui.select(M.STORES, {
+    prompt = "Save to:",
+    kind = "captain_memo_store",
+    format_item = function(store)
+      return store .. " (" .. STORE_HELP[store] .. ")"
+    end,
+  }, callback)
+end
+
 -- The answers to "this looks like it holds credentials", and the `secrets` policy each asks for.
 M.SECRET_CHOICES = { "save anyway", "save redacted", "cancel" }
 local SECRET_POLICY = { ["save anyway"] = "allow", ["save redacted"] = "redact" }
@@ -170,7 +191,10 @@ local function store(args, on_saved)
       end
       require("captain_memo.ambient").forget_cache()
       local where = saved.branch and (" on " .. saved.branch) or ""
-      local message = ("saved #%d %s%s"):format(saved.id, saved.title ~= "" and saved.title or "(untitled)", where)
+      local message = ("saved #%s %s%s"):format(saved.id, saved.title ~= "" and saved.title or "(untitled)", where)
+      if saved.store == "team" then
+        message = message .. " to the team store"
+      end
       if #saved.kept > 0 then
         log.warn(message .. "; credentials stored as they are: " .. table.concat(saved.kept, "; "))
       elseif #saved.redacted > 0 then
@@ -185,8 +209,9 @@ local function store(args, on_saved)
   })
 end
 
----Ask for a title (prefilled from the first line of `shown`) and a kind, then store `args`.
-local function ask_title_and_store(args, shown)
+---Ask for a title (prefilled from the first line of `shown`), a kind and, with a team store, where
+---to save it; then store `args`.
+local function ask_title_and_store(args, shown, team)
   vim.ui.input({ prompt = "Title: ", default = first_line(shown) }, function(title)
     if title == nil then
       return
@@ -195,8 +220,13 @@ local function ask_title_and_store(args, shown)
       if not kind then
         return
       end
-      args.title, args.kind = title, kind
-      store(args)
+      ask_store(team, function(where)
+        if not where then
+          return
+        end
+        args.title, args.kind, args.store = title, kind, where
+        store(args)
+      end)
     end)
   end)
 end
@@ -224,7 +254,7 @@ function M.save(opts)
   bridge.request("check", { text = sel.text }, {
     on_result = function(checked)
       if #checked.findings == 0 or require("captain_memo").options().secrets ~= "ask" then
-        ask_title_and_store(args, checked.redacted)
+        ask_title_and_store(args, checked.redacted, checked.team)
         return
       end
       ask_about_secrets(checked.findings, function(policy)
@@ -233,7 +263,7 @@ function M.save(opts)
           return
         end
         args.secrets = policy
-        ask_title_and_store(args, checked.redacted)
+        ask_title_and_store(args, checked.redacted, checked.team)
       end)
     end,
   })
@@ -247,7 +277,7 @@ function M.write_note(buf)
   local state = vim.b[buf].captain_memo_note
   if state.saved then
     vim.bo[buf].modified = false
-    log.info(("this note is saved as #%d; :CaptainMemo note starts a new one"):format(state.saved))
+    log.info(("this note is saved as #%s; :CaptainMemo note starts a new one"):format(state.saved))
     return
   end
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -269,7 +299,7 @@ function M.write_note(buf)
     if vim.api.nvim_buf_is_valid(buf) then
       vim.b[buf].captain_memo_note = vim.tbl_extend("force", state, { saved = saved.id })
       vim.bo[buf].modified = false
-      pcall(vim.api.nvim_buf_set_name, buf, ("captain-memo://memory/%d"):format(saved.id))
+      pcall(vim.api.nvim_buf_set_name, buf, ("captain-memo://memory/%s"):format(saved.id))
     end
   end)
 end

@@ -155,18 +155,31 @@ end
 function M.footer(result)
   local legs = result.legs or {}
   local parts = { result.profile or "?" }
-  local warn = #legs < 2
-  if warn then
-    local failed = {}
-    for leg in pairs(result.failures or {}) do
-      failed[#failed + 1] = leg
+  local failed, stores_failed = {}, {}
+  for name in pairs(result.failures or {}) do
+    if name == "team" or name == "local" then
+      stores_failed[#stores_failed + 1] = name .. " store failed"
+    else
+      failed[#failed + 1] = name
     end
-    table.sort(failed)
+  end
+  table.sort(failed)
+  table.sort(stores_failed)
+  local warn = #legs < 2 or #failed > 0 or #stores_failed > 0
+  if #legs < 2 then
     local why = #failed > 0 and (" (" .. table.concat(failed, ", ") .. " leg failed)") or ""
     parts[#parts + 1] = table.concat(legs, " + ") .. " only" .. why
   else
     parts[#parts + 1] = table.concat(legs, " + ")
+    if #failed > 0 then
+      parts[#parts + 1] = table.concat(failed, ", ") .. " leg failed"
+    end
   end
+  -- With a team store: which stores answered, and which did not.
+  if vim.tbl_contains(result.stores or {}, "team") then
+    parts[#parts + 1] = "local + team"
+  end
+  vim.list_extend(parts, stores_failed)
   parts[#parts + 1] = ("%.0f ms"):format(result.elapsed_ms or 0)
   return " " .. table.concat(parts, " · ") .. " ", warn
 end
@@ -186,7 +199,7 @@ function M.preview(hit)
   meta[#meta + 1] = M.age(hit.age_days)
   local lines = { flat(hit.title), table.concat(meta, " · ") }
   if hit.superseded_by then
-    lines[#lines + 1] = ("superseded by #%d"):format(hit.superseded_by)
+    lines[#lines + 1] = ("superseded by #%s"):format(hit.superseded_by)
   end
   lines[#lines + 1] = ""
   vim.list_extend(lines, M.body_lines(hit.text))
@@ -228,7 +241,8 @@ function M.explanation(hit, profile)
     spans[#spans + 1] = { #lines, #head, #head + #value, muted and "CaptainMemoExplainMuted" or "CaptainMemoExplainValue" }
     lines[#lines + 1] = text
   end
-  lines[#lines + 1] = ("#%d  %s"):format(hit.rank, flat(hit.title))
+  local from = hit.store == "team" and ("  (#" .. hit.id .. ", team store)") or ""
+  lines[#lines + 1] = ("#%d  %s%s"):format(hit.rank, flat(hit.title), from)
   spans[#spans + 1] = { 0, 0, #lines[1], "CaptainMemoExplainHeader" }
   row("vector similarity", number(ex.vector) or "-", number(ex.vector) and "" or "not found by the vector leg", not ex.vector)
   -- Raw bm25 spans orders of magnitude (tiny in a small store): significant digits, not decimals.

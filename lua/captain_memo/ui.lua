@@ -264,7 +264,7 @@ end
 local function show_memory(memory)
   local buf = vim.api.nvim_create_buf(true, true)
   vim.bo[buf].bufhidden = "wipe"
-  pcall(vim.api.nvim_buf_set_name, buf, ("captain-memo://memory/%d"):format(memory.id))
+  pcall(vim.api.nvim_buf_set_name, buf, ("captain-memo://memory/%s"):format(memory.id))
   local meta = { memory.kind, "#" .. memory.id }
   if memory.branch then
     meta[#meta + 1] = memory.branch
@@ -318,9 +318,9 @@ function M.supersede_selected()
     return
   end
   vim.ui.select(others, {
-    prompt = ("#%d %s is superseded by:"):format(hit.id, format.flat(hit.title)),
+    prompt = ("#%s %s is superseded by:"):format(hit.id, format.flat(hit.title)),
     format_item = function(h)
-      return ("#%d %s"):format(h.id, format.flat(h.title))
+      return ("#%s %s"):format(h.id, format.flat(h.title))
     end,
   }, function(choice)
     if not choice then
@@ -333,7 +333,7 @@ function M.supersede_selected()
           M.render(false)
         end
         require("captain_memo.ambient").forget_cache()
-        log.info(("#%d is now superseded by #%d"):format(hit.id, choice.id))
+        log.info(("#%s is now superseded by #%s"):format(hit.id, choice.id))
       end,
     })
   end)
@@ -345,7 +345,7 @@ function M.forget_selected()
   if not hit then
     return
   end
-  vim.ui.select({ "Forget it", "Keep it" }, { prompt = ("Forget #%d %s?"):format(hit.id, format.flat(hit.title)) }, function(_, idx)
+  vim.ui.select({ "Forget it", "Keep it" }, { prompt = ("Forget #%s %s?"):format(hit.id, format.flat(hit.title)) }, function(_, idx)
     if idx ~= 1 then
       return
     end
@@ -358,7 +358,7 @@ function M.forget_selected()
           M.render(false)
         end
         require("captain_memo.ambient").forget_cache()
-        log.info(("forgot #%d %s"):format(hit.id, format.flat(hit.title)))
+        log.info(("forgot #%s %s"):format(hit.id, format.flat(hit.title)))
       end,
     })
   end)

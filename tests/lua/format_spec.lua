@@ -71,6 +71,24 @@ test("one leg answering is a warning that names the failed leg", function()
   H.eq(warn, true)
 end)
 
+test("with a team store the footer says which stores answered, and warns when one did not", function()
+  local both = { profile = "v3", legs = { "vector", "keyword" }, failures = {}, stores = { "local", "team" }, elapsed_ms = 9 }
+  local text, warn = format.footer(both)
+  H.eq(text, " v3 · vector + keyword · local + team · 9 ms ")
+  H.eq(warn, false)
+  local down = { profile = "v3", legs = { "vector", "keyword" }, failures = { team = "no answer within 1 s" },
+                 stores = { "local" }, elapsed_ms = 1004 }
+  text, warn = format.footer(down)
+  H.eq(text, " v3 · vector + keyword · team store failed · 1004 ms ")
+  H.eq(warn, true)
+end)
+
+test("a team hit's explanation names its store and its team id", function()
+  local lines = format.explanation(hit({ id = "t7", store = "team" }), "v3")
+  H.truthy(lines[1]:find("(#t7, team store)", 1, true), lines[1])
+  H.eq((format.explanation(hit(), "v3"))[1]:find("team", 1, true), nil)
+end)
+
 test("the explanation lists every multiplier and multiplies out to the score", function()
   local lines = format.explanation(hit(), "v2")
   local text = table.concat(lines, "\n")

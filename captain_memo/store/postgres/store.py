@@ -33,7 +33,8 @@ from captain_memo.store.store import memory_from_row
 MEMORY_COLUMNS = (
     "m.id, m.kind, m.title, m.body, m.created_at, m.updated_at, nullif(m.project, ''), m.branch, m.source_path,"
     " m.line_start, m.line_end, m.source_commit, m.origin, m.filetype, m.content_hash, m.superseded_by,"
-    " m.stability, m.last_surfaced, m.opened_in_full, m.source_key, m.tags, m.last_opened"
+    " m.stability, m.last_surfaced, m.opened_in_full, m.source_key, m.tags, m.last_opened,"
+    " NULL::bigint"  # superseded_by_team: a team memory is superseded only within the team store
 )
 NEW_MARKS = ", ".join(["%s"] * len(NEW_COLUMNS.split(",")))
 # Postgres's bigint; a larger id cannot name a memory (and would not bind).
@@ -373,6 +374,16 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
             (max(1, count),),
         )
         return [(i, text, np.array(vector.strip("[]").split(","), dtype=np.float32)) for i, text, vector in rows]
+
+    def pending_count(self) -> int:
+        """Chunks waiting for a vector (on the partial index of chunks without one)."""
+        return self.one("SELECT count(*) FROM chunks WHERE embedding IS NULL")[0]
+
+    # Vectors live in the chunks table itself (no separate vector table, none swapped by a reindex).
+    vec_table = "chunks"
+
+    def table_exists(self, name: str) -> bool:
+        return self.one("SELECT to_regclass(%s) IS NOT NULL", (name,))[0]
 
     def chunk_count(self) -> int:
         return self.one("SELECT count(*) FROM chunks")[0]
