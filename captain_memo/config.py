@@ -38,6 +38,9 @@ class RankConfig:
     identifier_boost: bool = True
     identifier_boost_step: float = 0.3
     identifier_boost_cap: float = 2.0
+    # A query made only of code-shaped tokens: a chunk holding every one of them gets at least this
+    # multiplier (ranking/boosts.py). 1 leaves such a query to the identifier boost alone.
+    identifier_only_weight: float = 1.0
     rare_token_boost: bool = True
     rare_token_weight: float = 1.15
     rare_token_min_length: int = 4
@@ -98,6 +101,7 @@ PROFILES: dict[str, RankConfig] = {
         vector_weight=0.5,
         keyword_weight=0.5,
         keyword_identifier_parts=True,
+        identifier_only_weight=3.0,
         recency_anchor="newest",
         recency_span_share=0.33,
         temporal_pool=25,
@@ -156,6 +160,7 @@ BOUNDS: dict[str, Bounds] = {
     "result_limit": Bounds(1, 1_000_000, "a recall returns at least one hit"),
     "identifier_boost_step": MULTIPLIER,
     "identifier_boost_cap": MULTIPLIER,
+    "identifier_only_weight": MULTIPLIER,
     "rare_token_weight": MULTIPLIER,
     "rare_token_min_length": Bounds(1, 1_000, "a word length"),
     "branch_weight": MULTIPLIER,

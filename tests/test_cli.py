@@ -187,7 +187,8 @@ def test_recall_text_and_explain(imported, capsys):
     assert plain.splitlines()[0].startswith(" 1. ") and "Money is Decimal" in plain.splitlines()[0]
     assert "profile v3 · legs: vector + keyword" in plain and "identifier" not in plain
     explained = run_cli(capsys, "--db", imported, "recall", "--explain", "billing.money.Money")
-    assert "x 1.300 identifier (billing.money.Money)" in explained and "fused" in explained
+    # The query is only a name, so v3 gives the chunk holding it x3 (IDENTIFIER_ONLY_WEIGHT).
+    assert "x 3.000 identifier (billing.money.Money)" in explained and "fused" in explained
     legacy = json.loads(run_cli(capsys, "--db", imported, "recall", "--json", "--profile", "legacy", "version"))
     assert legacy["profile"] == "legacy"
     limited = json.loads(run_cli(capsys, "--db", imported, "recall", "--json", "-n", "2", "version"))

@@ -135,7 +135,8 @@ def test_explanation_multiplies_out_to_each_hits_score(editor, shop):
         assert score == pytest.approx(row["score"], abs=6e-4), (lines, row)
     editor.lua("vim.api.nvim_win_set_cursor(0, {1, 0})")
     first = editor.lines_of("captain-memo://preview")
-    assert re.search(r"^× identifier\s+1\.3000\s+get_effective_contract_price", "\n".join(first), re.M), first
+    # A lookup is only a name: under v3 the hit holding it gets IDENTIFIER_ONLY_WEIGHT (x3), not x1.3.
+    assert re.search(r"^× identifier\s+3\.0000\s+get_effective_contract_price", "\n".join(first), re.M), first
     assert re.search(r"^× branch\s+1\.1000\s+main", "\n".join(first), re.M), first
     editor.nvim.command("normal e")
     assert editor.lines_of("captain-memo://preview")[0] == NOTE_A[0], "e toggles back to the text"

@@ -382,6 +382,7 @@ def test_legacy_profile_values_are_frozen():
         "identifier_boost": True,
         "identifier_boost_step": 0.3,
         "identifier_boost_cap": 2.0,
+        "identifier_only_weight": 1.0,
         "rare_token_boost": False,
         "rare_token_weight": 1.15,
         "rare_token_min_length": 4,

@@ -11,9 +11,13 @@ from captain_memo.ranking.query import QueryShape
 
 def identifier_multiplier(shape: QueryShape, text: str, cfg: RankConfig) -> tuple[float, list[str]]:
     """``min(1 + step × matches, cap)``; a match is a code-shaped query token found, case-sensitively,
-    in the chunk (a token repeated in the query counts each time)."""
+    in the chunk (a token repeated in the query counts each time). A query that is only names
+    (``identifier_only``) gives a chunk holding all of them at least ``identifier_only_weight``."""
     matched = [token for token in shape.identifiers if token in text]
-    return min(1.0 + cfg.identifier_boost_step * len(matched), cfg.identifier_boost_cap), matched
+    value = min(1.0 + cfg.identifier_boost_step * len(matched), cfg.identifier_boost_cap)
+    if shape.identifier_only and len(matched) == len(shape.identifiers):
+        value = max(value, cfg.identifier_only_weight)
+    return value, matched
 
 
 def identifier(candidates: list[Candidate], shape: QueryShape, cfg: RankConfig) -> list[Candidate]:

@@ -69,6 +69,8 @@ class QueryShape:
     identifiers: tuple[str, ...]  # code-shaped tokens, repeats kept (each counts as a match)
     rare_words: tuple[str, ...]  # plain words of min_length+ characters, not stopwords, lower-cased
     temporal: bool
+    # Every token is code-shaped ("tmp_path_factory", "PYTEST_ADDOPTS"): the query is a name.
+    identifier_only: bool = False
 
     @property
     def has_identifier(self) -> bool:
@@ -76,12 +78,14 @@ class QueryShape:
 
 
 def analyse(text: str, rare_min_length: int = 4, word_forms: bool = False) -> QueryShape:
-    identifiers, rare = [], []
+    identifiers, rare, plain = [], [], 0
     for raw in text.split():
         token = strip_token(raw)
         if is_code_shaped(token):
             identifiers.append(token)
-        elif (
+            continue
+        plain += any(ch.isalnum() for ch in token)
+        if (
             len(token) >= rare_min_length
             and token.isalpha()
             and token.lower() not in STOPWORDS
@@ -89,7 +93,8 @@ def analyse(text: str, rare_min_length: int = 4, word_forms: bool = False) -> Qu
         ):
             rare.append(token.lower())
     temporal = bool(TEMPORAL.search(text) or (word_forms and TEMPORAL_FORMS.search(text)))
-    return QueryShape(text, tuple(identifiers), tuple(dict.fromkeys(rare)), temporal)
+    only = bool(identifiers) and not plain
+    return QueryShape(text, tuple(identifiers), tuple(dict.fromkeys(rare)), temporal, only)
 
 
 def fts_match(text: str, identifier_parts: bool = False) -> str | None:
