@@ -255,3 +255,41 @@ def test_a_memory_the_cli_saves_mid_session_is_found_by_the_warm_engine(tmp_path
     top = found["hits"][0]
     assert top["title"] == "Webhook retries" and top["source"]["origin"] == "cli"
     assert not top["explain"][0].startswith("vector absent"), "found by the vector leg, not only by words"
+
+
+def test_remember_with_team_saves_to_the_team_store_and_recall_finds_it_there(tmp_path):
+    """The team store here is a shared SQLite file (sqlite:///): the same client code as PostgreSQL's."""
+    from mcp.shared.exceptions import MCPError
+
+    repo = make_repo(tmp_path)
+    team = {"CAPTAIN_MEMO_TEAM_DB": f"sqlite:///{tmp_path / 'team.db'}"}
+
+    async def body():
+        out = {}
+        async with connect(tmp_path / "memo.db", repo, env=team) as client:
+            saved = await client.call_tool("remember", {"text": PRICE_NOTE, "kind": "memory", "team": True})
+            out["saved"] = saved
+            out["recall"] = (
+                await client.call_tool("recall", {"query": "get_effective_contract_price"})
+            ).structured_content
+            out["show"] = (await client.call_tool("show", {"id": saved.structured_content["id"]})).structured_content
+        async with connect(tmp_path / "alone.db", repo) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("remember", {"text": PRICE_NOTE, "team": True})
+            out["refused"] = refused.value.error
+        return out
+
+    out = run(body)
+    saved = out["saved"].structured_content
+    assert saved["id"] == "t1" and saved["team"] is True and saved["vector"] is True
+    assert "in the team store" in out["saved"].content[0].text
+    assert [hit["id"] for hit in out["recall"]["hits"]] == ["t1"]
+    assert out["show"]["body"] == PRICE_NOTE
+    assert "CAPTAIN_MEMO_TEAM_DB" in out["refused"].message
+    from captain_memo.store import Store
+
+    local = Store(tmp_path / "memo.db")
+    try:
+        assert local.counts()["memories"] == 0, "a team save leaves the developer's own store as it was"
+    finally:
+        local.close()

@@ -56,6 +56,8 @@ def memory_text(data: dict) -> str:
 
 def remember_text(data: dict) -> str:
     where = f"in project {data['project']}" if data["project"] else "as a personal note (no repository)"
+    if data.get("team"):
+        where = f"in the team store, project {data['project']}" if data["project"] else "in the team store"
     branch = f" on branch {data['branch']}" if data["branch"] else ""
     lines = [f"Saved #{data['id']} [{data['kind']}] {data['title']} {where}{branch} ({data['source']['label']})."]
     if data["redacted"]:

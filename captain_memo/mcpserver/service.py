@@ -124,8 +124,14 @@ class MemoryService:
             body=text, kind=args["kind"], title=title, project=ctx.project, branch=ctx.branch, source=source
         )
         memo = self.memo()
-        memory_id = memo.remember(memory)
-        saved = memo.get(memory_id)
+        if args["team"]:
+            # The team store embeds what it stores at once or not at all: no vector waits.
+            ref = memo.remember_team(memory)
+            memory_id: int | str = str(ref)
+            saved, vector = memo.get(ref), True
+        else:
+            memory_id = memo.remember(memory)
+            saved, vector = memo.get(memory_id), memo.missing_vectors(memory_id) == 0
         return {
             "id": memory_id,
             "kind": saved.kind,
@@ -135,7 +141,8 @@ class MemoryService:
             "source": self._memory_json(saved, ctx)["source"],
             "redacted": [finding.describe() for finding in found],
             "private_left_out": any(validation.private_spans(args[name]) for name in ("text", "title")),
-            "vector": memo.missing_vectors(memory_id) == 0,
+            "vector": vector,
+            "team": args["team"],
         }
 
     def show(self, args: dict, ctx: GitContext) -> dict:

@@ -110,7 +110,8 @@ REMEMBER = Tool(
         "Give file and line_start/line_end when it is about specific code. It is saved in the current "
         "repository on the current branch, marked as saved by this agent. Text that looks like a credential "
         "is redacted before saving and the result says so; text inside <private>...</private> is never "
-        "stored. Returns the new memory's id."
+        "stored. team: save it to the team store the developer's whole team reads (only when the developer "
+        "asked to share it; fails when no team store is set). Returns the new memory's id (t12 for a team one)."
     ),
     properties={
         "text": _text("The memory itself, standing alone.", validation.MAX_BODY_CHARS, 1),
@@ -119,9 +120,10 @@ REMEMBER = Tool(
         "file": _text("The source file it is about, relative to the repository root.", validation.MAX_FIELD_CHARS),
         "line_start": {"type": "integer", "minimum": 1, "description": "First line in that file."},
         "line_end": {"type": "integer", "minimum": 1, "description": "Last line in that file."},
+        "team": {"type": "boolean", "description": "Save to the team store instead of this developer's own."},
     },
     required=("text",),
-    defaults={"title": "", "kind": "observation"},
+    defaults={"title": "", "kind": "observation", "team": False},
 )
 
 SHOW = Tool(
