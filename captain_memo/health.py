@@ -50,6 +50,20 @@ def database(path: Path, embed_config) -> str:
         return memo.health()
 
 
+def team(path: Path, embed_config) -> str:
+    """The team store answers: its size, model and schema; raises what failed (password masked)."""
+    from captain_memo.memo import Memo
+
+    with Memo.open(path, embed_config=embed_config) as memo:
+        checks = memo.team_check()
+    if not checks:
+        raise StoreError("no team store is set (CAPTAIN_MEMO_TEAM_DB)")
+    _, ok, detail = checks[0]
+    if not ok:
+        raise StoreError(detail)
+    return detail
+
+
 def embedding(embed_config) -> str:
     """The configured embedder answers, and how fast."""
     from captain_memo.embeddings import probe_provider

@@ -485,9 +485,11 @@ class Memo:
     def doctor(self) -> list[tuple[str, bool, str]]:
         """Every check of ``doctor`` on this database and, when one is set, the team store (never
         raises: a failure is a failed check)."""
-        return doctor(self.path) + self._team_check()
+        return doctor(self.path) + self.team_check()
 
-    def _team_check(self) -> list[tuple[str, bool, str]]:
+    def team_check(self) -> list[tuple[str, bool, str]]:
+        """``[("team", ok, detail)]`` when a team store is set (reachable with its size, model and
+        schema, or the failure named); empty when none is."""
         from captain_memo.errors import CaptainMemoError
 
         if self.team is None:

@@ -8,6 +8,7 @@ import queue
 import threading
 
 import pytest
+from fakes import HashEmbedder
 from nvim_support import make_repo
 from sources_support import git
 
@@ -253,6 +254,24 @@ def test_health_report_names_each_item(db_file, repo):
     assert set(items) == {"package", "sqlite", "sqlite-vec", "fts5", "database", "embedding", "repository"}
     assert items["database"]["status"] == "ok" and "writable" in items["database"]["detail"]
     assert items["repository"]["detail"] == f"{repo.resolve()} on main"
+
+
+def test_health_report_checks_a_team_store_when_one_is_set(db_file, tmp_path, monkeypatch):
+    """A shared SQLite file stands in for the team store (the same client code as PostgreSQL's); a
+    closed port on 127.0.0.1 for one that is down."""
+    from team_client_support import closed_port
+
+    Store(db_file).close()
+    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg, **_: HashEmbedder())
+    monkeypatch.setenv("CAPTAIN_MEMO_TEAM_DB", f"sqlite:///{tmp_path / 'team.db'}")
+    items = {i["item"]: i for i in health_report({"db": str(db_file)})}
+    assert items["team"]["status"] == "ok" and items["team"]["detail"].startswith("reachable: 0 memories")
+
+    monkeypatch.setenv("CAPTAIN_MEMO_TEAM_DB", f"postgresql://dev:hunter2@127.0.0.1:{closed_port()}/team")
+    monkeypatch.setenv("CAPTAIN_MEMO_TEAM_TIMEOUT", "2")
+    items = {i["item"]: i for i in health_report({"db": str(db_file)})}
+    assert items["team"]["status"] == "warn" and "127.0.0.1" in items["team"]["detail"]
+    assert "hunter2" not in items["team"]["detail"]
 
 
 def test_health_report_on_a_damaged_database(tmp_path):

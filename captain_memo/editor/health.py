@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 from captain_memo import health
+from captain_memo.config import team_config
 from captain_memo.editor.service import one_line
 from captain_memo.editor.settings import EditorSettings
 from captain_memo.errors import CaptainMemoError, ReadOnlyStoreError
@@ -17,7 +18,7 @@ def health_report(settings: dict | None = None, context: str | None = None) -> l
         cfg = EditorSettings.from_dict(settings)
     except CaptainMemoError as exc:
         return [{"item": "settings", "status": "error", "detail": str(exc)}]
-    return [
+    report = [
         _check("package", health.package),
         _check("sqlite", health.sqlite),
         _check("sqlite-vec", health.sqlite_vec),
@@ -26,6 +27,9 @@ def health_report(settings: dict | None = None, context: str | None = None) -> l
         _check("embedding", lambda: health.embedding(cfg.embed_config()), failure="warn"),
         _check("repository", lambda: health.repository(context, cfg.share_worktrees)),
     ]
+    if team_config().url is not None:  # a failing team store leaves recall answering locally: a warning
+        report.append(_check("team", lambda: health.team(cfg.database_path(), cfg.embed_config()), failure="warn"))
+    return report
 
 
 def _check(item: str, probe: Callable[[], str], failure: str = "error") -> dict:
