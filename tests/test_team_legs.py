@@ -139,3 +139,20 @@ def test_vector_leg_equals_sqlite_vec_exact(both_stores):
                 assert list(found.values()) == pytest.approx(list(expected.values()), abs=1e-6)
         ids = [1, 3, 5, 7, 999]
         assert pg.similarities(query, ids) == pytest.approx(exact.similarities(query, ids), abs=1e-6)
+
+
+def test_hnsw_ef_search_is_at_least_the_clients_and_a_larger_database_default_stands(team_db):
+    from captain_memo.store.postgres import TeamStore
+
+    def ef_search() -> int:
+        store = TeamStore(team_db.dsn())
+        try:
+            return int(store.one("SHOW hnsw.ef_search")[0])
+        finally:
+            store.close()
+
+    assert ef_search() == 100
+    team_db.execute(f'ALTER DATABASE "{team_db.name}" SET hnsw.ef_search = 400')
+    assert ef_search() == 400
+    team_db.execute(f'ALTER DATABASE "{team_db.name}" SET hnsw.ef_search = 20')
+    assert ef_search() == 100

@@ -43,7 +43,13 @@ BIGINTS = range(-(2**63), 2**63)
 
 def _session_settings(timeout_s: float | None):
     def apply(conn) -> None:
-        conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        # At least EF_SEARCH, or more when the administrator set a larger database default (a
+        # store of a million chunks needs more; doc/team.md).
+        conn.execute(
+            "SELECT set_config('hnsw.ef_search',"
+            " greatest(%s, coalesce(current_setting('hnsw.ef_search', true)::int, 0))::text, false)",
+            (EF_SEARCH,),
+        )
         conn.execute("SET hnsw.iterative_scan = strict_order")
         if timeout_s is not None:  # a slow team store fails the statement, never hangs the caller
             conn.execute(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
