@@ -80,6 +80,9 @@ class RankConfig:
     shape_weighting: bool = False
     # v3: an identifier in the keyword query also matches its parts on their own (ranking/query.py).
     keyword_identifier_parts: bool = False
+    # Union fusion: the vector leg's weight for a chunk of source code, unless the query is only
+    # names (ranking/union.py, ranking/content.py). 0: code is weighed like any other chunk.
+    code_vector_weight: float = 0.0
 
 
 PROFILES: dict[str, RankConfig] = {
@@ -102,6 +105,7 @@ PROFILES: dict[str, RankConfig] = {
         keyword_weight=0.5,
         keyword_identifier_parts=True,
         identifier_only_weight=3.0,
+        code_vector_weight=0.85,
         recency_anchor="newest",
         recency_span_share=0.33,
         temporal_pool=25,
@@ -161,6 +165,7 @@ BOUNDS: dict[str, Bounds] = {
     "identifier_boost_step": MULTIPLIER,
     "identifier_boost_cap": MULTIPLIER,
     "identifier_only_weight": MULTIPLIER,
+    "code_vector_weight": SHARE,
     "rare_token_weight": MULTIPLIER,
     "rare_token_min_length": Bounds(1, 1_000, "a word length"),
     "branch_weight": MULTIPLIER,

@@ -26,6 +26,8 @@ class Candidate:
     bm25: float | None = None  # raw bm25 relevance (negated bm25(): higher is better)
     vector_rank: int | None = None  # 1-based rank in the vector leg's own list
     keyword_rank: int | None = None
+    # The vector leg's weight when the fusion weighed this chunk apart as source code (ranking/union.py).
+    vector_weight: float | None = None
     fused: float = 0.0
     score: float = 0.0
     factors: tuple[Factor, ...] = ()

@@ -27,6 +27,7 @@ from dataclasses import replace
 
 from captain_memo.config import RankConfig
 from captain_memo.ranking.candidates import Candidate
+from captain_memo.ranking.content import is_source_code
 from captain_memo.ranking.pool import min_max
 from captain_memo.ranking.query import QueryShape
 
@@ -44,20 +45,36 @@ def leg_weights(cfg: RankConfig, shape: QueryShape | None) -> tuple[float, float
     return cfg.vector_weight / total, cfg.keyword_weight / total
 
 
+def code_weights(cfg: RankConfig, shape: QueryShape | None, text: str) -> tuple[float, float] | None:
+    """(w_v, w_k) for a chunk of source code, or None when it is weighed like any other chunk.
+
+    Plain words put to source code match it by accident (ranking/content.py), so there the vector
+    leg leads: most of the keyword leg's half of the score is made of the vector leg's opinion
+    instead. The score stays on the same 0-1 scale as a prose chunk's, so code that both legs rank
+    first still scores 1. A query that is only names asks for the exact string: every chunk keeps
+    the usual weights, and the identifier boosts do the rest."""
+    if cfg.code_vector_weight <= 0 or (shape is not None and shape.identifier_only) or not is_source_code(text):
+        return None
+    return cfg.code_vector_weight, 1.0 - cfg.code_vector_weight
+
+
 def union_fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None) -> list[Candidate]:
     """``w_v × minmax(vector) + w_k × minmax(bm25)`` over the union; with one leg, that leg's order."""
     vec = min_max({c.key: c.vector for c in candidates if c.vector is not None})
     kw = min_max({c.key: (c.bm25 or 0.0) for c in candidates})
-    w_vector, w_keyword = leg_weights(cfg, shape)
+    usual = leg_weights(cfg, shape)
     has_vector = bool(vec)
     keyword_answered = any(c.bm25 is not None for c in candidates)
     out = []
     for c in candidates:
-        if has_vector:
-            fused = w_vector * vec.get(c.key, 0.0) + w_keyword * kw.get(c.key, 0.0)
-        else:
-            fused = kw.get(c.key, 0.0)
         # The explanation shows the keyword score this fusion used: scaled over the whole union.
-        shown = kw.get(c.key, 0.0) if keyword_answered else None
-        out.append(replace(c, keyword=shown).fuse(fused))
+        c = replace(c, keyword=kw.get(c.key, 0.0) if keyword_answered else None)
+        if not has_vector:
+            out.append(c.fuse(kw.get(c.key, 0.0)))
+            continue
+        code = code_weights(cfg, shape, c.text)
+        if code is not None:
+            c = replace(c, vector_weight=code[0])
+        w_vector, w_keyword = code or usual
+        out.append(c.fuse(w_vector * vec.get(c.key, 0.0) + w_keyword * kw.get(c.key, 0.0)))
     return out
