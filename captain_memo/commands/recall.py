@@ -63,6 +63,14 @@ def searched(project: str | None, all_projects: bool) -> str:
     return f"{project} and personal notes; --all-projects searches every project's memories too"
 
 
+def code_weighting(trace: dict) -> str:
+    """How the fusion weighed a chunk of source code, or "" when it weighed it like every chunk."""
+    weight = trace.get("vector_weight")
+    if weight is None:
+        return ""
+    return f" (source code: vector x{weight:.2f} + keyword x{1 - weight:.2f})"
+
+
 def explain_lines(hit: dict) -> list[str]:
     def num(v):
         return "absent" if v is None else f"{v:.3f}"
@@ -70,7 +78,7 @@ def explain_lines(hit: dict) -> list[str]:
     trace = hit["explain"]
     lines = [
         f"      {hit['store']} store  vector {num(trace['vector'])}  keyword {num(trace['keyword'])}"
-        f"  fused {trace['fused']:.3f}"
+        f"  fused {trace['fused']:.3f}{code_weighting(trace)}"
     ]
     product = f"{trace['fused']:.3f}"
     for f in trace["factors"]:
