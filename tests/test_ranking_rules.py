@@ -406,6 +406,7 @@ def test_legacy_profile_values_are_frozen():
         "tide_dormant_days": 90.0,
         "shape_weighting": False,
         "keyword_identifier_parts": False,
+        "code_vector_weight": 0.0,
         "recency_anchor": "now",
         "recency_span_share": 0.0,
         "temporal_pool": 0,

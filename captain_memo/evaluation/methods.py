@@ -51,6 +51,7 @@ SWITCHES: dict[str, dict] = {
 V3_SWITCHES: dict[str, dict] = {
     "union scoring": {"fusion_mode": "weighted"},  # v2's fusion, with v3's weights
     "identifier parts": {"keyword_identifier_parts": False},
+    "code weighting": {"code_vector_weight": 0.0},
 }
 # Settings v3 leaves off, measured switched on.
 V3_VARIANTS: dict[str, dict] = {
