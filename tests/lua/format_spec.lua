@@ -109,6 +109,15 @@ test("the explanation lists every multiplier and multiplies out to the score", f
   H.truthy(math.abs(product - score) < 1e-3, ("product %f, score %f"):format(product, score))
 end)
 
+test("the fused row says when a chunk was weighed as source code, and only then", function()
+  local code = format.explanation(hit({ explain = { vector_weight = 0.85 } }), "v3")
+  H.truthy(code[4]:find("source code: vector ×0.85 + keyword ×0.15, profile v3", 1, true), code[4])
+  for _, absent in ipairs({ vim.NIL, nil }) do
+    local prose = format.explanation(hit({ explain = { vector_weight = absent } }), "v3")
+    H.eq(prose[4]:find("source code", 1, true), nil, prose[4])
+  end
+end)
+
 test("a leg that did not find the hit is shown as absent, not zero", function()
   local h = hit()
   h.explain.vector = nil
