@@ -95,7 +95,17 @@ def test_source_code_is_told_from_its_lines_in_any_common_language(text):
 
 @pytest.mark.parametrize(
     "text",
-    [DECISION, CHANGELOG, NOTE_WITH_EXAMPLE, RST_EXAMPLE, MARKDOWN_EXAMPLE, COMMIT, "x = 1", "", "for the record: we ship"],
+    [
+        DECISION,
+        CHANGELOG,
+        NOTE_WITH_EXAMPLE,
+        RST_EXAMPLE,
+        MARKDOWN_EXAMPLE,
+        COMMIT,
+        "x = 1",
+        "",
+        "for the record: we ship",
+    ],
     ids=[
         "decision",
         "changelog",
@@ -159,7 +169,9 @@ def test_a_query_that_is_only_a_name_weighs_code_like_any_chunk():
 def test_prose_beside_code_is_weighed_as_before():
     """Only the chunks that are code change: a decision keeps 0.5 / 0.5 and no weight in its trace."""
     pool = pool_of_code() + [scored(4, DECISION, vector=0.7, bm25=5.0)]
-    before = {c.memory.id: c.fused for c in ranked(pool, "rounding of contract prices", replace(V3, code_vector_weight=0))}
+    before = {
+        c.memory.id: c.fused for c in ranked(pool, "rounding of contract prices", replace(V3, code_vector_weight=0))
+    }
     after = {c.memory.id: c for c in ranked(pool, "rounding of contract prices", V3)}
     assert after[4].vector_weight is None and after[4].fused == pytest.approx(before[4])
     assert {mid for mid, c in after.items() if c.vector_weight is not None} == {1, 2, 3}
@@ -175,7 +187,9 @@ def test_recall_explains_the_weights_it_gave_code(capsys, cli_env):
     """Through the real CLI, store and model: the JSON trace carries the vector weight for the code
     memory and null for the note, and --explain says why."""
     run_cli(capsys, "--db", cli_env, "remember", "--title", "is_readable", PYTHON)
-    run_cli(capsys, "--db", cli_env, "remember", "--title", "readable files", "Readable files are checked before upload.")
+    run_cli(
+        capsys, "--db", cli_env, "remember", "--title", "readable files", "Readable files are checked before upload."
+    )
     out = run_cli(capsys, "--db", cli_env, "recall", "--json", "check whether a file is readable")
     hits = {hit["title"]: hit["explain"] for hit in json.loads(out)["hits"]}
     assert hits["is_readable"]["vector_weight"] == pytest.approx(0.85)
