@@ -506,12 +506,28 @@ class Memo:
         from captain_memo.stats import tide_counts
 
         counts = self.store.counts()
-        return {
+        data = {
             "database": str(self.path),
             **counts,
             **{kind: counts.get(kind, 0) for kind in KINDS},
             "tide": tide_counts(self.store.list_memories(kind="observation", limit=-1)),
         }
+        if self.team is not None:
+            data["team"] = self._team_stats()
+        return data
+
+    def _team_stats(self) -> dict:
+        """What the team store holds that this user may read (its policies decide), or why it
+        could not be counted; the local figures stand either way."""
+        from captain_memo.errors import CaptainMemoError
+        from captain_memo.records import KINDS
+
+        assert self.team is not None
+        try:
+            counts = self.team.call("counting the team store", _team_counts)
+        except CaptainMemoError as exc:
+            return {"error": str(exc)}
+        return {key: counts.get(key, 0) for key in ("memories", *KINDS, "chunks", "vectors", "pending_vectors")}
 
 
 def _in_team(memory: Memory) -> Memory:
@@ -600,6 +616,10 @@ def readable_error(exc: Exception, path: Path | str):
     from captain_memo.store.db import store_error
 
     return store_error(exc, path)
+
+
+def _team_counts(engine) -> dict[str, int]:
+    return engine.store.counts()
 
 
 def _team_health(engine) -> str:

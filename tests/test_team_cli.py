@@ -49,6 +49,18 @@ def test_shared_notes_and_memories_reach_the_team_store(cli_env, tmp_path, monke
     text = run_cli(capsys, *db, "recall", "--explain", "exporter port")
     assert "#t4 [memory] Shared" in text and "team store  vector" in text and "stores: local + team" in text
 
+    stats = json.loads(run_cli(capsys, *db, "stats", "--json"))
+    assert stats["team"] == {
+        "memories": 4,
+        "memory": 3,
+        "skill": 1,
+        "observation": 0,
+        "chunks": stats["team"]["chunks"],
+        "vectors": stats["team"]["chunks"],
+        "pending_vectors": 0,
+    }
+    assert "team       4 you can read  (memory 3, skill 1, observation 0;" in run_cli(capsys, *db, "stats")
+
     shown = json.loads(run_cli(capsys, *db, "show", "--json", "t4"))
     assert shown["id"] == "t4" and shown["store"] == "team" and shown["project"] == "github.com/Acme/Shop"
 
@@ -74,5 +86,8 @@ def test_a_team_store_that_is_down_leaves_the_local_answer_named(cli_env, tmp_pa
     assert "#1 [memory]" in out and "team store failed:" in out and "pw-in-url" not in out
     data = json.loads(run_cli(capsys, "--db", cli_env, "recall", "--json", "nightly job"))
     assert data["stores"] == ["local"] and "team" in data["failures"] and len(data["hits"]) == 1
+    stats = run_cli(capsys, "--db", cli_env, "stats")
+    assert "memories   1  (memory 1" in stats and "team       not counted: team store" in stats
+    assert "pw-in-url" not in stats and json.loads(run_cli(capsys, "--db", cli_env, "stats", "--json"))["team"]["error"]
     err = cli_error(capsys, "--db", cli_env, "remember", "--team", "the nightly job moved to 03:00")
     assert "team store" in err and "pw-in-url" not in err and "***@127.0.0.1" in err

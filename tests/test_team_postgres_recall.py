@@ -155,3 +155,25 @@ def test_doctor_reports_the_team_store_or_what_failed(tmp_path, granted, hash_em
     assert not ok and "127.0.0.1" in detail and "local store meanwhile" in detail, detail
     assert secret not in detail
     assert checks["sqlite"][0] and checks["integrity"][0]  # the local checks still ran
+
+
+def test_stats_counts_only_what_the_developer_may_read(tmp_path, granted, hash_embedder):
+    """alice is granted the shop project and bob nothing: the same team store counts 2 memories for
+    alice and none for bob, each beside their own local figures."""
+    with _memo(tmp_path, "alice", granted.dsn("alice"), hash_embedder) as memo:
+        memo.remember_team(NewMemory("deploys freeze on Fridays", project=PROJECT))
+        memo.remember_team(NewMemory("staging resets nightly", kind="skill", project=PROJECT))
+        memo.remember(NewMemory("my own scratch note"))
+        stats = memo.stats()
+    assert stats["memories"] == 1
+    assert stats["team"] == {
+        "memories": 2,
+        "memory": 1,
+        "skill": 1,
+        "observation": 0,
+        "chunks": 2,
+        "vectors": 2,
+        "pending_vectors": 0,
+    }
+    with _memo(tmp_path, "bob", granted.dsn("bob"), hash_embedder) as memo:
+        assert memo.stats()["team"]["memories"] == 0

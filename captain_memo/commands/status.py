@@ -28,7 +28,18 @@ def stats(args) -> int:
     print(f"chunks     {data['chunks']}  (vectors {data['vectors']}, waiting for a vector {data['pending_vectors']})")
     tide = data["tide"]
     print(f"tide       {tide['strengthening']} strengthening, {tide['active']} active, {tide['dormant']} dormant")
+    if "team" in data:
+        print(team_line(data["team"]))
     return 0
+
+
+def team_line(team: dict) -> str:
+    if "error" in team:
+        return f"team       not counted: {team['error']}"
+    return (
+        f"team       {team['memories']} you can read  (memory {team['memory']}, skill {team['skill']}, "
+        f"observation {team['observation']}; chunks {team['chunks']}, waiting for a vector {team['pending_vectors']})"
+    )
 
 
 def doctor(args) -> int:
