@@ -295,13 +295,28 @@ function M.write_note(buf)
     end
   end
   local body = vim.trim(table.concat(rest, "\n"))
-  store({ text = body ~= "" and body or title, title = title, kind = state.kind, context = state.context }, function(saved)
+  local args = { text = body ~= "" and body or title, title = title, kind = state.kind, context = state.context }
+  local function saved_as(saved)
     if vim.api.nvim_buf_is_valid(buf) then
       vim.b[buf].captain_memo_note = vim.tbl_extend("force", state, { saved = saved.id })
       vim.bo[buf].modified = false
       pcall(vim.api.nvim_buf_set_name, buf, ("captain-memo://memory/%s"):format(saved.id))
     end
-  end)
+  end
+  -- With a team store, ask where the note goes, as the selection's dialog does; the credential
+  -- check itself runs with the save (a note's text was typed here, never shown in a prompt).
+  bridge.request("check", { text = args.text }, {
+    on_result = function(checked)
+      ask_store(checked.team, function(where)
+        if not where then
+          log.warn("nothing was saved")
+          return
+        end
+        args.store = where
+        store(args, saved_as)
+      end)
+    end,
+  })
 end
 
 ---A scratch buffer for a note; `:w` saves it as a memory of `kind`.
