@@ -242,3 +242,37 @@ def test_credentials_are_checked_the_same_through_the_service(service_env):
     assert allowed.returncode == 0 and "remembered #1" in allowed.stdout
     assert "warning: storing a credential as it is" in allowed.stderr
     assert status(service_env)["requests"] >= 2
+
+
+def test_after_an_upgrade_in_place_the_old_service_steps_down(service_env, tmp_path):
+    """An installation of the package in its own folder starts the service; then its code changes
+    in place, as `pip install -U` replaces files. The next command is answered by a new service of
+    the new code, and the old one exits instead of answering until it idles out."""
+    import shutil
+
+    install = tmp_path / "site"
+    shutil.copytree(REPO / "captain_memo", install / "captain_memo", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, **service_env, "PYTHONPATH": str(install)}
+
+    def command(*argv: str) -> subprocess.CompletedProcess:
+        # Run from tmp_path: from the repository `-m` would import its own copy of the package.
+        return subprocess.run(
+            [sys.executable, "-m", "captain_memo.cli", *argv], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+
+    def service_status() -> dict:
+        return json.loads(command("service", "status", "--json").stdout)
+
+    assert command("remember", "The ledger closes at midnight UTC.").returncode == 0
+    old = service_status()
+    assert old["package"] == str(install / "captain_memo")
+
+    upgraded = install / "captain_memo" / "units.py"
+    upgraded.write_text(upgraded.read_text(encoding="utf-8") + "\n# 2.0\n", encoding="utf-8")
+    later = os.stat(upgraded).st_mtime_ns + 10**9
+    os.utime(upgraded, ns=(later, later))
+    found = command("recall", "ledger closes")
+    assert found.returncode == 0 and "ledger closes at midnight" in found.stdout, found.stderr
+    assert wait_for(lambda: not alive(old["pid"]))
+    new = service_status()
+    assert new["pid"] != old["pid"] and new["requests"] >= 1

@@ -17,6 +17,7 @@ from pathlib import Path
 from captain_memo import runtime
 from captain_memo.errors import CaptainMemoError
 from captain_memo.service import wire
+from captain_memo.service.build import build_id
 
 # A first start imports the engine (~1 s on an idle machine, several on a busy one) before the
 # socket exists; past this, the command runs in its own process rather than wait longer.
@@ -134,11 +135,11 @@ def _exchange(sock: socket.socket, op: str, request: dict) -> dict:
     sock.settimeout(REPLY_TIMEOUT)
     with sock.makefile("rb") as reader:
         try:
-            wire.send(sock, {"op": op, "request": request})
+            wire.send(sock, {"op": op, "request": request, "build": build_id()})
             first = wire.receive(reader)
         except (ConnectionResetError, BrokenPipeError, wire.WireError):
             raise _NotAccepted() from None
-        if first is None:
+        if first is None or first.get("stale"):  # a stale service has stepped down: start another
             raise _NotAccepted()
         if not first.get("accepted"):
             raise CaptainMemoError(first.get("error") or "the service refused the request")

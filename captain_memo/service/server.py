@@ -24,6 +24,7 @@ from pathlib import Path
 from captain_memo import app, runtime
 from captain_memo.errors import CaptainMemoError
 from captain_memo.service import wire
+from captain_memo.service.build import build_id
 
 log = logging.getLogger("captain_memo")
 ACCEPT_POLL = 0.5  # seconds between idle checks while nobody connects
@@ -43,6 +44,8 @@ class Service:
         self.idle = idle
         self.memo = WarmMemo(db)
         self.started = time.time()
+        self.build = build_id()
+        self.bound: int | None = None
         self.requests = 0
         self._active = 0
         self._last = time.monotonic()
@@ -53,7 +56,7 @@ class Service:
     # -- the loop ---------------------------------------------------------------------------
 
     def serve(self, listener: socket.socket) -> None:
-        bound = os.lstat(self.path).st_ino
+        self.bound = bound = os.lstat(self.path).st_ino
         listener.settimeout(ACCEPT_POLL)
         threading.Thread(target=self._warm_up, name="captain-memo-warm-up", daemon=True).start()
         while not self._stopping.is_set() and not self._idle_too_long():
@@ -97,6 +100,11 @@ class Service:
                 message = wire.receive(reader)
                 if message is None:
                     return
+                if self._stale_for(message):
+                    wire.send(
+                        conn, {"accepted": False, "stale": True, "error": "the service runs another installation"}
+                    )
+                    return
                 wire.send(conn, {"accepted": True})
                 wire.send(conn, self.answer(message))
         except (OSError, wire.WireError) as exc:
@@ -105,6 +113,19 @@ class Service:
             with self._lock:
                 self._active -= 1
                 self._last = time.monotonic()
+
+    def _stale_for(self, message: dict) -> bool:
+        """A client of another installation (an upgrade since this service started): step down.
+        The socket goes first, so the client's retry starts a service of its own installation,
+        which takes over once this one has finished the requests it accepted."""
+        build = message.get("build")
+        if build is None or build == self.build:
+            return False
+        log.info("a client of another installation (%s; this is %s): stepping down", build, self.build)
+        if self.bound is not None:
+            remove_socket(self.path, self.bound)
+        self._stopping.set()
+        return True
 
     def answer(self, message: dict) -> dict:
         op = self.ops.get(str(message.get("op")))
@@ -146,6 +167,7 @@ class Service:
             "requests": self.requests,
             "idle_exit_seconds": self.idle,
             "reopened": self.memo.reopened,
+            "package": self.build.rsplit(":", 2)[0],
         }
 
     def _stop(self, request: dict) -> dict:
