@@ -82,6 +82,10 @@ RST_EXAMPLE = """Fix error when overwriting a parametrized fixture, while also r
         return foo * 2
 """
 MARKDOWN_EXAMPLE = "Retry uploads like this:\n\n```python\nfor attempt in range(3):\n    try:\n        upload(path)\n        break\n    except Timeout:\n        sleep(2 ** attempt)\n```\n"
+CONVERSATION = "User:\nHow do I rotate the logs?\nAssistant:\nUse logrotate with a weekly rule (see its man page)"
+SESSION = "[2023-05-08 13:56] Caroline:\nHey Mel! Good to see you!\n[2023-05-08 13:57] Melanie:\nHi (it's been a while)"
+LABELS = "Decision:\n  Round half-even.\nReason:\n  Matches the ledger.\nSteps:\n1. pull\n2. build (make)"
+WRAPPED = "The ranking changed (v3)\nand the float shows it (see :help)\nwhich is nice"
 COMMIT = """Team store: hnsw.ef_search at least 100 per connection
 
 A larger database default is kept (it was overridden, so an administrator could not raise it).
@@ -105,6 +109,10 @@ def test_source_code_is_told_from_its_lines_in_any_common_language(text):
         "x = 1",
         "",
         "for the record: we ship",
+        CONVERSATION,
+        SESSION,
+        LABELS,
+        WRAPPED,
     ],
     ids=[
         "decision",
@@ -116,13 +124,18 @@ def test_source_code_is_told_from_its_lines_in_any_common_language(text):
         "one line of code",
         "empty",
         "sentence",
+        "conversation with speaker lines",
+        "chat session with timestamps",
+        "labels and steps",
+        "wrapped prose closing asides",
     ],
 )
 def test_prose_stays_prose_even_with_code_in_it(text):
     """A note that mentions code, quotes a command or starts a sentence with "for" keeps its keyword
     evidence; so does one that is mostly a marked-up example (pytest's changelog fragment 1953 was
-    taken for code and lifted over the fragments two queries asked for); one line of code is not
-    enough to call a chunk code."""
+    taken for code and lifted over the fragments two queries asked for); so do conversations and
+    labelled notes whose lines end in ":" or ")"; one line of code is not enough to call a chunk
+    code."""
     assert not is_source_code(text)
 
 
