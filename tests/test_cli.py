@@ -62,7 +62,7 @@ HIT_KEYS = {
     "explain",
 }
 SOURCE_KEYS = {"path", "line_start", "line_end", "commit", "origin", "filetype", "label"}
-EXPLAIN_KEYS = {"vector", "keyword", "bm25", "fused", "vector_weight", "factors", "product"}
+EXPLAIN_KEYS = {"vector", "keyword", "bm25", "fused", "code_vector_weight", "factors", "product"}
 MEMORY_KEYS = {
     "id",
     "kind",

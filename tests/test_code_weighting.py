@@ -167,14 +167,14 @@ def test_plain_words_put_to_code_follow_meaning_under_v3():
     v3 = ranked(pool_of_code(), query, V3)
     assert [c.memory.id for c in v3][:2] == [1, 2]
     top = v3[0]
-    assert top.vector_weight == pytest.approx(0.85)
+    assert top.code_vector_weight == pytest.approx(0.85)
     assert top.fused == pytest.approx(0.85 * 1.0 + 0.15 * (2.0 - 1.0) / (9.0 - 1.0))
 
 
 def test_a_query_that_is_only_a_name_weighs_code_like_any_chunk():
     """`os.access` asks for the exact string: the keyword leg keeps its half on code too."""
     v3 = ranked(pool_of_code(), "os.access", V3)
-    assert all(c.vector_weight is None for c in v3)
+    assert all(c.code_vector_weight is None for c in v3)
     fused = {c.memory.id: c.fused for c in v3}
     assert fused[2] == pytest.approx(0.5 * (0.6 - 0.5) / 0.3 + 0.5 * 1.0)
 
@@ -186,14 +186,29 @@ def test_prose_beside_code_is_weighed_as_before():
         c.memory.id: c.fused for c in ranked(pool, "rounding of contract prices", replace(V3, code_vector_weight=0))
     }
     after = {c.memory.id: c for c in ranked(pool, "rounding of contract prices", V3)}
-    assert after[4].vector_weight is None and after[4].fused == pytest.approx(before[4])
-    assert {mid for mid, c in after.items() if c.vector_weight is not None} == {1, 2, 3}
+    assert after[4].code_vector_weight is None and after[4].fused == pytest.approx(before[4])
+    assert {mid for mid, c in after.items() if c.code_vector_weight is not None} == {1, 2, 3}
+
+
+def test_with_no_keyword_evidence_code_is_not_weighed_apart():
+    """No candidate holds a query word: min-max gives every keyword score 1.0, so weighing code
+    0.85 / 0.15 would sink it under prose the vector leg ranks lower. The vector order stands."""
+    pool = [scored(1, GO, vector=0.62, bm25=0.0), scored(2, DECISION, vector=0.58, bm25=0.0)]
+    v3 = ranked(pool, "zxqv wibble frobnicate", V3)
+    assert [c.memory.id for c in v3] == [1, 2]
+    assert all(c.code_vector_weight is None for c in v3)
+
+
+def test_code_never_gets_less_vector_weight_than_prose():
+    """With the usual weights raised to 0.9 vector, code keeps 0.9 rather than dropping to 0.85."""
+    v3 = ranked(pool_of_code(), "python check file is readable", replace(V3, vector_weight=0.9, keyword_weight=0.1))
+    assert {c.code_vector_weight for c in v3} == {pytest.approx(0.9)}
 
 
 @pytest.mark.parametrize("cfg", [V2, LEGACY], ids=["v2", "legacy"])
 def test_v2_and_legacy_do_not_weigh_code_apart(cfg):
     assert cfg.code_vector_weight == 0
-    assert all(c.vector_weight is None for c in ranked(pool_of_code(), "python check file is readable", cfg))
+    assert all(c.code_vector_weight is None for c in ranked(pool_of_code(), "python check file is readable", cfg))
 
 
 def test_recall_explains_the_weights_it_gave_code(capsys, cli_env):
@@ -205,7 +220,7 @@ def test_recall_explains_the_weights_it_gave_code(capsys, cli_env):
     )
     out = run_cli(capsys, "--db", cli_env, "recall", "--json", "check whether a file is readable")
     hits = {hit["title"]: hit["explain"] for hit in json.loads(out)["hits"]}
-    assert hits["is_readable"]["vector_weight"] == pytest.approx(0.85)
-    assert hits["readable files"]["vector_weight"] is None
+    assert hits["is_readable"]["code_vector_weight"] == pytest.approx(0.85)
+    assert hits["readable files"]["code_vector_weight"] is None
     explained = run_cli(capsys, "--db", cli_env, "recall", "--explain", "check whether a file is readable")
     assert "(source code: vector x0.85 + keyword x0.15)" in explained

@@ -65,7 +65,7 @@ def searched(project: str | None, all_projects: bool) -> str:
 
 def code_weighting(trace: dict) -> str:
     """How the fusion weighed a chunk of source code, or "" when it weighed it like every chunk."""
-    weight = trace.get("vector_weight")
+    weight = trace.get("code_vector_weight")
     if weight is None:
         return ""
     return f" (source code: vector x{weight:.2f} + keyword x{1 - weight:.2f})"

@@ -27,7 +27,7 @@ class Candidate:
     vector_rank: int | None = None  # 1-based rank in the vector leg's own list
     keyword_rank: int | None = None
     # The vector leg's weight when the fusion weighed this chunk apart as source code (ranking/union.py).
-    vector_weight: float | None = None
+    code_vector_weight: float | None = None
     fused: float = 0.0
     score: float = 0.0
     factors: tuple[Factor, ...] = ()

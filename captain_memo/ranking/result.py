@@ -54,7 +54,7 @@ def hit_json(c: Candidate, rank: int, now: float) -> dict:
             "keyword": _num(c.keyword),
             "bm25": _num(c.bm25),
             "fused": _num(c.fused),
-            "vector_weight": _num(c.vector_weight),
+            "code_vector_weight": _num(c.code_vector_weight),
             "factors": [{"name": f.name, "value": _num(f.value), "detail": f.detail} for f in c.factors],
             "product": _num(c.fused * math.prod(f.value for f in c.factors)),
         },

@@ -249,8 +249,8 @@ function M.explanation(hit, profile)
   local bm25 = type(ex.bm25) == "number" and ("%.3g"):format(ex.bm25) or nil
   row("keyword score", number(ex.keyword) or "-", bm25 and ("bm25 " .. bm25) or "not found by the keyword leg", not ex.keyword)
   local weighed = ""
-  if type(ex.vector_weight) == "number" then
-    weighed = ("source code: vector ×%.2f + keyword ×%.2f, "):format(ex.vector_weight, 1 - ex.vector_weight)
+  if type(ex.code_vector_weight) == "number" then
+    weighed = ("source code: vector ×%.2f + keyword ×%.2f, "):format(ex.code_vector_weight, 1 - ex.code_vector_weight)
   end
   row("fused", number(ex.fused) or "-", weighed .. (profile and ("profile " .. profile) or ""))
   local fired, used = {}, {}

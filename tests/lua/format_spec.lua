@@ -110,10 +110,10 @@ test("the explanation lists every multiplier and multiplies out to the score", f
 end)
 
 test("the fused row says when a chunk was weighed as source code, and only then", function()
-  local code = format.explanation(hit({ explain = { vector_weight = 0.85 } }), "v3")
+  local code = format.explanation(hit({ explain = { code_vector_weight = 0.85 } }), "v3")
   H.truthy(code[4]:find("source code: vector ×0.85 + keyword ×0.15, profile v3", 1, true), code[4])
   for _, absent in ipairs({ vim.NIL, nil }) do
-    local prose = format.explanation(hit({ explain = { vector_weight = absent } }), "v3")
+    local prose = format.explanation(hit({ explain = { code_vector_weight = absent } }), "v3")
     H.eq(prose[4]:find("source code", 1, true), nil, prose[4])
   end
 end)
