@@ -244,27 +244,39 @@ def test_credentials_are_checked_the_same_through_the_service(service_env):
     assert status(service_env)["requests"] >= 2
 
 
+def installed_copy(tmp_path) -> Path:
+    """A second installation of the package: a copy of it in its own folder."""
+    import shutil
+
+    root = tmp_path / "site"
+    shutil.copytree(REPO / "captain_memo", root / "captain_memo", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def command_in(cwd: Path, env: dict):
+    """`captain-memo ARGV` run from ``cwd``: `-m` imports the package found there first."""
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "captain_memo.cli", *argv],
+            env={**os.environ, **env},
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    return run
+
+
 def test_after_an_upgrade_in_place_the_old_service_steps_down(service_env, tmp_path):
     """An installation of the package in its own folder starts the service; then its code changes
     in place, as `pip install -U` replaces files. The next command is answered by a new service of
     the new code, and the old one exits instead of answering until it idles out."""
-    import shutil
-
-    install = tmp_path / "site"
-    shutil.copytree(REPO / "captain_memo", install / "captain_memo", ignore=shutil.ignore_patterns("__pycache__"))
-    env = {**os.environ, **service_env, "PYTHONPATH": str(install)}
-
-    def command(*argv: str) -> subprocess.CompletedProcess:
-        # Run from tmp_path: from the repository `-m` would import its own copy of the package.
-        return subprocess.run(
-            [sys.executable, "-m", "captain_memo.cli", *argv], env=env, cwd=tmp_path, capture_output=True, text=True
-        )
-
-    def service_status() -> dict:
-        return json.loads(command("service", "status", "--json").stdout)
-
+    install = installed_copy(tmp_path)
+    command = command_in(tmp_path, {**service_env, "PYTHONPATH": str(install)})
     assert command("remember", "The ledger closes at midnight UTC.").returncode == 0
-    old = service_status()
+    old = json.loads(command("service", "status", "--json").stdout)
     assert old["package"] == str(install / "captain_memo")
 
     upgraded = install / "captain_memo" / "units.py"
@@ -273,6 +285,26 @@ def test_after_an_upgrade_in_place_the_old_service_steps_down(service_env, tmp_p
     os.utime(upgraded, ns=(later, later))
     found = command("recall", "ledger closes")
     assert found.returncode == 0 and "ledger closes at midnight" in found.stdout, found.stderr
+    assert "running without" not in found.stderr
     assert wait_for(lambda: not alive(old["pid"]))
-    new = service_status()
+    new = json.loads(command("service", "status", "--json").stdout)
     assert new["pid"] != old["pid"] and new["requests"] >= 1
+
+
+def test_two_installations_on_one_store_each_keep_their_service(service_env, tmp_path):
+    """The installed package and a checkout (a copy, run from its folder so `-m` imports it) use the
+    same store in turn: each has its own service, started once, and neither makes the other step
+    down; the checkout's service runs the checkout's code."""
+    checkout = installed_copy(tmp_path)
+    installed, from_checkout = command_in(tmp_path, service_env), command_in(checkout, service_env)
+    assert installed("remember", "The ledger closes at midnight UTC.").returncode == 0
+    for _ in range(2):
+        for command in (from_checkout, installed):
+            done = command("recall", "ledger closes")
+            assert done.returncode == 0 and "ledger closes at midnight" in done.stdout, done.stderr
+            assert "running without" not in done.stderr, done.stderr
+    mine = json.loads(installed("service", "status", "--json").stdout)
+    theirs = json.loads(from_checkout("service", "status", "--json").stdout)
+    assert mine["package"] == str(REPO / "captain_memo") and theirs["package"] == str(checkout / "captain_memo")
+    # One service each, never restarted: every request so far, this status included, went to it.
+    assert mine["requests"] == 4 and theirs["requests"] == 3

@@ -23,6 +23,13 @@ from captain_memo.service.build import build_id
 # socket exists; past this, the command runs in its own process rather than wait longer.
 START_TIMEOUT = 20.0
 CONNECT_POLL = 0.01
+# The service imports the package from the folder this command imported it from: a command run
+# from a checkout would otherwise start a service of another installation, which steps down.
+SERVE = (
+    "import sys; root = sys.argv.pop(1); root in sys.path or sys.path.insert(0, root); "
+    "from captain_memo.service.server import main; sys.exit(main())"
+)
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 # The longest a request may take: an HTTP embedder's own timeout (30 s) plus the first model load.
 REPLY_TIMEOUT = 300.0
 
@@ -33,6 +40,10 @@ READ_ONLY = {"recall", "status"}
 
 class _NotAccepted(Exception):
     """The service closed the connection before taking the request: it never ran."""
+
+
+class _Stale(_NotAccepted):
+    """The service runs another installation of captain-memo and has stepped down."""
 
 
 class _Lost(Exception):
@@ -47,12 +58,19 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None
         return None
     try:
         path = runtime.socket_path(db, env)
+        started = False
         for _ in range(2):  # once more when a service exiting for idleness dropped the request unread
-            sock = _connect(path) or _start(path, db, env)
+            sock = _connect(path)
+            if sock is None:
+                sock, started = _start(path, db, env), True
             if sock is None:
                 return None
             try:
                 return _exchange(sock, op, request)
+            except _Stale:
+                if started:  # it runs other code than this command even though this command started it
+                    _say("the service it started runs another installation of captain-memo; running without it")
+                    return None
             except _NotAccepted:
                 continue
             except _Lost as exc:
@@ -78,7 +96,7 @@ def control(op: str, db: str | os.PathLike, env=None) -> dict | None:
     if sock is None:
         return None
     try:
-        return _exchange(sock, op, {})
+        return _exchange(sock, op, {}, installation=False)
     except (_NotAccepted, _Lost):
         return None
     finally:
@@ -105,13 +123,12 @@ def _start(path: Path, db, env) -> socket.socket | None:
     os.chmod(log.name, 0o600)
     try:
         child = subprocess.Popen(
-            [sys.executable, "-m", "captain_memo.service.server", "--socket", str(path), "--db", str(db)],
+            [sys.executable, "-c", SERVE, PACKAGE_ROOT, "--socket", str(path), "--db", str(db)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
             env=dict(env),
-            # `-m` puts the working folder first on sys.path: a checkout of this project there would
-            # be imported instead of the installed package. The private folder holds no modules.
+            # The working folder comes first on sys.path: the private folder holds no modules.
             cwd=path.parent,
             start_new_session=True,
         )
@@ -131,16 +148,23 @@ def _start(path: Path, db, env) -> socket.socket | None:
     return None
 
 
-def _exchange(sock: socket.socket, op: str, request: dict) -> dict:
+def _exchange(sock: socket.socket, op: str, request: dict, installation: bool = True) -> dict:
+    """``installation``: name this command's installation, so that a service of another steps down
+    (a command's request); ``service status`` and ``stop`` look at whatever service runs."""
     sock.settimeout(REPLY_TIMEOUT)
     with sock.makefile("rb") as reader:
         try:
-            wire.send(sock, {"op": op, "request": request, "build": build_id()})
+            message = {"op": op, "request": request}
+            if installation:
+                message["build"] = build_id()
+            wire.send(sock, message)
             first = wire.receive(reader)
         except (ConnectionResetError, BrokenPipeError, wire.WireError):
             raise _NotAccepted() from None
-        if first is None or first.get("stale"):  # a stale service has stepped down: start another
+        if first is None:
             raise _NotAccepted()
+        if first.get("stale"):  # it has stepped down: start one of this installation
+            raise _Stale()
         if not first.get("accepted"):
             raise CaptainMemoError(first.get("error") or "the service refused the request")
         try:
