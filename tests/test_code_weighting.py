@@ -85,6 +85,20 @@ MARKDOWN_EXAMPLE = "Retry uploads like this:\n\n```python\nfor attempt in range(
 CONVERSATION = "User:\nHow do I rotate the logs?\nAssistant:\nUse logrotate with a weekly rule (see its man page)"
 SESSION = "[2023-05-08 13:56] Caroline:\nHey Mel! Good to see you!\n[2023-05-08 13:57] Melanie:\nHi (it's been a while)"
 LABELS = "Decision:\n  Round half-even.\nReason:\n  Matches the ledger.\nSteps:\n1. pull\n2. build (make)"
+COMMIT_WITH_CALLS = (
+    "Fix crash on empty query in analyse()\n\nAn empty string reached the FTS5 builder through recall()\n"
+    "and the MATCH failed; the query is now checked first."
+)
+BULLETS = (
+    "- call flush() before close()\n- rename get_user() to fetch_user()\n* API tokens;\n* private keys;\n1. retry()"
+)
+SETTINGS = "Timeout = 30 seconds\nowner = platform team\nretries = 3"
+JAVA_TRACE = "java.lang.NullPointerException: boom\n\tat com.x.Foo.bar(Foo.java:42)\n\tat com.x.Baz.qux(Baz.java:7)"
+PYTHON_TRACE = (
+    'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\n    main()\n'
+    '  File "a.py", line 2, in main\n    return foo(1)\nValueError: bad'
+)
+SENTENCES = "let me know when the deploy is done\nimport errors are now shown once\nreturn to this later"
 WRAPPED = "The ranking changed (v3)\nand the float shows it (see :help)\nwhich is nice"
 COMMIT = """Team store: hnsw.ef_search at least 100 per connection
 
@@ -113,6 +127,12 @@ def test_source_code_is_told_from_its_lines_in_any_common_language(text):
         SESSION,
         LABELS,
         WRAPPED,
+        COMMIT_WITH_CALLS,
+        BULLETS,
+        SETTINGS,
+        JAVA_TRACE,
+        PYTHON_TRACE,
+        SENTENCES,
     ],
     ids=[
         "decision",
@@ -128,6 +148,12 @@ def test_source_code_is_told_from_its_lines_in_any_common_language(text):
         "chat session with timestamps",
         "labels and steps",
         "wrapped prose closing asides",
+        "commit message naming calls",
+        "list items naming calls or ending in ;",
+        "settings written as key = value in words",
+        "java stack trace",
+        "python traceback",
+        "sentences starting with let, import, return",
     ],
 )
 def test_prose_stays_prose_even_with_code_in_it(text):

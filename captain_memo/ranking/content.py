@@ -23,22 +23,31 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-# Words that begin a line of code and rarely a line of prose ("for", "if", "with" and "use" begin
-# sentences too, so they count only before a block's colon, below).
+# Words that begin a line of code and rarely a line of prose. "for", "if", "with" begin sentences
+# too, so they count only before a block's colon (BLOCK); "let", "var", "const" only before a
+# declaration, "import" and "package" only before a module's name.
 _STARTS = (
-    "def|class|return|import|elif|except|finally|raise|yield|await|async|function|const|let|var|fn|pub|"
-    "func|package|public|private|protected|static|void|struct|impl|namespace|#include|#define|#import"
+    "def|class|return|elif|except|finally|raise|yield|await|async|function|fn|pub|func|public|private|"
+    "protected|static|void|struct|impl|namespace|#include|#define|#import|local\\s+function"
 )
 START = re.compile(rf"^({_STARTS})\b(?!\s*$)")
+DECLARATION = re.compile(r"^(let|var|const|val|local)\s+(mut\s+)?(\{[^}]*\}|\[[^\]]*\]|\w+)\s*(=|:|;|$)")
+MODULE = re.compile(r"^(import\s+[\w.*]+(\s+as\s+\w+)?(\s*,\s*[\w.]+)*|from\s+[\w.]+\s+import\b.*|package\s+[\w.]+);?$")
 # A block opened by a lower-case keyword and a colon ("else:", "if n is None:", "for x in xs:");
 # "Steps:", "User:" or "Decision:" are labels of prose.
 BLOCK = re.compile(r"^(if|elif|else|for|while|with|try|except|finally|case|default|switch)\b[^,;]*:$")
-ASSIGN = re.compile(r"^[\w.\[\]'\"]+(\s*,\s*[\w.\[\]]+)*\s*(=|\+=|-=|\*=|/=|\|=|:=|<-)\s*[^=\s]")
+ASSIGN = re.compile(r"^[\w.\[\]'\"]+(\s*,\s*[\w.\[\]]+)*\s*(=|\+=|-=|\*=|/=|\|=|:=|<-)\s*([^=\s].*)$")
+# What an assignment's right side holds when it is code rather than "Timeout = 30 seconds".
+EXPRESSION = re.compile(r"[()\[\]{}\"'+*/%<>.-]")
 CALL = re.compile(r"^[\w.]+\(.*\)\s*;?$")
-# A name right before its parenthesis, as in a call or a signature ("write(t)", "fn(a, b) {").
-CALLED = re.compile(r"\w\(")
-CLOSING = re.compile(r"^[)\]}]+[,;:)]*$")  # the end of a call or literal spread over lines
-COMMENT = re.compile(r"^(#(?!include|define|import)|//|/\*|\*|--|<!--)")
+# The end of a call, literal or block spread over lines: ")", "]);", "}", Lua's and Ruby's "end".
+CLOSING = re.compile(r"^([)\]}]+[,;:)]*|end)$")
+# A statement ending in ";" holds code punctuation or is a word or two ("break;", "use std::io;"):
+# a list of items ending in ";" is prose.
+STATEMENT_MARKS = re.compile(r"[()=\[\]]")
+COMMENT = re.compile(r"^(#(?!include|define|import)|//|/\*|\*/|--|<!--)")
+# A list item ("- ", "* ", "1. ") or a line of a stack trace is prose about code, never code.
+PROSE = re.compile(r"^([-*+]\s|\d+[.)]\s|Traceback \(|File \"|at [\w$.<>]+\()")
 DOCSTRING_QUOTES = ('"""', "'''")
 # Markup that quotes code inside a document: a Markdown fence, a reStructuredText literal block
 # ("::" ending a line) or code directive. A chunk holding it is a note with an example, not code.
@@ -49,14 +58,17 @@ LOOK_AT = 20_000
 
 
 def is_code_line(line: str) -> bool:
-    """``line`` is stripped, not blank, not a comment."""
-    if START.match(line) or ASSIGN.match(line) or CALL.match(line) or CLOSING.match(line) or BLOCK.match(line):
+    """Whether one line (stripped, not blank, not a comment) reads as a line of code."""
+    if PROSE.match(line):
+        return False
+    if START.match(line) or DECLARATION.match(line) or MODULE.match(line) or BLOCK.match(line):
         return True
-    if line.endswith((";", "{", "}", "=>", "->")):
+    if CALL.match(line) or CLOSING.match(line) or line.endswith(("{", "}", "=>", "->")):
         return True
-    # ")" or ":" ends a call or a signature only with a name right before a parenthesis: prose
-    # closes asides with a space before them ("changed (v3)") or a full stop inside (".)").
-    return line.endswith((")", ":")) and CALLED.search(line) is not None and not line.endswith(".)")
+    if line.endswith(";"):
+        return STATEMENT_MARKS.search(line) is not None or len(line.split()) <= 2
+    assigned = ASSIGN.match(line)
+    return assigned is not None and (" " not in assigned[3] or EXPRESSION.search(assigned[3]) is not None)
 
 
 @lru_cache(maxsize=8192)
