@@ -35,7 +35,7 @@ def sha(text: str) -> str:
 
 def modules(lib: Path) -> list[Path]:
     found = sorted(lib.glob("*.py")) + sorted(lib.glob("*/*.py"))
-    return [p for p in found if not p.name.startswith("test") and not any(part.startswith("test") for part in p.parts)]
+    return [p for p in found if not any(part.startswith("test") for part in p.relative_to(lib).parts)]
 
 
 def functions(path: Path) -> list[tuple[str, str, str]]:
@@ -55,7 +55,7 @@ def functions(path: Path) -> list[tuple[str, str, str]]:
             continue
         summary = doc.strip().splitlines()[0].strip()
         body = node.body[0]
-        first = node.lineno - 1 - len(node.decorator_list)
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1  # from the first "@"
         text = textwrap.dedent("\n".join(lines[first : body.lineno - 1] + lines[body.end_lineno : node.end_lineno]))
         if len(summary.split()) >= MIN_SUMMARY_WORDS and len(text.splitlines()) >= MIN_LINES and len(text) < MAX_CHARS:
             found.append((f"{path.stem}.{node.name}.{node.lineno}", summary, text))
