@@ -52,10 +52,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (the top-level one when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's own usage, not the top level's: `recall --bogus` shows recall's
+        command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command not in THIN_COMMANDS or args.verbose:  # else set up if they run here (open_memo)
         from captain_memo.commands._log import configure
 

@@ -47,6 +47,14 @@ class IndexOutcome:
     git: IndexReport | None  # None without --git
     max_commits: int  # the cap on new commits read that was in force
     team: IndexReport | None = None  # the repository's note folders, indexed into the team store
+    # Plain runs in a repository: what was read, and what looks like notes but was not.
+    looked_in: tuple[str, ...] = ()  # the configured and remembered folders, as the user names them
+    found: tuple = ()  # sources.discovery.Found: documentation-like folders nothing reads
+    remembered: tuple[str, ...] = ()  # folders named in this run, remembered for plain runs from now on
+
+    @property
+    def files(self) -> int:
+        return self.notes.files + (self.team.files if self.team else 0)
 
 
 class Memo:
@@ -383,34 +391,96 @@ class Memo:
         repository's new commits too. InputError when there is nothing to index."""
         from captain_memo.errors import InputError
         from captain_memo.sources.git_history import index_history
-        from captain_memo.sources.indexer import configured_folders, index_folders, index_paths
+        from captain_memo.sources.indexer import configured_folders, index_folders, named_folders
         from captain_memo.sources.report import IndexReport
         from captain_memo.sources.settings import source_settings
 
         settings = source_settings()
-        folders = [] if paths else configured_folders(settings=settings)
+        folders = named_folders(paths, settings, branch) if paths else configured_folders(settings=settings)
+        named_before = [] if paths else self._remembered(folders)
         if branch:
             folders = [f if f.personal else replace(f, branch=branch) for f in folders]
+            named_before = [replace(f, branch=branch) for f in named_before]
         if not paths and not folders and not git:
             raise InputError("nothing to index: not inside a git repository and CAPTAIN_MEMO_NOTE_DIRS is not set")
         self.store.require_writable()  # before any text is embedded for nothing
         # With a team store, the repository's own note folders (decisions, skills) are shared:
-        # indexed there under the project's portable identity; personal folders stay here.
-        shared = [f for f in folders if not f.personal] if self.team is not None else []
-        folders = [f for f in folders if f.personal] if shared else folders
-        if paths:
-            notes = index_paths(self.engine, list(paths), settings, show_progress=show_progress, branch=branch)
-        else:
-            notes = (
-                index_folders(self.engine, folders, settings, show_progress=show_progress) if folders else IndexReport()
-            )
+        # indexed there under the project's portable identity; personal folders and folders named on
+        # the command line stay here.
+        shared = [f for f in folders if not f.personal and not f.named] if self.team is not None and not paths else []
+        local = [f for f in folders if f not in shared] + named_before
+        notes = index_folders(self.engine, local, settings, show_progress=show_progress) if local else IndexReport()
         team = self._index_team(shared, settings, show_progress) if shared else None
         history = (
             index_history(self.engine, settings=settings, show_progress=show_progress, max_commits=max_commits)
             if git
             else None
         )
-        return IndexOutcome(notes, history, max_commits or settings.git_max_commits, team)
+        outcome = IndexOutcome(notes, history, max_commits or settings.git_max_commits, team)
+        if paths:
+            return replace(outcome, remembered=self._remember_named(folders))
+        return replace(outcome, looked_in=_looked_in(folders + named_before), found=_unindexed(folders + named_before))
+
+    def _remembered(self, folders) -> list:
+        """The folders named before in the repository these configured folders belong to."""
+        from captain_memo.sources.remembered import remembered_folders
+
+        repository = next((f for f in folders if not f.personal and f.root is not None), None)
+        if repository is None or not self.path.exists():  # no store yet: nothing was named
+            return []
+        return remembered_folders(self.store, repository.root, repository.project, repository.branch)
+
+    def _remember_named(self, folders) -> tuple[str, ...]:
+        """Remember the repository folders just named (not the working tree's root: `index .` is a
+        sweep, not a folder of notes); the paths newly remembered."""
+        from captain_memo.sources.remembered import relative, remember
+
+        named = [f for f in folders if f.named and f.path.is_dir() and f.path != f.root]
+        return tuple(relative(f) for f in remember(self.store, named)) if named else ()
+
+    @_translated
+    def forget_folder(self, path: str) -> tuple[str, int]:
+        """Stop refreshing a folder named before, and remove the memories indexed from it:
+        (its path in the repository, how many memories went). InputError when it was not named."""
+        from captain_memo.errors import InputError
+        from captain_memo.sources.indexer import folder_for, forget_indexed
+        from captain_memo.sources.remembered import forget, relative
+        from captain_memo.sources.settings import source_settings
+
+        folder = folder_for(Path(path).expanduser().resolve(), source_settings())
+        if folder.root is None or not forget(self.store, folder):
+            raise InputError(
+                f"{path} is not a folder indexed by name in a repository (see `captain-memo index --list`)"
+            )
+        return relative(folder), forget_indexed(self.engine, [folder])
+
+    def index_sources(self) -> dict:
+        """What a plain `index` here reads: each folder with its kind, where it comes from and its
+        notes; and the documentation-like folders it does not read."""
+        from captain_memo.sources.folders import note_files
+        from captain_memo.sources.indexer import configured_folders
+        from captain_memo.sources.settings import source_settings
+
+        folders = configured_folders(settings=source_settings())
+        named = self._remembered(folders)
+        rows = []
+        for folder in folders + named:
+            exists = folder.path.exists()
+            rows.append(
+                {
+                    "path": shown_folder(folder),
+                    "kind": folder.kind,
+                    "from": "personal" if folder.personal else "named before" if folder.named else "built in",
+                    "exists": exists,
+                    "files": len(note_files(folder).files) if exists else 0,
+                }
+            )
+        root = next((f.root for f in folders if f.root is not None), None)
+        return {
+            "repository": str(root) if root else None,
+            "folders": rows,
+            "found": [f.to_json() for f in _unindexed(folders + named)],
+        }
 
     @_translated
     def index_written(self, path: str, project: str | None, branch: str | None):
@@ -424,7 +494,7 @@ class Memo:
         repository's and one is set, else here."""
         from captain_memo.sources.indexer import index_folders
 
-        if folder.personal or self.team is None:
+        if folder.personal or folder.named or self.team is None:
             return index_folders(self.engine, [folder], settings)
         return self._index_team([folder], settings, show_progress=False)
 
@@ -598,16 +668,71 @@ def shown_url(url: str) -> str:
     return masked_url(url)
 
 
-def index_written_file(open_memo: Callable[[], Memo], path: str, project: str | None, branch: str | None):
-    """Re-index one file just written (an IndexReport); ``open_memo`` is called only when the file
-    lies in a note or skill folder, so writing any other file opens (or creates) no database."""
+def index_written_file(
+    open_memo: Callable[[], Memo], path: str, project: str | None, branch: str | None, store: Path | None = None
+):
+    """Re-index one file just written (an IndexReport). Outside the configured folders the store
+    (at ``store``, when the caller knows it before opening it) is read only for a note, and only when
+    it exists already (to look for folders named before): writing any other file opens (or creates)
+    no database."""
     from captain_memo.sources.indexer import written_folder
     from captain_memo.sources.report import IndexReport
     from captain_memo.sources.settings import source_settings
 
     settings = source_settings()
     folder = written_folder(path, project, branch, settings)
-    return IndexReport() if folder is None else open_memo().index_folder(folder, settings)
+    if folder is not None:
+        return open_memo().index_folder(folder, settings)
+    if store is not None and not Path(store).exists():
+        return IndexReport()
+    memo, folder = _named_folder_of(open_memo, path, project, branch)
+    return IndexReport() if folder is None else memo.index_folder(folder, settings)
+
+
+def _named_folder_of(open_memo: Callable[[], Memo], path: str, project: str | None, branch: str | None):
+    """(the Memo, the one-file folder) for a note written under a folder named before, else (None, None)."""
+    from captain_memo.sources.folders import is_note, repository_root
+    from captain_memo.sources.remembered import remembered_folder_of
+
+    file = Path(path).expanduser()
+    root = repository_root(file.parent) if is_note(file) else None
+    if root is None:
+        return None, None
+    memo = open_memo()
+    if not memo.path.exists():
+        return None, None
+    if project is None:
+        from captain_memo.gitctx import git_context
+
+        ctx = git_context(root)
+        project, branch = ctx.project, branch or ctx.branch
+    return memo, remembered_folder_of(memo.store, file.resolve(), root.resolve(), project, branch)
+
+
+def shown_folder(folder) -> str:
+    """A folder as the user names it: ``doc/`` in a repository, ``~/notes/`` at home, a file as is."""
+    from captain_memo.sources.folders import is_note
+
+    if folder.root is not None and not folder.personal:
+        where = folder.stored_path(folder.path)
+    else:
+        home = Path.home()
+        where = "~/" + folder.path.relative_to(home).as_posix() if home in folder.path.parents else str(folder.path)
+    return where if is_note(folder.path) or where.endswith("/") else where + "/"
+
+
+def _looked_in(folders) -> tuple[str, ...]:
+    from captain_memo.sources.discovery import looked_in
+
+    return looked_in([(f, shown_folder(f)) for f in sorted(folders, key=lambda f: f.kind != "memory")])
+
+
+def _unindexed(folders) -> tuple:
+    """Documentation-like folders of the repository that none of ``folders`` reads."""
+    from captain_memo.sources.discovery import unindexed_folders
+
+    root = next((f.root for f in folders if f.root is not None and not f.personal), None)
+    return tuple(unindexed_folders(root, folders)) if root is not None else ()
 
 
 def readable_error(exc: Exception, path: Path | str):

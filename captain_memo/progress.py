@@ -1,17 +1,24 @@
 """A plain progress line on stderr: count, rate and time left; silent when stderr is not a terminal.
 
 Long runs (a first `index --git`, an `import`, a `reindex`) take minutes; a line that moves says the
-run is alive and when it will end. Scripts and pipes get nothing (stderr is not a terminal), and
-``quiet`` silences it on a terminal too.
+run is alive and when it will end. It is drawn as soon as the run knows how much there is to do
+(``0/260`` before the first file is read), fitted to the terminal's width at every redraw (a pane
+resized mid-run is followed), and not drawn at all for a run with nothing to do. Scripts and pipes
+get nothing (stderr is not a terminal), and ``quiet`` silences it on a terminal too.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
-WIDTH = 79
+# Used when the terminal does not say its width.
+DEFAULT_WIDTH = 80
 REDRAW_SECONDS = 0.1
+BAR_CELLS = 20
+# Below this the bar's cells give way to the numbers, which say more per column.
+NARROW = 60
 
 
 class Progress:
@@ -20,42 +27,59 @@ class Progress:
         self.label = label
         self.done = 0
         self.stream = stream or sys.stderr
-        self.enabled = not quiet and (force or getattr(self.stream, "isatty", lambda: False)())
+        on_terminal = force or getattr(self.stream, "isatty", lambda: False)()
+        self.enabled = not quiet and on_terminal and self.total > 0
         self.started = time.monotonic()
         self._last = 0.0
+        self._note = ""
+        if self.enabled:
+            self._draw("")  # at once: a blank terminal looks hung
 
     def advance(self, n: int = 1, note: str = "") -> None:
         self.done += n
+        self._note = note or self._note
         now = time.monotonic()
         if self.enabled and (now - self._last > REDRAW_SECONDS or self.done >= self.total):
             self._last = now
-            self._draw(note)
+            self._draw(self._note)
 
-    def line(self, note: str = "") -> str:
-        """What the bar shows now: ``label [###---] 120/5,000 61/s 1:20 left note``."""
-        width = 20
+    def line(self, note: str = "", width: int = DEFAULT_WIDTH) -> str:
+        """What the bar shows now, at most ``width - 1`` columns (the last column would wrap):
+        ``label [###---] 120/5,000 61/s 1:20 left note``."""
         share = min(self.done / self.total, 1.0) if self.total else 1.0
-        bar = "#" * int(width * share) + "-" * (width - int(width * share))
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
         if self.done >= self.total:
             timing = f"{clock(elapsed)} taken"
-        elif rate > 0:
+        elif self.done and rate > 0:
             timing = f"{clock((self.total - self.done) / rate)} left"
         else:
             timing = "-:-- left"
-        text = f"{self.label} [{bar}] {self.done:,}/{self.total:,} {rate:,.1f}/s {timing}"
-        return f"{text} {note}" if note else text
+        count = f"{self.done:,}/{self.total:,} {rate:,.1f}/s {timing}"
+        cells = BAR_CELLS if width >= NARROW else 0
+        bar = f"[{'#' * int(cells * share)}{'-' * (cells - int(cells * share))}] " if cells else ""
+        text = f"{self.label} {bar}{count}" + (f" {note}" if note else "")
+        return text[: max(width - 1, 1)]
 
     def _draw(self, note: str) -> None:
-        self.stream.write("\r" + self.line(note)[:WIDTH].ljust(WIDTH))
+        width = terminal_width(self.stream)
+        # \r, the line, then erase to the end: a shorter line never leaves the old one's tail.
+        self.stream.write("\r" + self.line(note, width) + "\x1b[K")
         self.stream.flush()
 
     def close(self) -> None:
         if self.enabled:
-            self._draw("")
+            self._draw(self._note)
             self.stream.write("\n")
             self.stream.flush()
+
+
+def terminal_width(stream) -> int:
+    """The columns of the terminal ``stream`` writes to, asked at each call (panes are resized)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or DEFAULT_WIDTH
+    except (AttributeError, OSError, ValueError):
+        return DEFAULT_WIDTH
 
 
 def clock(seconds: float) -> str:

@@ -43,7 +43,7 @@ end, "Captain Memo: write a note")
 -- the library's NOTE_SUFFIXES (captain_memo/sources/settings.py); writing any other file runs
 -- nothing of the plugin's. Whether the file lies under a note or skill folder is the library's call.
 local note_patterns = {}
-for _, suffix in ipairs({ "md", "markdown", "mdown", "mkd", "mdx", "txt", "rst", "adoc", "asciidoc" }) do
+for _, suffix in ipairs({ "md", "markdown", "mdown", "mkd", "mdx", "mdc", "txt", "rst", "adoc", "asciidoc" }) do
   table.insert(note_patterns, "*." .. suffix)
   table.insert(note_patterns, "*." .. suffix:upper())
 end

@@ -147,7 +147,13 @@ def test_crlf_is_stored_as_lf_from_every_way_in(db, tmp_path, capsys, monkeypatc
 
 
 def test_readme_names_the_folders_index_reads_by_default():
-    from captain_memo.sources.settings import REPO_MEMORY_DIRS, REPO_SKILL_DIRS, source_settings
+    from captain_memo.sources.settings import (
+        AGENT_MEMORY_FILES,
+        AGENT_SKILL_DIRS,
+        REPO_MEMORY_DIRS,
+        REPO_SKILL_DIRS,
+        source_settings,
+    )
 
     line = next(
         line
@@ -157,7 +163,12 @@ def test_readme_names_the_folders_index_reads_by_default():
     comment = line.split("#", 1)[1]
     comment = comment.replace(".captain-memo/{memory,skills}", ".captain-memo/memory, .captain-memo/skills")
     for folder in REPO_MEMORY_DIRS + REPO_SKILL_DIRS:
-        assert folder in comment, folder
+        if folder not in AGENT_MEMORY_FILES + AGENT_SKILL_DIRS:
+            assert folder in comment, folder
+    assert "AGENTS.md" in comment and "CLAUDE.md" in comment  # the agents' files: doc/sources.md lists all
+    sources = (REPO / "doc" / "sources.md").read_text(encoding="utf-8")
+    for path in AGENT_MEMORY_FILES + AGENT_SKILL_DIRS:
+        assert f"`{path}" in sources, path
     # A personal folder is read only when configured: the README must not promise one by default.
     assert source_settings({}).personal_note_dirs == ()
     if "~/notes" in comment:

@@ -50,7 +50,7 @@ def read_records(path: str, project: str | None) -> list[NewMemory]:
 
 
 def run(args) -> int:
-    project = context(args).project if args.project is not None else None
+    project = context(args).project  # --project, else the current repository's (none outside one)
     name = "stdin" if args.file == "-" else args.file
     found = read_import(read_lines(args.file), project)
     for refused in found.refused:

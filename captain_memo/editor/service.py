@@ -354,7 +354,9 @@ class EditorService:
         if not isinstance(path, str) or not path:
             raise InputError("path must name the file that was written")
         ctx = self.contexts.get(path, settings.share_worktrees)
-        report = index_written_file(lambda: self.memo(settings), path, ctx.project, ctx.branch)
+        report = index_written_file(
+            lambda: self.memo(settings), path, ctx.project, ctx.branch, store=settings.database_path()
+        )
         return {"path": path, **report.to_json()}
 
     def open(self, settings: EditorSettings, args: dict) -> dict:

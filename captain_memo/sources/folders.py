@@ -34,6 +34,8 @@ class Folder:
     branch: str | None
     root: Path | None  # the repository's working tree; stored paths are relative to it
     personal: bool = False
+    # Named on the command line (and remembered): indexed into the local store like any named path.
+    named: bool = False
 
     def stored_path(self, file: Path) -> str:
         if self.root is not None:

@@ -91,6 +91,12 @@ def index_paths(
 ) -> IndexReport:
     """Index the given files or folders; each keeps the kind and scope of the folder holding it."""
     settings = settings or source_settings()
+    return index_folders(engine, named_folders(paths, settings, branch), settings, show_progress)
+
+
+def named_folders(paths: Iterable[str | Path], settings: SourceSettings, branch: str | None = None) -> list[Folder]:
+    """The folders to index for paths named on the command line, with the configured folders
+    inside them (which keep their own kind)."""
     folders = []
     for raw in paths:
         path = Path(raw).expanduser().resolve()
@@ -103,7 +109,7 @@ def index_paths(
         if folder.root is not None:
             inner += repository_folders(folder.root, folder.project, folder.branch, settings)
         folders += [f for f in inner if path in f.path.parents and f.project == folder.project]
-    return index_folders(engine, folders, settings, show_progress)
+    return folders
 
 
 def index_file(
@@ -172,7 +178,7 @@ def folder_for(path: Path, settings: SourceSettings, branch: str | None = None) 
             root = Path(ctx.root).resolve() if ctx.root else root
             configured = folder_of(
                 path, repository_folders(root, ctx.project, branch or ctx.branch, settings)
-            ) or Folder(path, "memory", ctx.project, branch or ctx.branch, root)
+            ) or Folder(path, "memory", ctx.project, branch or ctx.branch, root, named=True)
     if configured is None:
         return Folder(path, "memory", None, None, None)
     return replace(configured, path=path)
@@ -282,7 +288,11 @@ class _Run:
         for key, row in self.stored.items():
             self.keys_of_path.setdefault(row.source_path, []).append(key)
         self.states = self.store.file_states(project)
-        plans = [self._plan_file(folder, file) for folder, file in files]
+        plans = []
+        for n, (folder, file) in enumerate(files, 1):
+            plans.append(self._plan_file(folder, file))
+            if self.bar is not None:  # reading and parsing come before the first embedding
+                self.bar.advance(0, f"reading {n:,}/{len(files):,}")
         prefixes = [f.prefix for f in folders]
         orphans = {
             key: row

@@ -147,7 +147,9 @@ def history_left_out(report: IndexReport, cap: int) -> str:
         parts.append(f"{report.skipped:,} merge or empty-message commits (nothing of their own to say)")
     if report.left_out:
         parts.append(
-            f"{report.left_out:,} older commits: a first run reads the newest {cap:,} "
+            # True of any run that met the cap: a first one, one after an interrupted first run
+            # (which reads the same newest commits again), one after a long absence.
+            f"{report.left_out:,} older commits, past the newest {cap:,} read "
             f"(--max-commits N or CAPTAIN_MEMO_GIT_MAX_COMMITS)"
         )
     return "left out: " + "; ".join(parts) if parts else ""

@@ -6,7 +6,8 @@ Folders come from two places:
   (or one starting with ``~``) is a personal folder: its memories belong to no project. A relative
   entry is a folder inside every repository, added to the defaults below.
 - Repository defaults: ``docs/decisions``, ``docs/adr`` and ``.captain-memo/memory`` hold curated
-  memory; ``.captain-memo/skills`` holds skills.
+  memory; ``.captain-memo/skills`` holds skills; and the coding agents' own files (``AGENTS.md``,
+  ``CLAUDE.md``, ``.cursor/rules``, ``.claude/skills`` ...).
 
 Every number is an environment variable too; a value that does not parse is reported once, naming
 the variable, and the default is used.
@@ -22,9 +23,22 @@ from pathlib import Path
 
 log = logging.getLogger("captain_memo")
 
-REPO_MEMORY_DIRS = ("docs/decisions", "docs/adr", ".captain-memo/memory")
-REPO_SKILL_DIRS = (".captain-memo/skills",)
-NOTE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx", ".txt", ".rst", ".adoc", ".asciidoc")
+# What coding agents are told and learn, kept in the repository by each agent's convention: the
+# instruction files are memory (rules), the skill folders hold one folder per skill with a SKILL.md.
+AGENT_MEMORY_FILES = (
+    "AGENTS.md",
+    "CLAUDE.md",
+    ".claude/CLAUDE.md",
+    "GEMINI.md",
+    ".github/copilot-instructions.md",
+    ".github/instructions",
+    ".cursor/rules",
+)
+AGENT_SKILL_DIRS = (".claude/skills", ".github/skills", ".codex/skills")
+REPO_MEMORY_DIRS = ("docs/decisions", "docs/adr", ".captain-memo/memory", *AGENT_MEMORY_FILES)
+REPO_SKILL_DIRS = (".captain-memo/skills", *AGENT_SKILL_DIRS)
+# .mdc: a Cursor rule, Markdown with front matter (description, globs, alwaysApply).
+NOTE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx", ".mdc", ".txt", ".rst", ".adoc", ".asciidoc")
 SKILL_FILE = "SKILL.md"
 _reported: set[str] = set()
 
