@@ -21,7 +21,15 @@ from captain_memo.ranking import lifecycle
 from captain_memo.ranking.fusion import fusion_for
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
 from captain_memo.ranking.pool import StoreHits, pool_of
-from captain_memo.ranking.query import STOPWORDS, analyse, fts_match, topic, topic_match
+from captain_memo.ranking.query import (
+    STOPWORDS,
+    analyse,
+    fts_match,
+    keyword_hit_is_the_option,
+    options_in,
+    topic,
+    topic_match,
+)
 from captain_memo.ranking.result import RecallResult
 from captain_memo.records import BOTH_LEGS, LOCAL, TEAM, Leg, Memory, NewMemory, RecallRequest, Surfacing
 from captain_memo.store import Store
@@ -347,6 +355,11 @@ class Engine:
         if union:
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
         rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits or {})))
+        if keyword_hits and options_in(query):  # "--lf" is indexed as "lf": keep the hits that hold "--lf"
+            keyword_hits = {
+                c: s for c, s in keyword_hits.items() if c in rows and keyword_hit_is_the_option(query, rows[c][0])
+            }
+            rows = {c: row for c, row in rows.items() if c in vector_hits or c in keyword_hits}
         return StoreHits(LOCAL, vector_hits, keyword_hits, rows), tuple(found), failures
 
     def _keyword_leg(self, match: str | None, scope: Scope, k: int, newest: list[int]):

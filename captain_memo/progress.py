@@ -58,8 +58,7 @@ class Progress:
         count = f"{self.done:,}/{self.total:,} {rate:,.1f}/s {timing}"
         cells = BAR_CELLS if width >= NARROW else 0
         bar = f"[{'#' * int(cells * share)}{'-' * (cells - int(cells * share))}] " if cells else ""
-        text = f"{self.label} {bar}{count}" + (f" {note}" if note else "")
-        return text[: max(width - 1, 1)]
+        return fitted(self.label, bar, count, note, max(width - 1, 1))
 
     def _draw(self, note: str) -> None:
         width = terminal_width(self.stream)
@@ -72,6 +71,16 @@ class Progress:
             self._draw(self._note)
             self.stream.write("\n")
             self.stream.flush()
+
+
+def fitted(label: str, bar: str, count: str, note: str, width: int) -> str:
+    """The line in ``width`` columns, giving up first the note, then the bar, then the label's end:
+    the count and the time left are what a narrow pane must still show."""
+    for text in (f"{label} {bar}{count} {note}" if note else "", f"{label} {bar}{count}", f"{label} {count}"):
+        if text and len(text) <= width:
+            return text
+    room = width - len(count) - 1
+    return f"{label[: room - 1]}… {count}" if room >= 4 else count[:width]
 
 
 def terminal_width(stream) -> int:

@@ -13,6 +13,9 @@ CAMEL_HUMP = re.compile(r"[a-z0-9][A-Z]")
 TEMPORAL = re.compile(r"\b(last|latest|newest|current|most\s+recent|recent|up[\s-]to[\s-]date|now)\b", re.IGNORECASE)
 # With ``temporal_word_forms`` (v3), the adverbs too: "what changed most recently in capture".
 TEMPORAL_FORMS = re.compile(r"\b(recently|currently|lately)\b", re.IGNORECASE)
+# A command-line option: --lf, -k, --tb=short, -Wall, --no-header. A letter must follow the dashes:
+# "-5", "--" and a dash standing for a bullet are not options.
+FLAG = re.compile(r"--?[A-Za-z][A-Za-z0-9_-]*(?:=\S*)?")
 # unicode61 splits on everything but letters and digits; so do we, to build terms it will match.
 WORD = re.compile(r"[^\W_]+")
 MAX_MATCH_TERMS = 64
@@ -52,13 +55,16 @@ def strip_token(token: str) -> str:
 
 
 def is_code_shaped(token: str) -> bool:
-    """Contains '_', '.' or '/', or an internal lower-to-upper camelCase hump.
+    """Contains '_', '.' or '/', or an internal lower-to-upper camelCase hump, or is a command-line
+    option (``--lf``, ``-k``, ``--tb=short``).
 
-    ALL-CAPS words (HTTP, TODO) and plain words never count.
+    ALL-CAPS words (HTTP, TODO) and plain words never count. An option read as a plain word was
+    its letters alone: "what does --lf do" ranked first a commit about LF line endings, with
+    keyword score 1.0; as a name it is searched whole, and a chunk holding "--lf" is boosted.
     """
     if not token or not any(ch.isalnum() for ch in token):
         return False
-    if "_" in token or "." in token or "/" in token:
+    if "_" in token or "." in token or "/" in token or FLAG.fullmatch(token):
         return True
     return CAMEL_HUMP.search(token) is not None
 
@@ -130,6 +136,32 @@ def fts_match(text: str, identifier_parts: bool = False) -> str | None:
         if len(terms) >= MAX_MATCH_TERMS:
             break
     return " OR ".join(terms[:MAX_MATCH_TERMS]) if terms else None
+
+
+def options_in(text: str) -> tuple[str, ...]:
+    """The command-line options of a query, as written (``--lf``, ``--tb=short``)."""
+    return tuple(dict.fromkeys(t for raw in text.split() if FLAG.fullmatch(t := strip_token(raw))))
+
+
+def keyword_hit_is_the_option(query: str, text: str) -> bool:
+    """Whether a keyword hit for a query naming options holds what the query asks for.
+
+    The full-text index keeps only an option's letters ("--lf" is the word "lf"), so the keyword
+    leg matched a commit about LF line endings for "what does --lf do", and scored it 1.0. A hit
+    counts when its chunk holds one of the options as written, or a word of the query beyond its
+    options and stopwords; true of every hit for a query without options.
+    """
+    options = options_in(query)
+    if not options or any(option in text for option in options):
+        return True
+    words = {
+        w.casefold()
+        for raw in query.split()
+        if not FLAG.fullmatch(strip_token(raw))
+        for w in WORD.findall(raw)
+        if w.casefold() not in STOPWORDS
+    }
+    return bool(words & {w.casefold() for w in WORD.findall(text)})
 
 
 def is_topic_word(word: str) -> bool:
