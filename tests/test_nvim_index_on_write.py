@@ -110,3 +110,44 @@ def test_only_note_suffixes_wake_the_plugin_on_write(tmp_path):
         )
     finally:
         close(editor)
+
+
+def test_a_cursor_rule_and_a_page_of_a_folder_named_once_are_re_indexed_on_write(tmp_path, local_embedder):
+    """The agents' files (a Cursor rule is a .mdc) and the folders `captain-memo index doc/` remembered
+    are note folders for the editor too."""
+    from captain_memo.engine import Engine
+    from captain_memo.memo import Memo
+    from captain_memo.store import Store
+
+    repo = make_repo(tmp_path)
+    page = repo / "doc" / "fixtures.rst"
+    page.parent.mkdir()
+    page.write_text("Fixtures\n========\n\nUse tmp_path for a temporary folder.\n")
+    rule = repo / ".cursor" / "rules" / "sql.mdc"
+    rule.parent.mkdir(parents=True)
+    db = tmp_path / "memo.db"
+    memo = Memo.over(Engine(Store(db), local_embedder))
+    try:
+        assert memo.index([str(repo / "doc")]).remembered == ("doc",)  # as `captain-memo index doc/` left it
+    finally:
+        memo.close()
+
+    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=repo)
+    try:
+        editor.lua(RECORD_INDEXED)
+        editor.nvim.command(f"edit {rule}")
+        editor.lua(
+            "vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)",
+            ["---", "description: SQL style", "globs: *.sql", "---", "", "Qualify every table name."],
+        )
+        editor.nvim.command("write")
+        [first] = indexed(editor, 1)
+        assert (first["path"], first["files"], first["indexed"]) == (str(rule), 1, 1)
+        editor.nvim.command(f"edit {page}")
+        editor.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, ...)", ["", "Factories", "---------", "", "More."])
+        editor.nvim.command("write")
+        second = indexed(editor, 2)[1]
+        assert (second["path"], second["files"], second["indexed"], second["unchanged"]) == (str(page), 1, 1, 1)
+    finally:
+        close(editor)
+    assert sorted(set(stored_paths(db))) == [".cursor/rules/sql.mdc", "doc/fixtures.rst"]
