@@ -84,9 +84,15 @@ def _run(args) -> int:
     try:
         return int(args.run(args) or 0)
     except CaptainMemoError as exc:
+        from captain_memo.progress import end_lines
+
+        end_lines()
         print(f"captain-memo: {one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        from captain_memo.progress import end_lines
+
+        end_lines()  # the message on a line of its own, below what the progress line showed
         print("captain-memo: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

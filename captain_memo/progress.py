@@ -21,6 +21,19 @@ BAR_CELLS = 20
 NARROW = 60
 
 
+# The streams with a progress line drawn and not yet ended: an interrupted run ends it before its
+# message ("captain-memo: interrupted" was printed on the end of the bar).
+_open_lines: set = set()
+
+
+def end_lines() -> None:
+    """End every progress line left open (a run stopped by Ctrl-C or an error), keeping what it showed."""
+    for stream in list(_open_lines):
+        stream.write("\n")
+        stream.flush()
+    _open_lines.clear()
+
+
 class Progress:
     def __init__(self, total: int, label: str, stream=None, force: bool = False, quiet: bool = False):
         self.total = max(total, 0)
@@ -65,12 +78,14 @@ class Progress:
         # \r, the line, then erase to the end: a shorter line never leaves the old one's tail.
         self.stream.write("\r" + self.line(note, width) + "\x1b[K")
         self.stream.flush()
+        _open_lines.add(self.stream)
 
     def close(self) -> None:
         if self.enabled:
             self._draw(self._note)
             self.stream.write("\n")
             self.stream.flush()
+            _open_lines.discard(self.stream)
 
 
 def fitted(label: str, bar: str, count: str, note: str, width: int) -> str:

@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import re
+import select
 import struct
 import termios
 
@@ -174,18 +175,26 @@ def pty(columns: int):
     return master, open(slave, "w", closefd=True)
 
 
+def read_terminal(master: int) -> str:
+    """What was written to the terminal so far: a pty hands data over asynchronously, so read
+    until it has been quiet for a moment."""
+    chunks = []
+    while select.select([master], [], [], 0.3)[0]:
+        try:
+            part = os.read(master, 65536)
+        except OSError:  # the other end is closed and drained
+            break
+        if not part:
+            break
+        chunks.append(part)
+    return b"".join(chunks).decode()
+
+
 def drawn(master: int, keep_open: bool = False) -> list[str]:
     """Each state of the line the terminal was sent so far (the text between carriage returns)."""
-    os.set_blocking(master, False)
-    chunks = []
-    try:
-        while part := os.read(master, 65536):
-            chunks.append(part)
-    except (BlockingIOError, OSError):
-        pass
+    text = read_terminal(master)
     if not keep_open:
         os.close(master)
-    text = b"".join(chunks).decode()
     return [s.replace("\x1b[K", "").rstrip("\r\n") for s in text.split("\r") if s.strip()]
 
 
@@ -203,6 +212,28 @@ def test_progress_is_drawn_at_once_and_fits_the_terminal(columns):
     if columns >= 160:
         assert "5,000/5,000" in lines[-1] and "taken new 5000 upd 0 same 0 rm 0 skip 0" in lines[-1]
     assert ("[####" in lines[-1]) == (columns >= 60), "no bar cells in a narrow pane: the numbers say more"
+
+
+def test_an_interrupted_run_ends_its_progress_line_before_saying_so(db_file, tmp_path, monkeypatch):
+    """Ctrl-C raised from the embedder's first call (a fake fault: a real signal's timing is not
+    the test's to choose); the line the bar drew is kept and the message starts a line of its own."""
+    from captain_memo.engine import Engine
+
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, "Tune the cache", {"cache.py": "SIZE = 1\n"})
+    monkeypatch.chdir(repo)
+
+    def interrupted(self, texts):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Engine, "try_embed", interrupted)
+    master, tty = pty(120)
+    with tty:
+        monkeypatch.setattr("sys.stderr", tty)
+        assert main(["--db", str(db_file), "index", "--git"]) == 130
+    shown = read_terminal(master)
+    os.close(master)
+    assert re.search(r"commits \[-+\] 0/1 [^\n]*\x1b\[K\r?\ncaptain-memo: interrupted", shown), repr(shown)
 
 
 def test_index_git_with_no_note_folders_draws_only_the_commits(db_file, tmp_path, monkeypatch):
