@@ -193,6 +193,6 @@ def test_a_file_named_explicitly_but_skipped_says_why(engine, tmp_path):
     report = index_paths(engine, [pins, data])
     assert dict(report.skipped_files) == {
         pins.as_posix(): "not a note: requirements.txt holds requirements, not prose",
-        data.as_posix(): "not a note: .json (notes are .md, .markdown, .mdown, .mkd, .mdx, .txt, .rst, .adoc, "
+        data.as_posix(): "not a note: .json (notes are .md, .markdown, .mdown, .mkd, .mdx, .mdc, .txt, .rst, .adoc, "
         ".asciidoc)",
     }
