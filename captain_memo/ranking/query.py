@@ -148,11 +148,12 @@ def keyword_hit_is_the_option(query: str, text: str) -> bool:
 
     The full-text index keeps only an option's letters ("--lf" is the word "lf"), so the keyword
     leg matched a commit about LF line endings for "what does --lf do", and scored it 1.0. A hit
-    counts when its chunk holds one of the options as written, or a word of the query beyond its
-    options and stopwords; true of every hit for a query without options.
+    counts when its chunk holds one of the options as written (``--maxfail`` for ``--maxfail=1``
+    too), or a word of the query beyond its options and stopwords; true of every hit for a query
+    without options.
     """
     options = options_in(query)
-    if not options or any(option in text for option in options):
+    if not options or any(option.split("=", 1)[0] in text for option in options):
         return True
     words = {
         w.casefold()
