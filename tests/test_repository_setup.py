@@ -214,6 +214,37 @@ def test_progress_is_drawn_at_once_and_fits_the_terminal(columns):
     assert ("[####" in lines[-1]) == (columns >= 60), "no bar cells in a narrow pane: the numbers say more"
 
 
+def test_the_line_moves_while_a_batch_is_embedded(engine, hash_embedder, tmp_path, monkeypatch):
+    """One batch of 256 chunk texts was one embedding call: the line stood still through it, then
+    jumped by every file of the batch. Each call now embeds at most 64 texts, and the line moves
+    between calls."""
+    from captain_memo import progress
+    from captain_memo.sources import indexer
+
+    monkeypatch.setattr(progress, "REDRAW_SECONDS", -1.0)  # draw at every step
+    notes = tmp_path / "notes"
+    for n in range(40):  # 40 files of 5 sections: 200 chunk texts, one batch
+        sections = "".join(f"## Part {k}\n\nStep {n}-{k} of the rollout, checked by hand.\n\n" for k in range(5))
+        write(notes, f"note{n:02}.md", f"# Note {n}\n\n{sections}")
+    counts: list[int] = []
+    real = type(engine).try_embed
+
+    def counted(self, texts):
+        counts.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(type(engine), "try_embed", counted)
+    master, tty = pty(120)
+    with tty:
+        monkeypatch.setattr("sys.stderr", tty)
+        report = indexer.index_paths(engine, [notes], show_progress=True)
+    lines = drawn(master)
+    assert report.indexed == 200 and sum(counts) == 200
+    assert max(counts) <= 64 and len(counts) == 4
+    done = [int(m.group(1)) for line in lines if (m := re.search(r"\] (\d+)/40 ", line))]
+    assert len(set(done)) >= 5 and done == sorted(done) and done[-1] == 40, done  # 0, then per slice
+
+
 def test_an_interrupted_run_ends_its_progress_line_before_saying_so(db_file, tmp_path, monkeypatch):
     """Ctrl-C raised from the embedder's first call (a fake fault: a real signal's timing is not
     the test's to choose); the line the bar drew is kept and the message starts a line of its own."""
