@@ -46,7 +46,9 @@ KEY_PREFIX = "file:"
 # Chunk texts per embedding call: large enough for the model's batches of 32, small enough that
 # an interrupted run loses little and the progress bar moves.
 BATCH_CHUNKS = 256
-# Chunk texts per embedding call within a batch: two of the model's batches of 32.
+# Chunk texts per embedding call within a batch: a multiple of the local model's batch (8), so
+# slices of the length-sorted texts are padded exactly as the whole batch was; an HTTP embedder
+# gets four requests per batch instead of one.
 EMBED_SLICE = 64
 # Bump when parsing or chunking changes what a file's memories are: every file is then re-read.
 FILE_STATE_VERSION = "1"
@@ -502,8 +504,7 @@ class _Run:
     def _embed_in_slices(self, texts: list[str]):
         """The texts' vectors, embedded a slice at a time so the progress line moves while a batch
         is embedded (a batch of 256 chunks took 5-16 s on 2 cores: the line stood still, then
-        jumped). Slices of the length-sorted list are the model's own batches of 32, two at a
-        time, so padding is what it was. None when the embedder is down."""
+        jumped). None when the embedder is down."""
         import numpy as np
 
         parts = []
