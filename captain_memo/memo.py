@@ -448,7 +448,7 @@ class Memo:
         from captain_memo.sources.settings import source_settings
 
         folder = folder_for(Path(path).expanduser().resolve(), source_settings())
-        if folder.root is None or not forget(self.store, folder):
+        if folder.root is None or not self.path.exists() or not forget(self.store, folder):
             raise InputError(
                 f"{path} is not a folder indexed by name in a repository (see `captain-memo index --list`)"
             )

@@ -61,6 +61,10 @@ def test_a_plain_run_that_reads_nothing_says_where_it_looked_and_offers_what_it_
     db_file, tmp_path, capsys, monkeypatch
 ):
     monkeypatch.chdir(docs_repo(tmp_path))
+    assert "not indexed: doc/ (4 notes): captain-memo index doc/" in run(capsys, db_file, "index", "--list")
+    assert main(["--db", str(db_file), "index", "--forget", "doc"]) == 1
+    assert "doc is not a folder indexed by name" in capsys.readouterr().err
+    assert not db_file.exists(), "listing and forgetting create no store"
     out = run(capsys, db_file, "index")
     assert "(0 files read" in out
     assert "no notes in: docs/decisions/, docs/adr/, .captain-memo/memory/, .captain-memo/skills/, " in out
