@@ -398,6 +398,7 @@ class Memo:
         settings = source_settings()
         folders = named_folders(paths, settings, branch) if paths else configured_folders(settings=settings)
         named_before = [] if paths else self._remembered(folders)
+        folders += [] if paths else self._gone_agent_files(folders)
         if branch:
             folders = [f if f.personal else replace(f, branch=branch) for f in folders]
             named_before = [replace(f, branch=branch) for f in named_before]
@@ -429,6 +430,23 @@ class Memo:
         if repository is None or not self.path.exists():  # no store yet: nothing was named
             return []
         return remembered_folders(self.store, repository.root, repository.project, repository.branch)
+
+    def _gone_agent_files(self, folders) -> list:
+        """Agent files deeper in the tree that were indexed and that git no longer lists (a new
+        file deleted before it was committed): as folders to index, so their memories go."""
+        from captain_memo.sources.folders import Folder
+        from captain_memo.sources.settings import AGENT_FILE_NAMES
+
+        repository = next((f for f in folders if not f.personal and f.root is not None), None)
+        if repository is None or not self.path.exists():
+            return []
+        listed = {f.path for f in folders}
+        root = repository.root
+        return [
+            Folder(root / path, "memory", repository.project, repository.branch, root)
+            for path in self.store.file_states(repository.project)
+            if "/" in path and Path(path).name in AGENT_FILE_NAMES and root / path not in listed
+        ]
 
     def _remember_named(self, folders) -> tuple[str, ...]:
         """Remember the repository folders just named (not the working tree's root: `index .` is a

@@ -169,6 +169,33 @@ def test_the_agents_own_files_are_indexed_with_their_kind_and_refreshed(db_file,
     assert json.loads(recalled)["hits"][0]["source"]["path"] == ".cursor/rules/sql.mdc"
 
 
+def test_agent_files_deeper_in_the_tree_are_found_and_removed_when_deleted(db_file, tmp_path, capsys, monkeypatch):
+    from captain_memo.editor.service import EditorService
+
+    repo = init_repo(tmp_path / "repo")
+    rule = "# API package\n\nEvery handler returns a Problem object on error.\n"
+    commit(repo, "Packages", {"packages/api/AGENTS.md": rule, "packages/web/src/app.ts": "export {}\n"})
+    write(repo, "packages/web/CLAUDE.md", "# Web\n\nRun pnpm, never npm.\n")  # new, not committed
+    write(repo, "node_modules/lib/AGENTS.md", "# A dependency's own rules\n\nNot ours.\n")
+    write(repo, ".gitignore", "node_modules/\n")
+    monkeypatch.chdir(repo)
+    assert "notes: indexed 2" in run(capsys, db_file, "index")
+    assert stored(db_file) == {"packages/api/AGENTS.md": "memory", "packages/web/CLAUDE.md": "memory"}
+
+    gemini = write(repo, "packages/web/GEMINI.md", "# Web for Gemini\n\nAsk before adding a dependency.\n")
+    service = EditorService(lambda _: None)
+    try:
+        ask = {"op": "index", "id": 1, "settings": {"db": str(db_file)}, "args": {"path": str(gemini)}}
+        assert service.handle(ask)["result"]["indexed"] == 1, "written in the editor"
+    finally:
+        service.close()
+
+    (repo / "packages/api/AGENTS.md").unlink()  # tracked: git still lists it, deleted
+    (repo / "packages/web/CLAUDE.md").unlink()  # never committed: git no longer lists it
+    assert "removed 2" in run(capsys, db_file, "index")
+    assert stored(db_file) == {"packages/web/GEMINI.md": "memory"}
+
+
 # -- progress ----------------------------------------------------------------------------------------
 
 

@@ -37,7 +37,7 @@ from captain_memo.sources.folders import (
     repository_root,
 )
 from captain_memo.sources.report import IndexReport, Tally
-from captain_memo.sources.settings import SourceSettings, source_settings
+from captain_memo.sources.settings import AGENT_FILE_NAMES, SourceSettings, source_settings
 from captain_memo.store.sync import Stored
 from captain_memo.validation import without_private
 
@@ -75,8 +75,29 @@ def configured_folders(cwd: str | Path | None = None, settings: SourceSettings |
     folders = personal_folders(settings)
     ctx = git_context(cwd)
     if ctx.root:
-        folders += repository_folders(Path(ctx.root).resolve(), ctx.project, ctx.branch, settings)
+        root = Path(ctx.root).resolve()
+        folders += repository_folders(root, ctx.project, ctx.branch, settings)
+        folders += [Folder(path, "memory", ctx.project, ctx.branch, root) for path in nested_agent_files(root)]
     return folders
+
+
+def nested_agent_files(root: Path) -> list[Path]:
+    """AGENTS.md, CLAUDE.md and GEMINI.md below the repository's top folder, as git lists them:
+    tracked (a deleted one too, so its memories are removed) or new and not ignored, so
+    node_modules and build output are never walked. One `git ls-files`: ~10 ms."""
+    import subprocess
+
+    specs = [f":(glob)**/{name}" for name in AGENT_FILE_NAMES]
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *specs],
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        return []
+    listed = done.stdout.decode("utf-8", "replace").split("\0") if done.returncode == 0 else []
+    return sorted({root / path for path in listed if "/" in path})
 
 
 def index_configured(
@@ -143,7 +164,10 @@ def written_folder(
     folder = folder_of(path, personal_folders(settings))
     if folder is None:
         root = repository_root(path.parent)
-        folder = folder_of(path, repository_folders(root, project, branch, settings)) if root else None
+        inside = repository_folders(root, project, branch, settings) if root else []
+        if root and path.name in AGENT_FILE_NAMES:  # wherever it is in the tree
+            inside.append(Folder(path, "memory", project, branch, root))
+        folder = folder_of(path, inside)
         if folder is None:
             return None
         if project is None:

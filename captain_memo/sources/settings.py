@@ -34,6 +34,8 @@ AGENT_MEMORY_FILES = (
     ".github/instructions",
     ".cursor/rules",
 )
+# Read wherever they are in the tree too: a monorepo's packages keep their own.
+AGENT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
 AGENT_SKILL_DIRS = (".claude/skills", ".github/skills", ".codex/skills")
 REPO_MEMORY_DIRS = ("docs/decisions", "docs/adr", ".captain-memo/memory", *AGENT_MEMORY_FILES)
 REPO_SKILL_DIRS = (".captain-memo/skills", *AGENT_SKILL_DIRS)
