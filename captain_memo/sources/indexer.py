@@ -84,7 +84,7 @@ def configured_folders(cwd: str | Path | None = None, settings: SourceSettings |
 def nested_agent_files(root: Path) -> list[Path]:
     """AGENTS.md, CLAUDE.md and GEMINI.md below the repository's top folder, as git lists them:
     tracked (a deleted one too, so its memories are removed) or new and not ignored, so
-    node_modules and build output are never walked. One `git ls-files`: ~10 ms."""
+    node_modules and build output are never walked. One `git ls-files`: 12-20 ms on 2 busy cores."""
     import subprocess
 
     specs = [f":(glob)**/{name}" for name in AGENT_FILE_NAMES]
