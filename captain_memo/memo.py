@@ -261,6 +261,16 @@ class Memo:
             return _in_team(self._team_or_refuse(f"reading {ref}").call(f"reading {ref}", _team_get, ref.id))
         return self.store.get(ref.id)
 
+    @_translated
+    def chunk_texts(self, memory_id: int | str | MemoryRef) -> list[str]:
+        """A memory's chunks' texts in order (what ``show 12:310`` finds a line in)."""
+        ref = self.ref(memory_id)
+        if ref.team:
+            chunks = self._team_or_refuse(f"reading {ref}").call(f"reading {ref}", _team_chunks, ref.id)
+        else:
+            chunks = self.store.chunks_of(ref.id)
+        return [chunk.text for chunk in chunks]
+
     @staticmethod
     def ref(memory_id: int | str | MemoryRef) -> MemoryRef:
         """A memory id as given by a person or a front end (12, "12", "#t12") as a reference; InputError
@@ -539,6 +549,10 @@ def _in_team(memory: Memory) -> Memory:
 
 def _team_get(engine, memory_id: int) -> Memory:
     return engine.store.get(memory_id)
+
+
+def _team_chunks(engine, memory_id: int) -> list:
+    return engine.store.chunks_of(memory_id)
 
 
 def _team_forget(engine, memory_id: int) -> None:
