@@ -607,7 +607,7 @@ def is_identifier(token: str) -> bool:
 
 def shown_url(url: str) -> str:
     """A connection string or endpoint URL as it may be printed: no user, password or parameter values."""
-    from captain_memo.embeddings.urls import masked_url
+    from captain_memo.urls import masked_url
 
     return masked_url(url)
 

@@ -41,7 +41,7 @@ def chunk_json(memory: Memory, chunk_text: str, query: str) -> dict:
     }
 
 
-def hit_json(hit: Candidate, rank: int, now: float, query: str) -> dict:
+def hit_view(hit: Candidate, rank: int, now: float, query: str) -> dict:
     from captain_memo.ranking.result import hit_json as ranked
 
     return {**ranked(hit, rank, now), "author": hit.memory.author, "chunk": chunk_json(hit.memory, hit.text, query)}
@@ -53,7 +53,7 @@ def recall_json(result: RecallResult, now: float | None = None) -> dict:
 
     now = time.time() if now is None else now
     data = result_json(result, now)
-    data["hits"] = [hit_json(c, i + 1, now, result.query) for i, c in enumerate(result.hits)]
+    data["hits"] = [hit_view(c, i + 1, now, result.query) for i, c in enumerate(result.hits)]
     return data
 
 
