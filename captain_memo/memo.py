@@ -457,8 +457,10 @@ class Memo:
         configured model (checked without loading it); a one-line description."""
         self.store.check_writable()
         self.store.check_model(self._deliberate_embedder().model_id)
+        from captain_memo.presentation.words import counted
+
         return (
-            f"{self.path} is writable: {self.store.counts()['memories']} memories, model "
+            f"{self.path} is writable: {counted(self.store.counts()['memories'], 'memory')}, model "
             f"{self.store.meta('embed_model') or 'none yet'}"
         )
 

@@ -51,14 +51,18 @@ def run(args) -> int:
         return 0
     print_report(report, history, outcome.max_commits)
     if team is not None:
+        from captain_memo.presentation.words import counted
+
         for path, reason in team.skipped_files:
             print(f"skipped {one_line(str(path))}: {one_line(reason)}")
-        print(f"team store (the repository's notes): {team.counts()} ({team.chunks_embedded} chunks embedded)")
+        embedded = counted(team.chunks_embedded, "chunk")
+        print(f"team store (the repository's notes): {team.counts()} ({embedded} embedded)")
     return 0
 
 
 def print_report(report, history, cap: int) -> None:
     from captain_memo.memo import history_left_out, left_out
+    from captain_memo.presentation.words import counted
 
     for path, reason in report.skipped_files:
         print(f"skipped {one_line(str(path))}: {one_line(reason)}")
@@ -66,7 +70,8 @@ def print_report(report, history, cap: int) -> None:
         print(f"note {one_line(str(path))}: {one_line(message)}")
     notes = left_out(report)
     print(
-        f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)"
+        f"notes: {report.counts()} ({counted(report.files, 'file')} read, "
+        f"{counted(report.chunks_embedded, 'chunk')} embedded)"
         + (f"; {notes}" if notes else "")
     )
     if history is not None:
@@ -74,6 +79,6 @@ def print_report(report, history, cap: int) -> None:
             print(f"note {'' if sha == 'embedder' else 'commit '}{one_line(sha)}: {one_line(message)}")
         commits = history_left_out(history, cap)
         print(
-            f"git: {history.indexed:,} new commits · {history.unchanged:,} already stored "
-            f"({history.chunks_embedded:,} chunks embedded)" + (f"; {commits}" if commits else "")
+            f"git: {counted(history.indexed, 'new commit')} · {history.unchanged:,} already stored "
+            f"({counted(history.chunks_embedded, 'chunk')} embedded)" + (f"; {commits}" if commits else "")
         )
