@@ -71,8 +71,7 @@ def print_report(report, history, cap: int) -> None:
     notes = left_out(report)
     print(
         f"notes: {report.counts()} ({counted(report.files, 'file')} read, "
-        f"{counted(report.chunks_embedded, 'chunk')} embedded)"
-        + (f"; {notes}" if notes else "")
+        f"{counted(report.chunks_embedded, 'chunk')} embedded)" + (f"; {notes}" if notes else "")
     )
     if history is not None:
         for sha, message in history.warnings:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from captain_memo.presentation.words import query_terms, term_pattern
 from captain_memo.records import Memory
 
+FROM_A_FILE = "file"  # the origin of a memory indexed from a note file (sources/indexer.py)
 SNIPPET_LINES = 2  # a snippet is this many lines of the chunk, the ones with most query words
 SNIPPET_LINE_CHARS = 160  # a longer line is cut around its first match
 
@@ -53,20 +54,21 @@ def heading_of(memory: Memory, chunk_text: str) -> tuple[str, list[str]]:
 
 
 def place(memory: Memory, chunk_text: str) -> ChunkPlace:
-    """Where ``chunk_text`` sits in ``memory``: its heading path and its lines."""
+    """Where ``chunk_text`` sits in ``memory``: its heading path and its lines. Only a memory read
+    from a file (origin ``file``) holds that file's lines as its body; a note about some code keeps
+    the lines it names."""
     title, lines = heading_of(memory, chunk_text)
     body = memory.body.split("\n")
     found = _find(lines, body)
-    if not found:
-        return ChunkPlace(title, tuple(lines), file_start=memory.source.line_start, file_end=memory.source.line_end)
-    start, end = found[0], found[-1]
-    file_start = file_end = None
     src = memory.source
-    if src.path and src.line_start is not None:
-        span = (src.line_end or src.line_start) - src.line_start + 1
-        # Text put before the file's lines (a skill's description) shifts the body, never the file.
-        shift = max(0, len(body) - span)
-        file_start, file_end = src.line_start + start - 1 - shift, src.line_start + end - 1 - shift
+    if not found or src.origin != FROM_A_FILE or not src.path or src.line_start is None:
+        start, end = (found[0], found[-1]) if found else (None, None)
+        return ChunkPlace(title, tuple(lines), start, end, src.line_start, src.line_end)
+    start, end = found[0], found[-1]
+    span = (src.line_end or src.line_start) - src.line_start + 1
+    # Text put before the file's lines (a skill's description) shifts the body, never the file.
+    shift = max(0, len(body) - span)
+    file_start, file_end = src.line_start + start - 1 - shift, src.line_start + end - 1 - shift
     return ChunkPlace(title, tuple(lines), start, end, file_start, file_end, found)
 
 
