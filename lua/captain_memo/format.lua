@@ -319,7 +319,8 @@ function M.explanation(hit, profile)
       factor_rows(f.name, (f.name:gsub("_", " ")))
     end
   end
-  row("= score", number(hit.score) or "-", table.concat(product_parts, " × "))
+  local product = #product_parts > 1 and table.concat(product_parts, " × ") or "no multiplier applied"
+  row("= score", number(hit.score) or "-", product)
   spans[#spans + 1] = { #lines - 1, 0, #"= score", "CaptainMemoExplainScore" }
   return lines, spans
 end
