@@ -1,5 +1,5 @@
-"""What the Neovim plugin asks of Captain Memo: the request service, its settings, the git context
-of a buffer, and the health check (captain_memo/health.py, shared with `doctor`)."""
+"""What the Neovim plugin asks of Captain Memo: the request service, its settings, and the health
+check (captain_memo/health.py, shared with `doctor`)."""
 
 from captain_memo.contexts import ContextCache
 from captain_memo.editor.health import health_main, health_report
