@@ -5,6 +5,7 @@ counts; the same pieces every front end uses (captain_memo/presentation/)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,39 @@ def test_a_chunk_of_a_long_section_has_its_own_heading_path_and_lines():
     assert [s[1] for s in seen] == sorted(s[1] for s in seen), "the chunks follow one another"
 
 
+def long_rst() -> str:
+    parts = ["Deprecations", "============", "", "Removed Features", "----------------", ""]
+    parts += [FILLER.format(n=n) + "\n" for n in range(1, 15)]
+    parts += ["tmp_path_factory", "~~~~~~~~~~~~~~~~", "", "Return a TempPathFactory instance.", ""]
+    parts += [".. code-block:: python", "", "    def test_x(tmp_path_factory):", "        pass", ""]
+    parts += [FILLER.format(n=n) + "\n" for n in range(15, 30)]
+    return "\n".join(parts)
+
+
+def test_a_restructuredtext_chunk_is_found_past_the_underlines_its_text_leaves_out():
+    from captain_memo.sources.rst import parse as parse_rst
+
+    text = long_rst()
+    [section] = parse_rst(text, "deprecations").sections
+    memory = replace(
+        section_memory(long_markdown())[0],
+        title=section.title,
+        body=section.text,
+        source=Source("doc/deprecations.rst", section.line_start, section.line_end, None, "file", "rst"),
+    )
+    file_lines = text.split("\n")
+    places = [place(memory, chunk) for chunk in section.chunks]
+    assert len(places) > 2 and all(p.file_start is not None for p in places)
+    for where in places:
+        for i, line in enumerate(where.lines):
+            if line.strip():
+                assert line.strip() in file_lines[where.file_line(i) - 1], (i, line)
+    deep = next(p for p in places if p.title.endswith("tmp_path_factory"))
+    returned = file_lines.index("Return a TempPathFactory instance.") + 1
+    assert deep.title == "Deprecations > Removed Features > tmp_path_factory"
+    assert section.line_start < deep.file_start <= returned <= deep.file_end < section.line_end
+
+
 def test_the_snippet_holds_the_querys_words_not_the_heading_the_title_shows():
     lines = [
         "### tmp_path_factory",
@@ -127,6 +161,8 @@ def test_the_explanation_without_a_multiplier_says_so_once():
     trace = {"vector": 0.5, "keyword": 1.0, "fused": 0.5, "factors": [{"name": "changed_file", "value": 2.0}]}
     with_new_factor = explain_lines(hit_json(explain=trace, score=1.0))
     assert "x 2.000 changed file" in with_new_factor and with_new_factor[-1] == "= 0.500 x 2.000 = 1.000"
+    new_field = explain_lines(hit_json(explain={**trace, "calibrated": 0.25, "window": "since 8.0"}))
+    assert new_field[0].endswith("fused 0.500  calibrated 0.250  window since 8.0"), new_field[0]
 
 
 def test_a_compact_hit_keeps_what_a_model_needs_and_leaves_out_nulls():

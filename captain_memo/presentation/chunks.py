@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from captain_memo.presentation.words import query_terms, term_pattern
 from captain_memo.records import Memory
 
+_WORDS = re.compile(r"\w")
 FROM_A_FILE = "file"  # the origin of a memory indexed from a note file (sources/indexer.py)
 SNIPPET_LINES = 2  # a snippet is this many lines of the chunk, the ones with most query words
 SNIPPET_LINE_CHARS = 160  # a longer line is cut around its first match
@@ -75,7 +76,7 @@ def place(memory: Memory, chunk_text: str) -> ChunkPlace:
 def _find(chunk_lines: list[str], body: list[str]) -> tuple[int, ...]:
     """The 1-based body line of each of the chunk's lines (a blank line takes the one before it),
     or () when the chunk's lines do not all follow one another in the body."""
-    wanted = [(i, line.strip()) for i, line in enumerate(chunk_lines) if line.strip()]
+    wanted = [(i, line.strip()) for i, line in enumerate(chunk_lines) if _WORDS.search(line)]
     if not wanted:
         return ()
     first = wanted[0][1]
@@ -102,7 +103,9 @@ def _follow(wanted: list[tuple[int, str]], body: list[str], start: int) -> dict[
         if not (at and previous != body[j].strip() and text in body[j]):
             if at:
                 j += 1
-            while j < len(body) and not body[j].strip():
+            # Blank lines and lines of punctuation alone: a reStructuredText title's underline is in
+            # the file but not in the chunk, which keeps the title's text.
+            while j < len(body) and not _WORDS.search(body[j]):
                 j += 1
             if j >= len(body) or text not in body[j]:
                 return None

@@ -108,6 +108,20 @@ def code_weighting(trace: dict) -> str:
     return f" (source code: vector x{weight:.2f} + keyword x{1 - weight:.2f})"
 
 
+# The trace fields the lines above show by name; any other the ranking adds is shown as it is.
+_SHOWN_FIELDS = frozenset({"vector", "keyword", "bm25", "fused", "code_vector_weight", "factors", "product"})
+
+
+def _other_fields(trace: dict) -> str:
+    extra = []
+    for name, value in trace.items():
+        if name in _SHOWN_FIELDS or value is None or isinstance(value, (dict, list)):
+            continue
+        shown = f"{value:.3f}" if isinstance(value, float) else " ".join(str(value).split())
+        extra.append(f"  {name.replace('_', ' ')} {shown}")
+    return "".join(extra)
+
+
 def explain_lines(hit: dict) -> list[str]:
     """A hit's score as it was made: the legs, the fused score, every multiplier applied (whatever its
     name: a new factor shows with its own name) and the product, which is the score."""
@@ -115,7 +129,7 @@ def explain_lines(hit: dict) -> list[str]:
     store = f"{hit['store']} store  " if hit.get("store") else ""
     lines = [
         f"{store}vector {_num(trace.get('vector'))}  keyword {_num(trace.get('keyword'))}"
-        f"  fused {_num(trace.get('fused'))}{code_weighting(trace)}"
+        f"  fused {_num(trace.get('fused'))}{code_weighting(trace)}{_other_fields(trace)}"
     ]
     factors = trace.get("factors") or []
     for factor in factors:
