@@ -219,3 +219,20 @@ def test_the_command_line_marks_a_superseded_hit(cli_env, capsys):
     assert "superseded by #2" in line, listed
     shown = run_cli(capsys, "--db", cli_env, "show", "1")
     assert "superseded by #2" in shown.splitlines()[1]
+
+
+def test_a_line_between_two_chunks_opens_the_next_and_a_line_outside_is_refused():
+    from captain_memo.errors import InputError
+    from captain_memo.presentation.views import memory_at
+
+    memory, chunks = section_memory(long_markdown())
+    places = [place(memory, chunk) for chunk in chunks]
+    gaps = [(a, b) for a, b in zip(places, places[1:]) if a.file_end + 1 < b.file_start]
+    assert gaps, "the chunks of a section leave the blank lines between paragraphs out"
+    before, after = gaps[0]
+    _, part = memory_at(memory, list(chunks), before.file_end + 1)
+    assert part["line_start"] == after.file_start and part["title"] == after.title
+    _, part = memory_at(memory, list(chunks), before.file_start)
+    assert part["line_start"] == before.file_start
+    with pytest.raises(InputError, match="line 1 is not in it"):
+        memory_at(memory, list(chunks), 1)

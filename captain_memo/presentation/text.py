@@ -28,7 +28,7 @@ def excerpt(text: str, title: str = "", limit: int = EXCERPT_CHARS) -> str:
     return clip(text, limit)
 
 
-def place(hit: dict) -> str:
+def hit_where(hit: dict) -> str:
     """Where the hit's chunk is: ``doc/team.md:130-141`` (its own lines), a commit, an origin."""
     chunk = hit.get("chunk") or {}
     return chunk.get("label") or hit["source"].get("label") or hit["source"].get("origin") or ""
@@ -58,7 +58,7 @@ def terminal_hit(hit: dict, now: float, explain: bool = False, flat=str) -> list
     """A recall hit as the terminal lists it: rank, score, id, kind, heading path, then where it is
     (age, branch, its own lines, team author, superseded) and the lines holding the query's words.
     ``flat`` puts a stored field on one line safely (terminal.one_line)."""
-    meta = [age(now - hit["created_at"]), hit["branch"] and f"@{hit['branch']}", place(hit), *marks(hit)]
+    meta = [age(now - hit["created_at"]), hit["branch"] and f"@{hit['branch']}", hit_where(hit), *marks(hit)]
     lines = [
         f"{hit['rank']:>2}. {hit['score']:.3f}  {hit_id(hit)} [{hit['kind']}] {flat(hit_title(hit))}"
         f"  ({flat(' '.join(part for part in meta if part))})"
@@ -92,7 +92,7 @@ def compact_hit(hit: dict, now: float) -> dict:
         "age": age(now - hit["created_at"]),
         "store": hit["store"],
         "author": hit.get("author"),
-        "where": place(hit),
+        "where": hit_where(hit),
         "lines": clip(" ".join((chunk.get("snippet") or "").split()), COMPACT_SNIPPET_CHARS),
         "superseded_by": hit.get("superseded_by"),
     }
@@ -108,7 +108,7 @@ def full_hit(hit: dict, now: float) -> dict:
     data.update(
         title=hit_title(hit),
         age=age(now - hit["created_at"]),
-        where=place(hit),
+        where=hit_where(hit),
         lines=[chunk.get("line_start"), chunk.get("line_end")],
         excerpt=excerpt(hit["text"], hit_title(hit)),
     )
@@ -140,7 +140,7 @@ def _model_hit(hit: dict, full: bool) -> list[str]:
         hit["age"],
         store,
         full and hit.get("branch") and f"branch {hit['branch']}",
-        hit["where"] if "where" in hit else place(hit),
+        hit["where"] if "where" in hit else hit_where(hit),
         _loud(superseded_mark(hit)),
     ]
     lines = ([""] if full else []) + [f"{ref(hit['id'])} [{hit['kind']}] {hit['title']}"]

@@ -97,21 +97,19 @@ def locate_hits(data: dict, ctx: GitContext) -> dict:
 
 
 def memory_at(memory: Memory, chunks: list[str], line: int) -> tuple[dict, dict]:
-    """A memory opened at a line (``show 12:310``): its JSON and the chunk holding that line."""
+    """A memory opened at a line (``show 12:310``): its JSON and its chunk holding that line (or the
+    first one after it, for a line between two chunks); InputError for a line outside the memory."""
     from captain_memo.errors import InputError
 
     src = memory.source
-    for text in chunks:
-        where = place(memory, text)
-        if where.file_start is not None and where.file_start <= line <= (where.file_end or where.file_start):
-            part = {
-                "title": where.title,
-                "line_start": where.file_start,
-                "line_end": where.file_end,
-                "text": "\n".join(memory.body.split("\n")[where.body_start - 1 : where.body_end])
-                if where.body_start is not None and where.body_end is not None
-                else "\n".join(where.lines),
-            }
-            return opened_json(memory), part
-    span = f"lines {src.line_start}-{src.line_end} of {src.path}" if src.line_start else "no lines of a file"
-    raise InputError(f"memory {memory.ref} covers {span}; line {line} is not in it")
+    places = [place(memory, text) for text in chunks]
+    inside = [p for p in places if p.file_start is not None and line <= (p.file_end or p.file_start)]
+    first = min(inside, key=lambda p: p.file_start or 0, default=None)
+    if first is None or not (src.line_start or 0) <= line <= (src.line_end or 0):
+        span = f"lines {src.line_start}-{src.line_end} of {src.path}" if src.line_start else "no lines of a file"
+        raise InputError(f"memory {memory.ref} covers {span}; line {line} is not in it")
+    lines = first.lines
+    if first.body_start is not None and first.body_end is not None:
+        lines = tuple(memory.body.split("\n")[first.body_start - 1 : first.body_end])  # the file's own lines
+    part = {"title": first.title, "line_start": first.file_start, "line_end": first.file_end, "text": "\n".join(lines)}
+    return opened_json(memory), part
