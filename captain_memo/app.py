@@ -94,7 +94,7 @@ def _context(lookup: ContextLookup, cwd: str, project: str | None, branch: str |
 def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> dict:
     """A search from ``request.cwd``: the hits as doc/json.md shows them, and the project searched."""
     from captain_memo import records
-    from captain_memo.ranking.result import result_json
+    from captain_memo.presentation.views import recall_json
 
     ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=False)
     result = memo.recall(
@@ -107,7 +107,7 @@ def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> 
             all_projects=request.all_projects,
         )
     )
-    return {**result_json(result, time.time()), "project": ctx.project}
+    return {**recall_json(result, time.time()), "project": ctx.project}
 
 
 def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup) -> dict:

@@ -333,6 +333,6 @@ def team_config(env: Mapping[str, str] | None = None) -> TeamConfig:
 
 def masked_url(url: str) -> str:
     """``url`` as it may be printed: its user, password and parameter values masked."""
-    from captain_memo.embeddings.urls import masked_url as masked
+    from captain_memo.urls import masked_url as masked
 
     return masked(url)

@@ -269,6 +269,16 @@ class Memo:
             return _in_team(self._team_or_refuse(f"reading {ref}").call(f"reading {ref}", _team_get, ref.id))
         return self.store.get(ref.id)
 
+    @_translated
+    def chunk_texts(self, memory_id: int | str | MemoryRef) -> list[str]:
+        """A memory's chunks' texts in order (what ``show 12:310`` finds a line in)."""
+        ref = self.ref(memory_id)
+        if ref.team:
+            chunks = self._team_or_refuse(f"reading {ref}").call(f"reading {ref}", _team_chunks, ref.id)
+        else:
+            chunks = self.store.chunks_of(ref.id)
+        return [chunk.text for chunk in chunks]
+
     @staticmethod
     def ref(memory_id: int | str | MemoryRef) -> MemoryRef:
         """A memory id as given by a person or a front end (12, "12", "#t12") as a reference; InputError
@@ -535,8 +545,10 @@ class Memo:
         configured model (checked without loading it); a one-line description."""
         self.store.check_writable()
         self.store.check_model(self._deliberate_embedder().model_id)
+        from captain_memo.presentation.words import counted
+
         return (
-            f"{self.path} is writable: {self.store.counts()['memories']} memories, model "
+            f"{self.path} is writable: {counted(self.store.counts()['memories'], 'memory')}, model "
             f"{self.store.meta('embed_model') or 'none yet'}"
         )
 
@@ -629,6 +641,10 @@ def _team_get(engine, memory_id: int) -> Memory:
     return engine.store.get(memory_id)
 
 
+def _team_chunks(engine, memory_id: int) -> list:
+    return engine.store.chunks_of(memory_id)
+
+
 def _team_forget(engine, memory_id: int) -> None:
     engine.forget(memory_id)
 
@@ -681,7 +697,7 @@ def is_identifier(token: str) -> bool:
 
 def shown_url(url: str) -> str:
     """A connection string or endpoint URL as it may be printed: no user, password or parameter values."""
-    from captain_memo.embeddings.urls import masked_url
+    from captain_memo.urls import masked_url
 
     return masked_url(url)
 

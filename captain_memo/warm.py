@@ -37,7 +37,7 @@ class WarmMemo:
     """One store's ``Memo``, opened on first use and reopened when the store changed under it."""
 
     def __init__(self, path: Path | str, open_memo: Callable[[Path], object] = open_memory_indexed):
-        from captain_memo.editor import ContextCache
+        from captain_memo.contexts import ContextCache
 
         self.path = Path(path)
         self._open = open_memo

@@ -60,7 +60,10 @@ HIT_KEYS = {
     "source",
     "superseded_by",
     "explain",
+    "author",
+    "chunk",
 }
+CHUNK_KEYS = {"title", "label", "line_start", "line_end", "snippet", "snippet_line", "matched", "ref"}
 SOURCE_KEYS = {"path", "line_start", "line_end", "commit", "origin", "filetype", "label"}
 EXPLAIN_KEYS = {"vector", "keyword", "bm25", "fused", "code_vector_weight", "factors", "product"}
 MEMORY_KEYS = {
@@ -75,6 +78,7 @@ MEMORY_KEYS = {
     "source",
     "superseded_by",
     "store",
+    "author",
     "stability",
     "last_surfaced",
     "opened_in_full",
@@ -176,6 +180,7 @@ def test_recall_json_has_stable_keys(imported, capsys):
     assert [h["rank"] for h in data["hits"]] == list(range(1, len(data["hits"]) + 1))
     for hit in data["hits"]:
         assert set(hit) == HIT_KEYS and set(hit["source"]) == SOURCE_KEYS and set(hit["explain"]) == EXPLAIN_KEYS
+        assert set(hit["chunk"]) == CHUNK_KEYS and hit["author"] is None
         for factor in hit["explain"]["factors"]:
             assert set(factor) == {"name", "value", "detail"}
         assert hit["score"] == pytest.approx(hit["explain"]["product"], abs=1e-5)

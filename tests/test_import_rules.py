@@ -24,6 +24,20 @@ FRONT_ENDS = (
     "captain_memo.warm",
     "captain_memo.service",
 )
+# The front ends that must not borrow from one another, each with its modules.
+SEPARATE_FRONT_ENDS = {
+    "command line": ("captain_memo.cli", "captain_memo.commands"),
+    "editor": ("captain_memo.editor",),
+    "MCP server": ("captain_memo.mcpserver",),
+    "warm service": ("captain_memo.service",),
+}
+# A front end's door for the others: the warm service's client (what the command line asks it with).
+FRONT_END_DOORS = ("captain_memo.service.client", "captain_memo.service.wire")
+# `captain-memo mcp` starts the MCP server: the one command that runs another front end.
+LAUNCHERS = {
+    ("captain_memo.commands.mcp", "captain_memo.mcpserver.server"),
+    ("captain_memo.commands.mcp", "captain_memo.mcpserver.server.serve"),
+}
 
 
 def modules():
@@ -70,15 +84,61 @@ def test_sql_is_written_and_executed_only_inside_the_store():
 
 
 def test_front_ends_go_through_the_application_interface():
-    """A front end sees the interface (memo.py), the records and the result formatting (ranking/result.py)."""
+    """A front end sees the interface (memo.py), the records and the presentation; a hit's JSON comes
+    from presentation/views.py, so no front end reads the ranking's own records."""
     found = [
         f"{module}:{line} imports {name}"
         for module, _, tree in modules()
         if within(module, FRONT_ENDS)
         for name, line in imports(tree, module)
-        if within(name, BELOW_THE_DOOR + ("captain_memo.engine",))
-        or within(name, ("captain_memo.ranking",))
-        and not within(name, ("captain_memo.ranking.result",))
+        if within(name, BELOW_THE_DOOR + ("captain_memo.engine", "captain_memo.ranking"))
+    ]
+    assert found == []
+
+
+def front_end_of(module: str) -> str | None:
+    return next((name for name, parts in SEPARATE_FRONT_ENDS.items() if within(module, parts)), None)
+
+
+def test_front_ends_do_not_import_each_other():
+    """What two front ends share lives in the library; one reaches another only through its door."""
+    found = [
+        f"{module}:{line} imports {name}"
+        for module, _, tree in modules()
+        if front_end_of(module)
+        for name, line in imports(tree, module)
+        if front_end_of(name) not in (None, front_end_of(module))
+        and not within(name, FRONT_END_DOORS)
+        and (module, name) not in LAUNCHERS
+    ]
+    assert found == []
+
+
+def test_presentation_has_one_home():
+    """How a memory or a hit is shown (an age, a count, an explanation, a snippet, a memory's JSON
+    with its file found) is written once, in captain_memo/presentation/: no other module defines a
+    function of the same name, and the presentation reads nothing below the application interface."""
+    shown = {
+        node.name
+        for module, _, tree in modules()
+        if within(module, ("captain_memo.presentation",))
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+    }
+    assert {"age", "explain_lines", "opened_json", "located", "excerpt", "recall_json", "snippet"} <= shown
+    found = [
+        f"{module}:{node.lineno} defines {node.name}()"
+        for module, _, tree in modules()
+        if not within(module, ("captain_memo.presentation",))
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name in shown
+    ]
+    found += [
+        f"{module}:{line} imports {name}"
+        for module, _, tree in modules()
+        if within(module, ("captain_memo.presentation",))
+        for name, line in imports(tree, module)
+        if within(name, BELOW_THE_DOOR + FRONT_ENDS + ("captain_memo.engine", "captain_memo.memo"))
     ]
     assert found == []
 
@@ -97,6 +157,20 @@ def test_ranking_needs_only_the_records_and_the_settings():
     assert found == []
 
 
+def test_the_settings_import_nothing_below_them():
+    """config.py is read by every layer: it imports the library's leaves, never a layer below."""
+    found = [
+        f"{module}:{line} imports {name}"
+        for module, _, tree in modules()
+        if module == "captain_memo.config"
+        for name, line in imports(tree, module)
+        if within(
+            name, BELOW_THE_DOOR + FRONT_ENDS + ("captain_memo.engine", "captain_memo.memo", "captain_memo.ranking")
+        )
+    ]
+    assert found == []
+
+
 def test_nothing_below_the_front_ends_imports_them():
     found = [
         f"{module}:{line} imports {name}"
@@ -109,7 +183,12 @@ def test_nothing_below_the_front_ends_imports_them():
 
 
 def test_the_rules_see_a_breach():
-    """The checks above read what they claim to: an import inside a function is found."""
+    """The checks above read what they claim to: an import inside a function is found, and the MCP
+    server borrowing the editor's helpers (as it once did) is a breach."""
+    tree = ast.parse("def f():\n    from captain_memo.editor.service import opened_json\n")
+    borrowed = {name for name, _ in imports(tree, "captain_memo.mcpserver.service")}
+    assert any(front_end_of(name) == "editor" for name in borrowed)
+    assert front_end_of("captain_memo.mcpserver.service") == "MCP server"
     tree = ast.parse("def f():\n    from captain_memo.store.db import store_error\n")
     assert ("captain_memo.store.db", 2) in set(imports(tree, "captain_memo.commands.x"))
     tree = ast.parse("from . import health\n")

@@ -54,7 +54,7 @@ def test_agent_and_editor_share_one_memory(tmp_path):
 
     async def agent_recalls():
         async with connect(db, repo) as client:
-            result = await client.call_tool("recall", {"query": "round the price times the quantity"})
+            result = await client.call_tool("recall", {"query": "round the price times the quantity", "detail": "full"})
             return result.structured_content
 
     found = run(agent_recalls)

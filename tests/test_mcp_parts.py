@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from captain_memo.errors import InputError
-from captain_memo.mcpserver.service import excerpt, origin_of
+from captain_memo.mcpserver.service import origin_of
 from captain_memo.mcpserver.tools import TOOLS, checked_arguments
 from captain_memo.mcpserver.workspace import folder_of_roots
+from captain_memo.presentation.text import excerpt
 from captain_memo.records import Source
 
 
@@ -18,6 +19,7 @@ def test_defaults_fill_in_and_null_counts_as_absent():
         "limit": 10,
         "all_projects": False,
         "explain": False,
+        "detail": "compact",
     }
     assert checked_arguments(TOOLS["remember"], {"text": "a fact"})["kind"] == "observation"
 

@@ -56,7 +56,7 @@ def test_tools_and_the_memory_template_are_listed_and_the_model_loads_on_the_fir
         assert tool.input_schema["type"] == "object" and tool.input_schema["additionalProperties"] is False
         assert len(tool.description) > 100, f"{tool.name} needs a description a model can choose by"
     assert tools["recall"].input_schema["required"] == ["query"]
-    assert set(tools["recall"].input_schema["properties"]) == {"query", "limit", "all_projects", "explain"}
+    assert set(tools["recall"].input_schema["properties"]) == {"query", "limit", "all_projects", "explain", "detail"}
     assert tools["remember"].input_schema["properties"]["kind"]["default"] == "observation"
     hints = {name: (t.annotations.read_only_hint, t.annotations.destructive_hint) for name, t in tools.items()}
     assert hints == {
@@ -96,7 +96,9 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
             )
             out["newer"] = newer.structured_content["id"]
             first = out["saved"]["id"]
-            out["recall"] = await client.call_tool("recall", {"query": "get_effective_contract_price", "explain": True})
+            out["recall"] = await client.call_tool(
+                "recall", {"query": "get_effective_contract_price", "explain": True, "detail": "full"}
+            )
             out["show"] = await client.call_tool("show", {"id": first})
             await client.call_tool("supersede", {"old": first, "new": out["newer"]})
             after = await client.call_tool("recall", {"query": "contract discount"})
@@ -141,7 +143,7 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
     assert f"#{saved['id']} [observation] Contract price entry point" in text and "mcp:test-agent" in text
 
     assert PRICE_NOTE in out["show"].content[0].text and out["show"].structured_content["body"] == PRICE_NOTE
-    superseded = {hit["id"]: hit["superseded_by"] for hit in out["after_supersede"]["hits"]}
+    superseded = {hit["id"]: hit.get("superseded_by") for hit in out["after_supersede"]["hits"]}
     assert superseded[saved["id"]] == out["newer"]
     assert out["undo"].structured_content == {"old": saved["id"], "superseded_by": None}
     [contents] = out["resource"].contents
@@ -248,7 +250,9 @@ def test_a_memory_the_cli_saves_mid_session_is_found_by_the_warm_engine(tmp_path
                 timeout=120,
             )
             return (
-                await client.call_tool("recall", {"query": "how often do we resend a failed callback", "explain": True})
+                await client.call_tool(
+                    "recall", {"query": "how often do we resend a failed callback", "explain": True, "detail": "full"}
+                )
             ).structured_content
 
     found = run(body)

@@ -100,7 +100,7 @@ def test_import_of_a_device_or_a_binary_file_stops_at_the_line_cap(db_file, tmp_
     assert "/dev/zero:1: line longer than 65,536 bytes" in capsys.readouterr().err
     good = write(tmp_path, "ok.jsonl", '{"text": "Pin the parser version"}\n')
     assert main(["--db", str(db_file), "import", "--quiet", str(good)]) == 0
-    assert "imported 1 memories" in capsys.readouterr().out
+    assert "imported 1 memory," in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", ["fixtures.rst", "requirements.txt"])
@@ -109,7 +109,7 @@ def test_naming_one_file_says_what_happened_to_it(db_file, tmp_path, capsys, nam
     assert main(["--db", str(db_file), "index", str(path)]) == 0
     out = capsys.readouterr().out
     if name.endswith(".rst"):
-        assert "notes: indexed 1 · updated 0 · unchanged 0 · removed 0 · skipped 0 (1 files read" in out
+        assert "notes: indexed 1 · updated 0 · unchanged 0 · removed 0 · skipped 0 (1 file read," in out
     else:
         assert f"skipped {path.as_posix()}: not a note: requirements.txt holds requirements, not prose" in out
         assert "left out: 1 not notes (notes are Markdown, reStructuredText, AsciiDoc or plain text)" in out

@@ -134,10 +134,34 @@ def test_a_client_with_another_model_keeps_the_team_stores_keywords(tmp_path, sh
         assert [h.memory.ref for h in result.hits] == ["t1"] and result.stores == (LOCAL, TEAM)
         assert set(result.failures) == {"team vector"} and "test:hash" in result.failures["team vector"]
     from captain_memo.commands.recall import render
-    from captain_memo.ranking.result import result_json
+    from captain_memo.presentation.views import recall_json
 
-    text = render(result_json(result, time.time()))
+    text = render(recall_json(result, time.time()))
     assert "part of the search failed" in text and "team vector leg failed" in text
+
+
+def test_a_team_memory_names_its_author_and_its_t_id_wherever_it_is_shown(tmp_path, shop, granted, hash_embedder):
+    """The store records who wrote a team memory: the recall JSON, the command line's list and
+    `show`, and the MCP server's answers name that role, and the id keeps its t."""
+    from captain_memo.commands.recall import render
+    from captain_memo.presentation.text import compact_hit, memory_text, recall_text
+    from captain_memo.presentation.views import opened_json, recall_json
+
+    project = str(shop.resolve())
+    with _memo(tmp_path, "alice", granted.dsn("alice"), hash_embedder) as memo:
+        memo.remember_team(NewMemory("the exporter listens on 9200", project=project))
+        data = recall_json(memo.recall(RecallRequest("exporter listens", project=project)))
+        shown = opened_json(memo.show("t1"))
+    [hit] = data["hits"]
+    assert hit["id"] == "t1" and hit["store"] == TEAM and hit["author"] == "alice"
+    listed = render(data)
+    assert "#t1 [memory]" in listed and "team, by alice" in listed, listed
+    assert shown["author"] == "alice" and "#t1 · now · team, by alice" in memory_text(shown)
+    compact = compact_hit(hit, time.time())
+    assert compact["author"] == "alice" and compact["id"] == "t1"
+    answer = {"query": "exporter listens", "legs": data["legs"], "failed_legs": {}, "detail": "compact"}
+    assert "#t1 [memory]" in recall_text({**answer, "hits": [compact]})
+    assert "team, by alice" in recall_text({**answer, "hits": [compact]})
 
 
 def test_doctor_reports_the_team_store_or_what_failed(tmp_path, granted, hash_embedder):

@@ -7,7 +7,7 @@ import sys
 import time
 
 from captain_memo.paths import db_path
-from captain_memo.units import DAY
+from captain_memo.presentation.words import age  # noqa: F401 - the commands' one way to say an age
 
 
 def open_memo(args, embedder=None):
@@ -78,18 +78,6 @@ def context(args):
 def print_json(data) -> None:
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
-
-
-def age(seconds: float) -> str:
-    days = seconds / DAY
-    if days < 1:
-        hours = seconds / 3600
-        return f"{hours:.0f}h" if hours >= 1 else "now"
-    if days < 60:
-        return f"{days:.0f}d"
-    if days < 730:
-        return f"{days / 30:.0f}mo"
-    return f"{days / 365:.0f}y"
 
 
 def now() -> float:

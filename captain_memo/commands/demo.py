@@ -8,7 +8,7 @@ from pathlib import Path
 
 from captain_memo.commands.importer import read_records
 from captain_memo.commands.recall import render
-from captain_memo.ranking.result import result_json
+from captain_memo.presentation.views import recall_json
 from captain_memo.records import RecallRequest
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample_notes.jsonl"
@@ -34,5 +34,5 @@ def run(args) -> int:
             )
             print(f"\n$ captain-memo recall --explain --branch {args.branch} {query!r}\n")
             result = memo.recall(RecallRequest(query, branch=args.branch))
-            print(render(result_json(result, time.time()), explain=True))
+            print(render(recall_json(result, time.time()), explain=True))
     return 0

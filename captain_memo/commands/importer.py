@@ -60,12 +60,14 @@ def run(args) -> int:
             f"nothing was imported (--strict): {len(found.refused)} of "
             f"{len(found.refused) + len(found.memories)} records refused"
         )
+    from captain_memo.presentation.words import counted
+
     with open_memo(args) as memo:
         added, skipped = memo.import_memories(list(found.memories), quiet=args.quiet)
         pending = memo.pending_vectors()
     print(
-        f"imported {added} memories, {skipped} already present"
-        + (f"; {pending} chunks wait for a vector" if pending else "")
-        + (f"; {len(found.refused)} lines refused" if found.refused else "")
+        f"imported {counted(added, 'memory')}, {skipped} already present"
+        + (f"; {counted(pending, 'chunk')} {'waits' if pending == 1 else 'wait'} for a vector" if pending else "")
+        + (f"; {counted(len(found.refused), 'line')} refused" if found.refused else "")
     )
     return 1 if found.refused else 0

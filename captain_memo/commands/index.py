@@ -72,9 +72,12 @@ def run(args) -> int:
         return 0
     print_report(report, history, outcome.max_commits)
     if team is not None:
+        from captain_memo.presentation.words import counted
+
         for path, reason in team.skipped_files:
             print(f"skipped {one_line(str(path))}: {one_line(reason)}")
-        print(f"team store (the repository's notes): {team.counts()} ({team.chunks_embedded} chunks embedded)")
+        embedded = counted(team.chunks_embedded, "chunk")
+        print(f"team store (the repository's notes): {team.counts()} ({embedded} embedded)")
     print_sources(outcome)
     return 0
 
@@ -92,6 +95,8 @@ def print_sources(outcome) -> None:
 
 
 def list_sources(args) -> int:
+    from captain_memo.presentation.words import counted
+
     with open_memo(args) as memo:
         sources = memo.index_sources()
     if args.json:
@@ -102,7 +107,7 @@ def list_sources(args) -> int:
     print(f"a plain `captain-memo index` {one_line(where)} reads:" if present else f"nothing to read {one_line(where)}")
     width = max((len(row["path"]) for row in present), default=0)
     for row in present:
-        files = f"{row['files']:,} note{'' if row['files'] == 1 else 's'}"
+        files = counted(row["files"], "note")
         print(f"  {one_line(row['path']).ljust(width)}  {row['kind']:<6}  {row['from']:<12}  {files}")
     absent = [one_line(row["path"]) for row in sources["folders"] if not row["exists"]]
     if absent:
@@ -113,14 +118,19 @@ def list_sources(args) -> int:
 
 
 def forget_folder(args) -> int:
+    from captain_memo.presentation.words import counted
+
     with open_memo(args) as memo:
         path, removed = memo.forget_folder(args.forget)
-    print(f"forgot {one_line(path)}/: plain runs no longer read it; {removed:,} memories indexed from it removed")
+    print(
+        f"forgot {one_line(path)}/: plain runs no longer read it; {counted(removed, 'memory', 'memories')} indexed from it removed"
+    )
     return 0
 
 
 def print_report(report, history, cap: int) -> None:
     from captain_memo.memo import history_left_out, left_out
+    from captain_memo.presentation.words import counted
 
     for path, reason in report.skipped_files:
         print(f"skipped {one_line(str(path))}: {one_line(reason)}")
@@ -128,14 +138,14 @@ def print_report(report, history, cap: int) -> None:
         print(f"note {one_line(str(path))}: {one_line(message)}")
     notes = left_out(report)
     print(
-        f"notes: {report.counts()} ({report.files} files read, {report.chunks_embedded} chunks embedded)"
-        + (f"; {notes}" if notes else "")
+        f"notes: {report.counts()} ({counted(report.files, 'file')} read, "
+        f"{counted(report.chunks_embedded, 'chunk')} embedded)" + (f"; {notes}" if notes else "")
     )
     if history is not None:
         for sha, message in history.warnings:
             print(f"note {'' if sha == 'embedder' else 'commit '}{one_line(sha)}: {one_line(message)}")
         commits = history_left_out(history, cap)
         print(
-            f"git: {history.indexed:,} new commits · {history.unchanged:,} already stored "
-            f"({history.chunks_embedded:,} chunks embedded)" + (f"; {commits}" if commits else "")
+            f"git: {counted(history.indexed, 'new commit')} · {history.unchanged:,} already stored "
+            f"({counted(history.chunks_embedded, 'chunk')} embedded)" + (f"; {commits}" if commits else "")
         )

@@ -12,6 +12,7 @@ import time
 from captain_memo import app
 from captain_memo.commands._common import add_context_args, add_secrets_arg, age, open_memo, print_json, run_request
 from captain_memo.kinds import KINDS
+from captain_memo.presentation.text import marks
 from captain_memo.terminal import block, one_line
 from captain_memo.validation import parse_date
 
@@ -35,7 +36,7 @@ def register(sub) -> None:
     p.set_defaults(run=remember)
 
     p = sub.add_parser("show", help="open a memory in full (counts as the strongest recall)")
-    p.add_argument("id", help="12, or t12 for a team memory")
+    p.add_argument("id", help="12, or t12 for a team memory; 12:310 shows the part of it at line 310 first")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=show)
 
@@ -100,23 +101,41 @@ def remember(args) -> int:
 
 
 def show(args) -> int:
-    from captain_memo.records import TEAM
+    from captain_memo.presentation.views import memory_at, opened_json
+    from captain_memo.records import memory_json
 
+    memory_id, line = _id_and_line(args.id)
     with open_memo(args) as memo:
-        m = memo.show(args.id)
+        m = memo.show(memory_id)
+        data, part = memory_at(m, memo.chunk_texts(m.ref), line) if line is not None else (opened_json(m), None)
     if args.json:
-        from captain_memo.records import memory_json
-
-        print_json(memory_json(m))
+        print_json({**memory_json(m), **({"chunk": part} if part else {})})
         return 0
-    print(f"#{m.ref} [{m.kind}] {one_line(m.display_title)}" + ("  (team)" if m.store == TEAM else ""))
-    meta = [created(time.time() - m.created_at), m.branch and f"branch {m.branch}", m.source.describe()]
-    if m.superseded_ref:
-        meta.append(f"superseded by #{m.superseded_ref}")
+    print(f"#{m.ref} [{m.kind}] {one_line(m.display_title)}")
+    meta = [created(time.time() - m.created_at), *marks(data), m.branch and f"branch {m.branch}", m.source.describe()]
     print("   " + one_line(" · ".join(x for x in meta if x)))
+    if part:
+        lines = f"{one_line(m.source.path or '')}:{part['line_start']}-{part['line_end']}"
+        print()
+        print(f"── {lines} · {one_line(part['title'])} ──")
+        print(block(part["text"]))
+        print()
+        print(f"── the whole memory: {one_line(m.source.describe())} ──")
     print()
     print(block(m.body))
     return 0
+
+
+def _id_and_line(text: str) -> tuple[str, int | None]:
+    """``12`` or ``12:310`` (memory 12 opened at line 310 of its file, as a recall hit names it)."""
+    from captain_memo.errors import InputError
+
+    memory_id, colon, line = text.partition(":")
+    if not colon:
+        return text, None
+    if not line.strip().isdigit():
+        raise InputError(f"{one_line(text)!r}: give a memory id (12, t12) or a memory and a line of it (12:310)")
+    return memory_id, int(line)
 
 
 def created(seconds: float) -> str:

@@ -6,17 +6,9 @@ import os
 import time
 
 from captain_memo import app
-from captain_memo.commands._common import add_context_args, age, print_json, run_request
+from captain_memo.commands._common import add_context_args, print_json, run_request
+from captain_memo.presentation.text import terminal_hit
 from captain_memo.terminal import one_line
-
-FACTOR_LABELS = {
-    "identifier": "identifier",
-    "rare_token": "rare token",
-    "branch": "branch",
-    "superseded": "superseded",
-    "recency": "recency",
-    "tide": "tide",
-}
 
 
 def register(sub) -> None:
@@ -63,32 +55,6 @@ def searched(project: str | None, all_projects: bool) -> str:
     return f"{project} and personal notes; --all-projects searches every project's memories too"
 
 
-def code_weighting(trace: dict) -> str:
-    """How the fusion weighed a chunk of source code, or "" when it weighed it like every chunk."""
-    weight = trace.get("code_vector_weight")
-    if weight is None:
-        return ""
-    return f" (source code: vector x{weight:.2f} + keyword x{1 - weight:.2f})"
-
-
-def explain_lines(hit: dict) -> list[str]:
-    def num(v):
-        return "absent" if v is None else f"{v:.3f}"
-
-    trace = hit["explain"]
-    lines = [
-        f"      {hit['store']} store  vector {num(trace['vector'])}  keyword {num(trace['keyword'])}"
-        f"  fused {trace['fused']:.3f}{code_weighting(trace)}"
-    ]
-    product = f"{trace['fused']:.3f}"
-    for f in trace["factors"]:
-        detail = f" ({one_line(f['detail'])})" if f["detail"] else ""
-        lines.append(f"      x {f['value']:.3f} {FACTOR_LABELS.get(f['name'], f['name'])}{detail}")
-        product += f" x {f['value']:.3f}"
-    lines.append(f"      = {product} = {hit['score']:.3f}")
-    return lines
-
-
 def failure_line(name: str, why: str) -> str:
     """``vector leg failed: ...``, ``team store failed: ...``, ``team vector leg failed: ...``."""
     what = "team store" if name == "team" else ("local store" if name == "local" else f"{name} leg")
@@ -96,18 +62,11 @@ def failure_line(name: str, why: str) -> str:
 
 
 def render(result: dict, explain: bool = False, scope: str | None = None) -> str:
-    """A recall's JSON (ranking/result.py ``result_json``) as the lines the terminal shows."""
+    """A recall's JSON (presentation/views.py ``recall_json``) as the lines the terminal shows."""
     now = time.time()
     lines = []
     for hit in result["hits"]:
-        src = hit["source"]
-        meta = " ".join(
-            x for x in (age(now - hit["created_at"]), hit["branch"] and f"@{hit['branch']}", src["label"]) if x
-        )
-        title = one_line(hit["title"])
-        lines.append(f"{hit['rank']:>2}. {hit['score']:.3f}  #{hit['id']} [{hit['kind']}] {title}  ({one_line(meta)})")
-        if explain:
-            lines.extend(explain_lines(hit))
+        lines.extend(terminal_hit(hit, now, explain, flat=one_line))
     if not result["hits"]:
         lines.append(f"no memory matched in {scope}" if scope else "no memory matched")
     legs = " + ".join(result["legs"])

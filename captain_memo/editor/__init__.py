@@ -1,7 +1,7 @@
-"""What the Neovim plugin asks of Captain Memo: the request service, its settings, the git context
-of a buffer, and the health check (captain_memo/health.py, shared with `doctor`)."""
+"""What the Neovim plugin asks of Captain Memo: the request service, its settings, and the health
+check (captain_memo/health.py, shared with `doctor`)."""
 
-from captain_memo.editor.context import ContextCache, locate
+from captain_memo.contexts import ContextCache
 from captain_memo.editor.health import health_main, health_report
 from captain_memo.editor.service import EditorService, one_line, open_memo
 from captain_memo.editor.settings import EditorSettings
@@ -12,7 +12,6 @@ __all__ = [
     "EditorSettings",
     "health_main",
     "health_report",
-    "locate",
     "one_line",
     "open_memo",
 ]

@@ -22,11 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from captain_memo import secrets
-from captain_memo.editor.context import ContextCache, locate
+from captain_memo.contexts import ContextCache
 from captain_memo.editor.settings import SECRET_POLICIES, EditorSettings, _choice
 from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
 from captain_memo.gitctx import GitContext
 from captain_memo.memo import Memo
+from captain_memo.presentation.views import locate_hits, opened_json
+from captain_memo.presentation.words import message_line as one_line
 from captain_memo.records import (
     LOCAL,
     TEAM,
@@ -35,8 +37,6 @@ from captain_memo.records import (
     RecallRequest,
     Source,
     Surfacing,
-    memory_json,
-    source_json,
 )
 
 log = logging.getLogger("captain_memo")
@@ -44,23 +44,10 @@ log = logging.getLogger("captain_memo")
 HINT_LIMIT = 50
 
 
-def one_line(message: str) -> str:
-    """A message fit for a single notification line."""
-    return " ".join(str(message).split()) or "unknown error"
-
-
 def open_memo(settings: EditorSettings) -> Memo:
     # The host lives as long as the editor: the in-memory vector index pays off (built in the
     # background; sqlite-vec answers until it is ready).
     return Memo.open(settings.database_path(), warm=True, embed_config=settings.embed_config())
-
-
-def opened_json(memory, ctx: GitContext) -> dict:
-    """A memory as the editor's float shows it: its title as displayed, its file found in this tree."""
-    data = memory_json(memory)
-    data["title"] = memory.display_title
-    data["source"] = {**source_json(memory.source, label=True), "file": locate(memory.source.path, ctx, memory.project)}
-    return data
 
 
 def _context_json(ctx: GitContext) -> dict:
@@ -245,7 +232,7 @@ class EditorService:
     # -- the requests -------------------------------------------------------------------
 
     def recall(self, settings: EditorSettings, args: dict) -> dict:
-        from captain_memo.ranking.result import result_json
+        from captain_memo.presentation.views import recall_json
 
         ctx = self.context(settings, args)
         result = self.memo(settings).recall(
@@ -258,9 +245,7 @@ class EditorService:
                 how=_surfacing(args.get("how")),
             )
         )
-        data = result_json(result, time.time())
-        for hit in data["hits"]:
-            hit["source"]["file"] = locate(hit["source"]["path"], ctx, hit["project"])
+        data = locate_hits(recall_json(result, time.time()), ctx)
         data["context"] = _context_json(ctx)
         return data
 

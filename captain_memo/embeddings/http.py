@@ -32,8 +32,8 @@ import numpy as np
 
 from captain_memo.config import EmbedConfig
 from captain_memo.embeddings.base import checked_unit_vectors
-from captain_memo.embeddings.urls import masked_url, url_secrets
 from captain_memo.errors import ConfigError, EmbeddingError
+from captain_memo.urls import masked_url, url_secrets
 
 log = logging.getLogger("captain_memo")
 

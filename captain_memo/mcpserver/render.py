@@ -6,52 +6,17 @@ clients put in front of the model, so a failed search leg or a redaction is stat
 
 from __future__ import annotations
 
+from captain_memo.presentation.text import memory_text, recall_text
 
-def _where(data: dict) -> str:
-    if data.get("all_projects"):
-        return "every project"
-    project = data.get("project")
-    place = f"project {project}" if project else "personal notes (no repository)"
-    return place + (f", branch {data['branch']}" if data.get("branch") else "")
+__all__ = ["forget_text", "memory_text", "recall_text", "remember_text", "structured", "supersede_text"]
 
 
-def recall_text(data: dict) -> str:
-    hits = data["hits"]
-    lines = [
-        f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {data['query']!r} in {_where(data)} "
-        f"(legs: {' + '.join(data['legs'])}; profile {data['profile']})"
-    ]
-    for failed, why in data["failed_legs"].items():
-        lines.append(f"WARNING: the {failed} leg failed, so these results are {' + '.join(data['legs'])}-only: {why}")
-    for hit in hits:
-        meta = [
-            f"score {hit['score']:.3f}",
-            hit["age"],
-            hit["branch"] and f"branch {hit['branch']}",
-            hit["source"]["label"],
-            hit["superseded_by"] and f"SUPERSEDED by #{hit['superseded_by']}",
-        ]
-        lines.append("")
-        lines.append(f"#{hit['id']} [{hit['kind']}] {hit['title']}")
-        lines.append("  " + " · ".join(part for part in meta if part))
-        lines.extend("  > " + line for line in hit["excerpt"].splitlines() if line.strip())
-        lines.extend("  " + line for line in hit.get("explain", ()))
-    if not hits:
-        lines.append("No memory matched.")
-    return "\n".join(lines)
-
-
-def memory_text(data: dict) -> str:
-    src = data["source"]
-    meta = [
-        data["kind"],
-        f"#{data['id']}",
-        data["age"],
-        data["branch"] and f"branch {data['branch']}",
-        src["label"],
-        data["superseded_by"] and f"SUPERSEDED by #{data['superseded_by']}",
-    ]
-    return f"# {data['title']}\n{' · '.join(part for part in meta if part)}\n\n{data['body']}"
+def structured(data: dict) -> dict:
+    """A tool's ``structuredContent``. A compact recall's hits leave out their matching lines, which
+    the text holds: some clients give the model both, and the two together stay near the text's size."""
+    if data.get("detail") != "compact":
+        return data
+    return {**data, "hits": [{k: v for k, v in hit.items() if k != "lines"} for hit in data["hits"]]}
 
 
 def remember_text(data: dict) -> str:

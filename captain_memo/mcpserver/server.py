@@ -27,12 +27,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from captain_memo import __version__
-from captain_memo.editor import one_line
 from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, NotFoundError
 from captain_memo.mcpserver import render
 from captain_memo.mcpserver.service import MemoryService
 from captain_memo.mcpserver.tools import TOOLS, checked_arguments, tool_named
 from captain_memo.mcpserver.workspace import Workspace
+from captain_memo.presentation.words import message_line as one_line
 
 log = logging.getLogger("captain_memo")
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
@@ -119,7 +119,7 @@ class MemoryServer:
             data = await self._on_worker(
                 lambda: run(args, self.workspace.context(fresh=tool.name == "remember"), client_name(ctx))
             )
-            return types.CallToolResult(content=[_text(text_of(data))], structured_content=data)
+            return types.CallToolResult(content=[_text(text_of(data))], structured_content=render.structured(data))
         except Exception as exc:
             return types.CallToolResult(content=[_text(self._failure(f"tool {params.name[:60]}", exc))], is_error=True)
 

@@ -19,7 +19,6 @@ from captain_memo.gitctx import GitContext
 from captain_memo.memo import Memo
 from captain_memo.records import NewMemory, RecallRequest, Source
 
-EXCERPT_CHARS = 600
 RECENT_RESOURCES = 50
 MAX_CLIENT_NAME = 64
 
@@ -30,15 +29,24 @@ def origin_of(client_name: str | None) -> str:
     return f"mcp:{name}" if name else "mcp"
 
 
-def excerpt(text: str, title: str = "", limit: int = EXCERPT_CHARS) -> str:
-    """The hit's chunk without the title every chunk starts with (the hit shows it already)."""
-    text = text.strip()
-    if title and text.startswith(title + "\n"):
-        text = text[len(title) + 1 :].lstrip()
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
+def recall_answer(found: dict, scope: dict, detail: str, explain: bool) -> dict:
+    """A recall's JSON (presentation/views.py) as an agent receives it: compact hits by default (id,
+    kind, heading path, age, store, the matching lines), the full ones with ``detail: "full"``."""
+    from captain_memo.presentation.text import compact_hit, full_hit
+    from captain_memo.presentation.words import explain_lines
+
+    now = time.time()
+    shaped = full_hit if detail == "full" else compact_hit
+    hits = []
+    for hit in found["hits"]:
+        entry = shaped(hit, now)
+        if explain:
+            entry["explain"] = explain_lines(hit)
+        hits.append(entry)
+    answer = {"query": found["query"], "detail": detail, "legs": found["legs"], "failed_legs": found["failures"]}
+    if detail == "full":
+        answer.update(profile=found["profile"], stores=found["stores"], elapsed_ms=found["elapsed_ms"])
+    return {**answer, **scope, "hits": hits}
 
 
 def open_warm_memo(db: str | None) -> Memo:
@@ -75,9 +83,7 @@ class MemoryService:
     # -- tools ----------------------------------------------------------------------------
 
     def recall(self, args: dict, ctx: GitContext) -> dict:
-        from captain_memo.commands.recall import explain_lines
-        from captain_memo.editor import locate
-        from captain_memo.ranking.result import hit_json
+        from captain_memo.presentation.views import locate_hits, recall_json
 
         result = self.memo().recall(
             RecallRequest(
@@ -88,30 +94,9 @@ class MemoryService:
                 all_projects=args["all_projects"],
             )
         )
-        now = time.time()
-        hits = []
-        for rank, hit in enumerate(result.hits, 1):
-            data = hit_json(hit, rank, now)
-            entry = {key: data[key] for key in ("id", "kind", "title", "score", "branch", "project", "superseded_by")}
-            entry.update(
-                excerpt=excerpt(hit.text, hit.memory.title),
-                age=_age(now - hit.memory.created_at),
-                source={**data["source"], "file": locate(data["source"]["path"], ctx, hit.memory.project)},
-            )
-            if args["explain"]:
-                entry["explain"] = [line.strip() for line in explain_lines(data)]
-            hits.append(entry)
-        return {
-            "query": result.query,
-            "profile": result.profile,
-            "legs": list(result.legs),
-            "failed_legs": dict(result.failures),
-            "project": ctx.project,
-            "branch": ctx.branch,
-            "all_projects": args["all_projects"],
-            "elapsed_ms": round(result.elapsed_ms, 1),
-            "hits": hits,
-        }
+        found = locate_hits(recall_json(result), ctx)
+        scope = {"project": ctx.project, "branch": ctx.branch, "all_projects": args["all_projects"]}
+        return recall_answer(found, scope, args.get("detail") or "compact", args["explain"])
 
     def remember(self, args: dict, ctx: GitContext, client_name: str | None) -> dict:
         text, title = args["text"], args["title"]
@@ -199,14 +184,6 @@ class MemoryService:
         )
 
     def _memory_json(self, memory, ctx: GitContext) -> dict:
-        from captain_memo.editor.service import opened_json
+        from captain_memo.presentation.views import opened_json
 
-        data = opened_json(memory, ctx)
-        data["age"] = _age(time.time() - memory.created_at)
-        return data
-
-
-def _age(seconds: float) -> str:
-    from captain_memo.commands._common import age
-
-    return age(seconds)
+        return opened_json(memory, ctx)

@@ -84,8 +84,9 @@ RECALL = Tool(
         "error message or file comes up, or when the user refers to an earlier decision. A query may be an "
         "identifier (get_effective_contract_price), an error text or a question in words. It searches the "
         "current repository's memories plus personal notes (all_projects searches every repository). Returns "
-        "ranked hits, each with id, kind, title, an excerpt, score, age, branch and source file:lines; open "
-        "one in full with `show`. A hit marked superseded is out of date: prefer the memory that replaced it. "
+        "ranked hits, each with id, kind, the matching section's heading, age, store, file:lines and the "
+        'lines that matched (detail "full" adds score, branch and the section\'s text); open one in full '
+        "with `show`. A hit marked superseded is out of date: prefer the memory that replaced it. "
         "The result names the search legs that answered; if one failed, results are keyword-only and say so."
     ),
     properties={
@@ -93,10 +94,16 @@ RECALL = Tool(
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT, "description": "How many hits."},
         "all_projects": {"type": "boolean", "description": "Search every repository, not only the current one."},
         "explain": {"type": "boolean", "description": "Add each hit's score trace (every multiplier and why)."},
+        "detail": {
+            "type": "string",
+            "enum": ["compact", "full"],
+            "description": "compact: each hit's id, kind, heading, age, store and matching lines; full adds "
+            "score, branch, source and the matching chunk's text.",
+        },
     },
     required=("query",),
     read_only=True,
-    defaults={"limit": 10, "all_projects": False, "explain": False},
+    defaults={"limit": 10, "all_projects": False, "explain": False, "detail": "compact"},
 )
 
 REMEMBER = Tool(

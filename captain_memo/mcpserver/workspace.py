@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from captain_memo.editor import ContextCache
+from captain_memo.contexts import ContextCache
 from captain_memo.gitctx import GitContext
 
 log = logging.getLogger("captain_memo")

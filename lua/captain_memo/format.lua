@@ -114,7 +114,7 @@ function M.hit_line(hit, width)
   local right_parts = {
     { M.age(hit.age_days), "CaptainMemoAge" },
     { flat(hit.branch), "CaptainMemoBranch" },
-    { flat(hit.source and hit.source.label or ""), "CaptainMemoSource" },
+    { flat((hit.chunk and hit.chunk.label) or (hit.source and hit.source.label) or ""), "CaptainMemoSource" },
   }
   local room = width - vim.fn.strdisplaywidth(left)
   local function right_width()
@@ -130,7 +130,7 @@ function M.hit_line(hit, width)
   while #right_parts > 1 and room - right_width() < 20 do
     table.remove(right_parts)
   end
-  local title = M.truncate(flat(hit.title), math.max(8, room - right_width()))
+  local title = M.truncate(flat((hit.chunk and hit.chunk.title) or hit.title), math.max(8, room - right_width()))
   local line = left .. pad(title, math.max(0, room - right_width()))
   local spans = {
     { 0, #rank, "CaptainMemoRank" },
@@ -184,26 +184,67 @@ function M.footer(result)
   return " " .. table.concat(parts, " · ") .. " ", warn
 end
 
----The selected hit's text under a short header.
+---Who wrote a team memory: "team, by alice" ("team" when the store does not say); "" for a local one.
+---@param data table a hit or a memory
+---@return string
+function M.store_mark(data)
+  if data.store ~= "team" then
+    return ""
+  end
+  return data.author and ("team, by " .. flat(data.author)) or "team"
+end
+
+---The selected hit's own chunk under a short header: its heading path, then kind, id, branch, the
+---chunk's own lines, age, author; the chunk's text follows without the heading it starts with.
 ---@param hit table
 ---@return string[]
 function M.preview(hit)
-  local src = hit.source or {}
+  local src, chunk = hit.source or {}, hit.chunk or {}
   local meta = { hit.kind, "#" .. hit.id }
   if hit.branch then
     meta[#meta + 1] = flat(hit.branch)
   end
-  if src.label and src.label ~= "" then
-    meta[#meta + 1] = flat(src.label)
+  local label = chunk.label or src.label
+  if label and label ~= "" then
+    meta[#meta + 1] = flat(label)
   end
   meta[#meta + 1] = M.age(hit.age_days)
-  local lines = { flat(hit.title), table.concat(meta, " · ") }
+  if M.store_mark(hit) ~= "" then
+    meta[#meta + 1] = M.store_mark(hit)
+  end
+  local title = chunk.title or hit.title
+  local lines = { flat(title), table.concat(meta, " · ") }
   if hit.superseded_by then
     lines[#lines + 1] = ("superseded by #%s"):format(hit.superseded_by)
   end
   lines[#lines + 1] = ""
-  vim.list_extend(lines, M.body_lines(hit.text))
+  local text = tostring(hit.text or "")
+  local first, rest = text:match("^([^\n]*)\n(.*)$")
+  if first and title and vim.trim(first) == vim.trim(tostring(title)) then
+    text = rest
+  end
+  vim.list_extend(lines, M.body_lines(text))
   return lines
+end
+
+---The line of `lines` (a preview) where the hit's matching lines begin, or nil: the first line of
+---its snippet, as the recall found it (a cut line's ellipses set aside).
+---@param hit table
+---@param lines string[]
+---@return integer|nil
+function M.preview_match(hit, lines)
+  local snippet = (hit.chunk or {}).snippet or ""
+  local want = vim.trim((snippet:match("^[^\n]*") or ""):gsub("^… ", ""):gsub(" …$", ""))
+  want = want:sub(1, 40)
+  if want == "" then
+    return nil
+  end
+  for i = 3, #lines do
+    if lines[i]:find(want, 1, true) then
+      return i
+    end
+  end
+  return nil
 end
 
 -- The multipliers of the ranking, in the order they apply (captain_memo/ranking/pipeline.py).
@@ -278,7 +319,8 @@ function M.explanation(hit, profile)
       factor_rows(f.name, (f.name:gsub("_", " ")))
     end
   end
-  row("= score", number(hit.score) or "-", table.concat(product_parts, " × "))
+  local product = #product_parts > 1 and table.concat(product_parts, " × ") or "no multiplier applied"
+  row("= score", number(hit.score) or "-", product)
   spans[#spans + 1] = { #lines - 1, 0, #"= score", "CaptainMemoExplainScore" }
   return lines, spans
 end

@@ -140,6 +140,12 @@ local function render_preview(g)
   else
     local lines = format.preview(hit)
     set_lines(view.pbuf, lines, { { 0, 0, #lines[1], "CaptainMemoExplainHeader" }, { 1, 0, #lines[2], "CaptainMemoAge" } })
+    -- A long chunk opens at the lines that matched, one line of context above them.
+    local match = format.preview_match(hit, lines)
+    local top = (match and match > g.preview_height) and (match - 1) or 1
+    vim.api.nvim_win_call(view.pwin, function()
+      vim.fn.winrestview({ topline = top, lnum = match or 1, col = 0 })
+    end)
   end
 end
 
@@ -272,6 +278,9 @@ local function show_memory(memory)
   if memory.source and memory.source.label then
     meta[#meta + 1] = memory.source.label
   end
+  if format.store_mark(memory) ~= "" then
+    meta[#meta + 1] = format.store_mark(memory)
+  end
   local lines = { "# " .. format.flat(memory.title), "", "<!-- " .. format.flat(table.concat(meta, " · ")) .. " -->", "" }
   vim.list_extend(lines, format.body_lines(memory.body))
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
@@ -292,7 +301,9 @@ function M.open_selected()
   if file then
     vim.cmd.edit(vim.fn.fnameescape(file))
     local last = vim.api.nvim_buf_line_count(0)
-    vim.api.nvim_win_set_cursor(0, { math.min(math.max(hit.source.line_start or 1, 1), last), 0 })
+    local chunk = hit.chunk or {}
+    local line = chunk.snippet_line or chunk.line_start or hit.source.line_start or 1
+    vim.api.nvim_win_set_cursor(0, { math.min(math.max(line, 1), last), 0 })
     vim.cmd("normal! zz")
   end
   bridge.request("open", context_args({ id = hit.id }), {

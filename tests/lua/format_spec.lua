@@ -109,6 +109,31 @@ test("the explanation lists every multiplier and multiplies out to the score", f
   H.truthy(math.abs(product - score) < 1e-3, ("product %f, score %f"):format(product, score))
 end)
 
+test("with no multiplier the score row says so rather than repeat the fused score", function()
+  local bare = hit({ score = 0.308 })
+  bare.explain.factors, bare.explain.fused = {}, 0.308
+  local last = format.explanation(bare, "v3")
+  last = last[#last]
+  H.truthy(last:find("no multiplier applied", 1, true), last)
+  H.eq(select(2, last:gsub("0%.3080", "")), 1, last)
+end)
+
+test("a hit's preview shows its chunk's heading path, its own lines and a team author", function()
+  local h = hit({
+    id = "t8", store = "team", author = "alice",
+    text = "Guide > Fixtures > tmp_path_factory\nReturn a TempPathFactory.\nMore.",
+    chunk = { title = "Guide > Fixtures > tmp_path_factory", label = "doc/guide.md:33-35",
+              snippet = "More.", line_start = 33, line_end = 35 },
+  })
+  local lines = format.preview(h)
+  H.eq(lines[1], "Guide > Fixtures > tmp_path_factory")
+  H.truthy(lines[2]:find("#t8 · main · doc/guide.md:33-35 · 3d · team, by alice", 1, true), lines[2])
+  H.eq(lines[4], "Return a TempPathFactory.")
+  H.eq(format.preview_match(h, lines), 5)
+  local line = format.hit_line(h, 120)
+  H.truthy(line:find("Guide > Fixtures > tmp_path_factory", 1, true) and line:find("doc/guide.md:33-35", 1, true), line)
+end)
+
 test("the fused row says when a chunk was weighed as source code, and only then", function()
   local code = format.explanation(hit({ explain = { code_vector_weight = 0.85 } }), "v3")
   H.truthy(code[4]:find("source code: vector ×0.85 + keyword ×0.15, profile v3", 1, true), code[4])

@@ -34,7 +34,8 @@ MEMORY_COLUMNS = (
     "m.id, m.kind, m.title, m.body, m.created_at, m.updated_at, nullif(m.project, ''), m.branch, m.source_path,"
     " m.line_start, m.line_end, m.source_commit, m.origin, m.filetype, m.content_hash, m.superseded_by,"
     " m.stability, m.last_surfaced, m.opened_in_full, m.source_key, m.tags, m.last_opened,"
-    " NULL::bigint"  # superseded_by_team: a team memory is superseded only within the team store
+    " NULL::bigint,"  # superseded_by_team: a team memory is superseded only within the team store
+    " m.author"
 )
 NEW_MARKS = ", ".join(["%s"] * len(NEW_COLUMNS.split(",")))
 # Postgres's bigint; a larger id cannot name a memory (and would not bind).

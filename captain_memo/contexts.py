@@ -1,4 +1,5 @@
-"""Where a buffer's file sits: its git context, cached per folder, and a stored path found again."""
+"""The git context of a folder, cached while its repository's HEAD is unchanged: every long-lived
+front end (the editor host, an MCP server, the warm service) asks it once per request."""
 
 from __future__ import annotations
 
@@ -47,17 +48,3 @@ def _head_stamp(ctx: GitContext) -> tuple | None:
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def locate(path: str | None, ctx: GitContext, project: str | None) -> str | None:
-    """The file a stored source path names, looked for in the caller's working tree first (a
-    worktree of the same repository), then in the memory's project folder."""
-    if not path:
-        return None
-    candidate = Path(path).expanduser()
-    if candidate.is_absolute():
-        return str(candidate) if candidate.exists() else None
-    for base in (ctx.root, project):
-        if base and (Path(base) / candidate).exists():
-            return str(Path(base) / candidate)
-    return None

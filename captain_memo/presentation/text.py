@@ -1,0 +1,178 @@
+"""A hit and a memory as lines to read, from their JSON (views.py): the terminal's list, the text a
+model reads from the MCP server, a memory opened in full. Light to import (the command line's
+thin client renders a warm service's answer with it)."""
+
+from __future__ import annotations
+
+from captain_memo.presentation.words import age, counted, explain_lines, ref, store_mark, superseded_mark
+
+EXCERPT_CHARS = 600
+COMPACT_TITLE_CHARS = 90
+COMPACT_SNIPPET_CHARS = 130
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` of at most ``limit`` characters, cut at a word with an ellipsis."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
+
+
+def excerpt(text: str, title: str = "", limit: int = EXCERPT_CHARS) -> str:
+    """A chunk's text without the heading path it starts with (the hit shows it already)."""
+    text = text.strip()
+    if title and text.startswith(title + "\n"):
+        text = text[len(title) + 1 :].lstrip()
+    return clip(text, limit)
+
+
+def hit_where(hit: dict) -> str:
+    """Where the hit's chunk is: ``doc/team.md:130-141`` (its own lines), a commit, an origin."""
+    chunk = hit.get("chunk") or {}
+    return chunk.get("label") or hit["source"].get("label") or hit["source"].get("origin") or ""
+
+
+def hit_title(hit: dict) -> str:
+    """The chunk's own heading path (``API Reference > Fixtures > tmp_path_factory``), else the title."""
+    chunk = hit.get("chunk") or {}
+    return chunk.get("title") or hit["title"]
+
+
+def hit_id(hit: dict) -> str:
+    """The id to open the hit with: ``#12:310`` (memory 12 at its chunk's line) or ``#12``."""
+    chunk = hit.get("chunk") or {}
+    return ref(chunk.get("ref") or hit["id"])
+
+
+def marks(data: dict) -> list[str]:
+    """The team and superseded marks of a hit or a memory, those that apply."""
+    return [mark for mark in (store_mark(data), superseded_mark(data)) if mark]
+
+
+# -- the terminal ----------------------------------------------------------------------------
+
+
+def terminal_hit(hit: dict, now: float, explain: bool = False, flat=str) -> list[str]:
+    """A recall hit as the terminal lists it: rank, score, id, kind, heading path, then where it is
+    (age, branch, its own lines, team author, superseded) and the lines holding the query's words.
+    ``flat`` puts a stored field on one line safely (terminal.one_line)."""
+    meta = [age(now - hit["created_at"]), hit["branch"] and f"@{hit['branch']}", hit_where(hit), *marks(hit)]
+    lines = [
+        f"{hit['rank']:>2}. {hit['score']:.3f}  {hit_id(hit)} [{hit['kind']}] {flat(hit_title(hit))}"
+        f"  ({flat(' '.join(part for part in meta if part))})"
+    ]
+    snippet = (hit.get("chunk") or {}).get("snippet") or ""
+    lines.extend(f"      {flat(line)}" for line in snippet.split("\n") if line.strip())
+    if explain:
+        lines.extend("      " + line for line in explain_lines(hit))
+    return lines
+
+
+# -- the MCP server's text ---------------------------------------------------------------------
+
+
+def _where(data: dict) -> str:
+    if data.get("all_projects"):
+        return "every project"
+    project = data.get("project")
+    where = f"project {project}" if project else "personal notes (no repository)"
+    return where + (f", branch {data['branch']}" if data.get("branch") else "")
+
+
+def compact_hit(hit: dict, now: float) -> dict:
+    """A hit as few characters as still say what and where it is: id, kind, heading path, age, store
+    (author), file lines and the matching lines; a null or default field is left out."""
+    chunk = hit.get("chunk") or {}
+    data = {
+        "id": hit["id"],
+        "kind": hit["kind"],
+        "title": clip(hit_title(hit), COMPACT_TITLE_CHARS),
+        "age": age(now - hit["created_at"]),
+        "store": hit["store"],
+        "author": hit.get("author"),
+        "where": hit_where(hit),
+        "lines": clip(" ".join((chunk.get("snippet") or "").split()), COMPACT_SNIPPET_CHARS),
+        "superseded_by": hit.get("superseded_by"),
+    }
+    return {key: value for key, value in data.items() if value not in (None, "")}
+
+
+def full_hit(hit: dict, now: float) -> dict:
+    """A hit with what a model may want before opening it: score, branch, project, where it is (the
+    file found in this tree, the chunk's own lines) and the chunk's text without its heading."""
+    keys = ("id", "kind", "score", "branch", "project", "store", "author", "superseded_by", "source")
+    data = {key: hit.get(key) for key in keys}
+    chunk = hit.get("chunk") or {}
+    data.update(
+        title=hit_title(hit),
+        age=age(now - hit["created_at"]),
+        where=hit_where(hit),
+        lines=[chunk.get("line_start"), chunk.get("line_end")],
+        excerpt=excerpt(hit["text"], hit_title(hit)),
+    )
+    return data
+
+
+def recall_text(data: dict) -> str:
+    """A recall as the model reads it: one block per hit, ids first, the failures said."""
+    hits = data["hits"]
+    full = data.get("detail") == "full"
+    more = "" if full else '; detail "full" gives more, show ID the whole memory'
+    lines = [
+        f"{counted(len(hits), 'memory')} for {data['query']!r} in {_where(data)} "
+        f"(legs: {' + '.join(data['legs'])}{more})"
+    ]
+    for failed, why in data["failed_legs"].items():
+        lines.append(f"WARNING: the {failed} leg failed, so these results are {' + '.join(data['legs'])}-only: {why}")
+    for hit in hits:
+        lines.extend(_model_hit(hit, full))
+    if not hits:
+        lines.append("No memory matched.")
+    return "\n".join(lines)
+
+
+def _model_hit(hit: dict, full: bool) -> list[str]:
+    store = store_mark(hit)
+    meta = [
+        full and f"score {hit['score']:.3f}",
+        hit["age"],
+        store,
+        full and hit.get("branch") and f"branch {hit['branch']}",
+        hit["where"] if "where" in hit else hit_where(hit),
+        _loud(superseded_mark(hit)),
+    ]
+    lines = ([""] if full else []) + [f"{ref(hit['id'])} [{hit['kind']}] {hit['title']}"]
+    lines.append("  " + " · ".join(part for part in meta if part))
+    body = hit["excerpt"] if full else hit.get("lines", "")
+    lines.extend("  > " + line for line in body.splitlines() if line.strip())
+    lines.extend("  " + line for line in hit.get("explain", ()))
+    return lines
+
+
+def _loud(mark: str) -> str:
+    """``SUPERSEDED by #t8``: a model must not miss that a memory is out of date."""
+    return mark.replace("superseded", "SUPERSEDED", 1)
+
+
+def memory_meta(data: dict) -> list[str]:
+    """The line under a memory's title: kind, id, age, author, branch, source, superseded."""
+    return [
+        part
+        for part in (
+            data["kind"],
+            ref(data["id"]),
+            data.get("age"),
+            store_mark(data),
+            data.get("branch") and f"branch {data['branch']}",
+            data["source"].get("label"),
+            superseded_mark(data),
+        )
+        if part
+    ]
+
+
+def memory_text(data: dict) -> str:
+    """A memory in full, as a model reads it (MCP ``show`` and resources)."""
+    return f"# {data['title']}\n{' · '.join(memory_meta(data))}\n\n{data['body']}"
