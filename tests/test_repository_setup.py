@@ -352,7 +352,7 @@ def test_import_in_a_repository_stores_its_project_by_default(db_file, tmp_path,
     commit(repo, "Start", {"README.md": "# Shop\n"})
     lines = write(tmp_path, "notes.jsonl", '{"text": "Prices are rounded once, at the invoice total."}\n')
     monkeypatch.chdir(repo)
-    assert "imported 1 memories" in run(capsys, db_file, "import", str(lines))
+    assert "imported 1 memory" in run(capsys, db_file, "import", str(lines))
     run(capsys, db_file, "import", "--project", "none", str(write(tmp_path, "p.jsonl", '{"text": "Personal."}\n')))
     store = Store(db_file)
     try:

@@ -67,7 +67,7 @@ def test_the_summary_names_the_commit_cap_and_the_option_that_changes_it(db_file
         "git: 4 new commits · 0 already stored (4 chunks embedded); left out: 2 older commits, past the "
         "newest 4 read (--max-commits N or CAPTAIN_MEMO_GIT_MAX_COMMITS)"
     ) in out
-    assert ("left out: 1 binary (not text); 1 files that are not notes (requirements 1)") in out
+    assert ("left out: 1 binary (not text); 1 file that is not a note (requirements 1)") in out
     assert main(["--db", str(db_file), "index", "--git", "--max-commits", "0"]) == 1
     assert "--max-commits must be at least 1" in capsys.readouterr().err
 

@@ -136,7 +136,9 @@ def left_out(report: IndexReport) -> str:
     parts = [f"{n} {name} ({hint})" for (name, hint), n in causes.items()]
     if report.not_notes:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.not_notes, key=lambda kv: (-kv[1], kv[0])))
-        parts.append(f"{sum(n for _, n in report.not_notes)} files that are not notes ({kinds})")
+        count = sum(n for _, n in report.not_notes)
+        what = "file that is not a note" if count == 1 else "files that are not notes"
+        parts.append(f"{count} {what} ({kinds})")
     return "left out: " + "; ".join(parts) if parts else ""
 
 
