@@ -27,7 +27,7 @@ def test_defaults_fill_in_and_null_counts_as_absent():
     [
         ("query", "recall: the arguments must be an object, not a string"),
         ({"query": "x", "limit": 1.5}, "recall: limit must be an integer, not a number"),
-        ({"query": "x", "limit": 51}, "recall: limit must be a whole number from 1 to 50, not 51"),
+        ({"query": "x", "limit": 51}, "recall: limit must be a whole number from 1 to 50"),
         ({"query": "x" * 10_001}, "recall: query is 10,001 characters; the limit is 10,000"),
         ({"query": "x", "all_projects": "yes"}, "recall: all_projects must be a boolean, not a string"),
     ],
