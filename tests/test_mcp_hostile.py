@@ -142,6 +142,9 @@ def test_every_request_is_answered_and_stdout_carries_only_protocol_even_for_bro
         assert answers[request_id]["error"]["code"] == code, answers[request_id]
     assert [m["error"]["code"] for m in unaddressed] == [-32700], "a line that is not JSON: a parse error"
     assert "a request needs a method" in answers[10]["error"]["message"]
+    assert (
+        "abc" not in answers[6]["error"]["message"] and "captain-memo://memory/{id}" in answers[6]["error"]["message"]
+    )
     assert "uri holds an unpaired UTF-16 surrogate at character 15" in answers[11]["error"]["message"]
     surrogate = answers[9]["result"]
     assert surrogate["isError"] and surrogate["content"][0]["text"] == (

@@ -179,8 +179,8 @@ class MemoryServer:
         if match is None:
             raise MCPError(
                 RESOURCE_NOT_FOUND,
-                f"no such resource: {uri[:200]}; memories are captain-memo://memory/{{id}}",
-                data={"uri": uri[:200]},
+                'no such resource: memories are captain-memo://memory/{id}, the id as recall gives it ("12", "t12")',
+                data={"uri": uri[:200]},  # as the specification's example has it; the message does not repeat it
             )
         await self._refresh_roots(ctx)
         try:
