@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 from captain_memo import app
@@ -111,7 +112,7 @@ def memory_block(args, event: dict) -> str:
     request = app.RecallRequest(query, folder, limit=max(1, args.limit))
     result = run_request(args, "recall", request)
     hits = [hit for hit in result["hits"] if not hit.get("superseded_by")]
-    return fitted(f"{FRAME} Found for this prompt; open one with the recall or show tool:", hits, args.budget)
+    return fitted(f"{FRAME} Found for this prompt; open one with the recall or show tool:", hits, args.budget, query)
 
 
 def worth_looking_up(prompt: str) -> str:
@@ -147,14 +148,14 @@ def session_block(args, folder: str) -> str:
     )
 
 
-def fitted(heading: str, hits: list[dict], budget: int) -> str:
+def fitted(heading: str, hits: list[dict], budget: int, query: str = "") -> str:
     """The heading and as many hits as fit in ``budget`` characters, each whole; "" when none does."""
     import time
 
     now, lines = time.time(), [heading]
     used = len(heading)
     for hit in hits:
-        entry = hit_lines(hit, now)
+        entry = hit_lines(hit, now, query)
         size = sum(len(line) + 1 for line in entry)
         if used + size > budget:
             entry = entry[:1]  # the title alone, when the snippet does not fit
@@ -166,15 +167,27 @@ def fitted(heading: str, hits: list[dict], budget: int) -> str:
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
-def hit_lines(hit: dict, now: float) -> list[str]:
+def hit_lines(hit: dict, now: float, query: str = "") -> list[str]:
     meta = [age(now - hit["created_at"]), (hit.get("source") or {}).get("label")]
     title = f"- #{hit['id']} [{hit['kind']}] {one_line(hit['title'])} ({' · '.join(m for m in meta if m)})"
-    snippet = one_line(_without_title(hit.get("text") or "", hit["title"]))
+    snippet = one_line(" ".join(best_line(_without_title(hit.get("text") or "", hit["title"]), query).split()))
     if not snippet:
         return [title]
     if len(snippet) > SNIPPET_CHARS:
         snippet = snippet[: SNIPPET_CHARS - 1].rstrip() + "…"
     return [title, "  " + snippet]
+
+
+def best_line(text: str, query: str) -> str:
+    """The chunk's line holding the most of the query's words (its first line when none does), and
+    the lines after it: the snippet shows where the match is, not the chunk's start."""
+    words = {w for w in re.findall(r"\w{3,}", query.lower())}
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    scores = [len(words & set(re.findall(r"\w{3,}", line.lower()))) for line in lines]
+    start = scores.index(max(scores)) if max(scores) else 0
+    return " ".join(lines[start:])
 
 
 def _without_title(text: str, title: str) -> str:
