@@ -149,3 +149,27 @@ def test_input_that_is_no_event_is_a_warning_never_a_blocked_prompt(stdin, agent
     done = subprocess.run(["sh", "-c", f"{COMMAND} hook"], input=stdin, capture_output=True, text=True, cwd=agent_env)
     assert done.returncode == 1, "1 is a warning to every agent; 2 would block the user's prompt"
     assert done.stdout == "" and done.stderr.startswith("captain-memo hook: stdin is not")
+
+
+def test_a_hook_s_lookup_strengthens_tide_as_a_memory_shown_unasked_not_as_a_search(tmp_path):
+    """The hook runs at every prompt: its hits reach the model unasked, like a hover's, and a search's
+    gain would make whatever a hook keeps showing look sought after. The stability after the hook is
+    the one Tide gives a memory shown unasked at that moment (lifecycle.reinforced)."""
+    from captain_memo.config import rank_config
+    from captain_memo.ranking.lifecycle import reinforced
+    from captain_memo.store import Store
+
+    repo = make_repo(tmp_path)
+    env = {**os.environ, "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
+    subprocess.run([COMMAND, "remember", ROUNDING], cwd=repo, env=env, check=True, capture_output=True)
+    before = Store(tmp_path / "memo.db").get(1)
+    stdin = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": PROMPT})
+    done = subprocess.run([COMMAND, "hook"], input=stdin, cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "Invoice rounding" in done.stdout, done.stderr
+    after = Store(tmp_path / "memo.db").get(1)
+    cfg = rank_config()
+    assert cfg.tide_gain_auto != cfg.tide_gain_search
+    shown_at = after.last_surfaced
+    exact = {"rel": 1e-12, "abs": 0}  # the gain moves the stability by a millionth this soon after saving
+    assert after.stability == pytest.approx(reinforced(before, cfg.tide_gain_auto, shown_at, cfg), **exact)
+    assert after.stability != pytest.approx(reinforced(before, cfg.tide_gain_search, shown_at, cfg), **exact)

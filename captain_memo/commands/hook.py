@@ -109,7 +109,8 @@ def memory_block(args, event: dict) -> str:
     query = worth_looking_up(prompt if isinstance(prompt, str) else "")
     if not query:
         return ""
-    request = app.RecallRequest(query, folder, limit=max(1, args.limit))
+    # Shown without being asked: Tide strengthens the hits as it does a hover's, not a search's.
+    request = app.RecallRequest(query, folder, limit=max(1, args.limit), how="auto")
     result = run_request(args, "recall", request)
     hits = [hit for hit in result["hits"] if not hit.get("superseded_by")]
     return fitted(f"{FRAME} Found for this prompt; open one with the recall or show tool:", hits, args.budget, query)
