@@ -56,10 +56,14 @@ class _Request:
 class RecallRequest(
     _Request,
     namedtuple(
-        "RecallRequest", "query cwd project branch limit profile all_projects", defaults=(None, None, None, None, False)
+        "RecallRequest",
+        "query cwd project branch limit profile all_projects how",
+        defaults=(None, None, None, None, False, "search"),
     ),
 ):
-    """A search from the folder ``cwd``; ``project`` overrides its repository ("none": personal notes)."""
+    """A search from the folder ``cwd``; ``project`` overrides its repository ("none": personal notes);
+    ``how`` the hits reach the user, for Tide ("search", or "auto": shown unasked, as an agent's hook
+    shows them)."""
 
     __slots__ = ()
 
@@ -91,6 +95,15 @@ def _context(lookup: ContextLookup, cwd: str, project: str | None, branch: str |
     return with_overrides(lookup(cwd, fresh), project, branch)
 
 
+def _surfacing(how: str):
+    from captain_memo.records import Surfacing
+
+    try:
+        return Surfacing(how)
+    except ValueError:
+        raise InputError(f"how must be one of {', '.join(s.value for s in Surfacing)}") from None
+
+
 def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> dict:
     """A search from ``request.cwd``: the hits as doc/json.md shows them, and the project searched."""
     from captain_memo import records
@@ -105,6 +118,7 @@ def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> 
             limit=request.limit,
             profile=request.profile,
             all_projects=request.all_projects,
+            how=_surfacing(request.how),
         )
     )
     return {**recall_json(result, time.time()), "project": ctx.project}

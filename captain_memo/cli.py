@@ -13,7 +13,7 @@ from captain_memo.terminal import EscapedStream, one_line
 
 # The commands the warm service answers, and the module of each: their parser is built from that
 # module alone, so the thin path imports nothing more (serve-embeddings' defaults import numpy).
-THIN_COMMANDS = {"recall": "recall", "remember": "memories", "service": "service"}
+THIN_COMMANDS = {"recall": "recall", "remember": "memories", "service": "service", "hook": "hook"}
 
 
 def command_modules(argv: list[str]) -> list[str]:

@@ -300,6 +300,13 @@ class Memo:
         return self.store.list_memories(project, all_projects=all_projects, kind=kind, limit=limit)
 
     @_translated
+    def list_team_memories(self, project: str | None, limit: int = 100) -> list[Memory]:
+        """The team store's newest memories of ``project`` (and its notes for no project)."""
+        team = self._team_or_refuse("listing team memories")
+        found = team.call("listing team memories", _team_list, self.project_id(project), limit, timeout=team.timeout)
+        return [_in_team(memory) for memory in found]
+
+    @_translated
     def forget(self, memory_id: int | str) -> None:
         ref = self.ref(memory_id)
         if ref.team:
@@ -643,6 +650,10 @@ def _team_get(engine, memory_id: int) -> Memory:
 
 def _team_chunks(engine, memory_id: int) -> list:
     return engine.store.chunks_of(memory_id)
+
+
+def _team_list(engine, project: str | None, limit: int) -> list[Memory]:
+    return engine.store.list_memories(project, all_projects=False, limit=limit)
 
 
 def _team_forget(engine, memory_id: int) -> None:

@@ -34,11 +34,16 @@ def file_uri(path: Path) -> str:
     return Path(path).resolve().as_uri()
 
 
+def root_uri(root: Path | str) -> str:
+    """A folder as a file URI; a string that already is a URI stays as it is."""
+    return root if isinstance(root, str) and root.startswith("file:") else file_uri(Path(root))
+
+
 @asynccontextmanager
 async def connect(
     db: Path,
     cwd: Path,
-    roots: list[Path] | None = None,
+    roots: list[Path | str] | None = None,
     env: dict | None = None,
     client: str = CLIENT,
     mode: str = "legacy",
@@ -57,7 +62,7 @@ async def connect(
     if roots is not None:
 
         async def callback(context):
-            return types.ListRootsResult(roots=[types.Root(uri=file_uri(p), name=Path(p).name) for p in roots])
+            return types.ListRootsResult(roots=[types.Root(uri=root_uri(p), name="root") for p in roots])
 
     log = stderr or Path(db).with_suffix(".mcp-stderr.log")
     with open(log, "a", encoding="utf-8") as errlog:

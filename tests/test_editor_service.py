@@ -302,6 +302,17 @@ def test_save_asks_before_storing_credentials_then_follows_the_choice(service, d
     assert TOKEN in Store(db_file).get(kept["id"]).body
 
 
+def test_a_private_span_inside_a_token_does_not_keep_the_token_from_being_redacted(service, db_file, repo):
+    """The editor's save path redacts as every other path does (secrets.redacted): private spans
+    first, then scan and replace. The token was reported redacted and stored whole."""
+    path = str(repo / "src" / "billing" / "price.py")
+    text = f"{TOKEN[:10]}<private>(rotated)</private>{TOKEN[10:]} in CI"
+    saved = ask(service, db_file, "save", text=text, title="CI token", context=path, secrets="redact")
+    assert saved["saved"] and saved["redacted"] == ["line 1: GitHub token (ghp_…)"]
+    body = Store(db_file).get(saved["id"]).body
+    assert TOKEN not in body and body == "[REDACTED GitHub token] in CI"
+
+
 def test_the_secrets_setting_decides_without_asking(service, db_file, repo):
     path = str(repo / "src" / "billing" / "price.py")
     saved = service.handle(

@@ -38,7 +38,11 @@ def test_a_failed_vector_leg_gives_keyword_results_that_say_so(tmp_path, fault_s
         assert data["legs"] == ["keyword"] and fault in data["failed_legs"]["vector"], data
         assert [hit["id"] for hit in data["hits"]] == [out["id"]], "the keyword leg still finds it"
         text = result.content[0].text
-        assert "(legs: keyword;" in text and "WARNING: the vector leg failed" in text and fault in text
+        assert (
+            "(stores searched: local; legs: keyword;" in text
+            and "WARNING: the vector leg failed" in text
+            and fault in text
+        )
     saved_down = out["saved_down"]
     assert saved_down.structured_content["vector"] is False
     assert "No vector yet" in saved_down.content[0].text

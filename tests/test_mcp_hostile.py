@@ -1,5 +1,7 @@
-"""Hostile calls to `captain-memo mcp`: each gets a JSON-RPC error naming what was wrong, the server
-keeps serving, and stdout carries nothing but protocol (no traceback, no stray print)."""
+"""Hostile calls to `captain-memo mcp`: arguments that do not fit are tool results with isError
+(SEP-1303: the model reads them and corrects the call), an unknown tool and a malformed request are
+JSON-RPC errors, every request gets an answer, the server keeps serving, no error echoes the value
+it refused, and stdout carries nothing but protocol (no traceback, no stray print)."""
 
 from __future__ import annotations
 
@@ -12,14 +14,17 @@ from mcp_support import connect, run, server_command
 from nvim_support import make_repo
 
 pytestmark = pytest.mark.mcp
+INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 TEN_MB = "x" * 10_000_000
+SECRET = "password=hunter2"
 
 CALLS = [
     ("recall", {"query": 42}, "recall: query must be a string, not a number"),
+    ("recall", {"query": {"not": "a string"}}, "recall: query must be a string, not an object"),
     ("recall", {"query": "price", "limit": "ten"}, "recall: limit must be an integer, not a string"),
     ("recall", {"query": "price", "limit": True}, "recall: limit must be an integer, not a boolean"),
-    ("recall", {"query": "price", "limit": 0}, "recall: limit must be a whole number from 1 to 50, not 0"),
+    ("recall", {"query": "price", "limit": 0}, "recall: limit must be a whole number from 1 to 50"),
     ("recall", {"query": "price", "verbose": True}, "recall: unknown argument 'verbose'"),
     ("recall", {}, "recall: query is required"),
     ("recall", {"query": "   "}, "recall: query is empty"),
@@ -27,47 +32,50 @@ CALLS = [
     ("remember", {"text": TEN_MB}, "remember: text is 10,000,000 characters; the limit is 1,000,000"),
     ("remember", {"text": "a fact\x00"}, "text contains a NUL character at position 6"),
     ("remember", {"text": "a fact", "title": "\x00"}, "title contains a NUL character at position 0"),
-    ("remember", {"text": "a fact", "kind": "secret"}, "remember: kind must be one of memory, skill, observation"),
+    ("remember", {"text": "a fact", "kind": SECRET}, "remember: kind must be one of memory, skill, observation"),
     ("remember", {"text": "a fact", "line_start": 3}, "remember: line_start needs file"),
     ("remember", {"text": "a fact", "file": "a.py", "line_start": 9, "line_end": 2}, "line_end (2) comes before"),
     ("remember", {"text": ["a", "list"]}, "remember: text must be a string, not an array"),
-    ("show", {"id": "1"}, "show: id must be a number, or a team memory's id such as t12, not '1'"),
-    ("show", {"id": 1.5}, "show: id must be an integer or a string, not a number"),
-    ("show", {"id": 10**30}, "show: id must be a whole number from 1 to 9223372036854775807"),
-    ("forget", {"id": -1}, "forget: id must be a whole number from 1"),
-    ("supersede", {"old": 1}, "supersede: new is required"),
-    ("no_such_tool", {}, "unknown tool 'no_such_tool'; the tools are recall, remember, show, supersede, forget"),
+    ("show", {"id": "1"}, "no memory with id 1"),
+    ("show", {"id": 1.5}, 'show: id must be a string such as "12" or "t12", not a number'),
+    ("show", {"id": "9" * 19}, "show: id is not a memory id"),
+    ("forget", {"id": SECRET}, "forget: id is not a memory id"),
+    ("forget", {"id": -1}, "forget: id is not a memory id"),
+    ("supersede", {"old": "1"}, "supersede: new is required"),
 ]
 
 
-def test_wrong_arguments_are_protocol_errors_and_the_server_keeps_serving(tmp_path):
+def test_wrong_arguments_are_tool_errors_the_model_reads_and_the_server_keeps_serving(tmp_path):
     from mcp.shared.exceptions import MCPError
 
     repo = make_repo(tmp_path)
     stderr = tmp_path / "stderr.log"
 
     async def body():
-        errors = []
         async with connect(tmp_path / "memo.db", repo, stderr=stderr) as client:
-            for name, args, _ in CALLS:
-                with pytest.raises(MCPError) as caught:
-                    await client.call_tool(name, args)
-                errors.append(caught.value.error)
+            results = [await client.call_tool(name, args) for name, args, _ in CALLS]
+            with pytest.raises(MCPError) as unknown:
+                await client.call_tool("no_such_tool", {})
             saved = await client.call_tool("remember", {"text": "The price cache is cleared at midnight."})
             found = await client.call_tool("recall", {"query": "price cache"})
-        return errors, saved, found
+        return results, unknown.value.error, saved, found
 
-    errors, saved, found = run(body)
-    for (name, args, expected), error in zip(CALLS, errors):
-        assert error.code == INVALID_PARAMS, (name, args, error)
-        assert expected in error.message, (expected, error.message)
-        assert len(error.message) < 300, "an error never echoes the value it refused"
+    results, unknown, saved, found = run(body)
+    for (name, args, expected), result in zip(CALLS, results):
+        assert result.is_error and result.structured_content is None, (name, args, result)
+        [message] = [c.text for c in result.content]
+        assert expected in message, (expected, message)
+        assert len(message) < 300 and "hunter2" not in message, "an error never echoes the value it refused"
+    assert unknown.code == INVALID_PARAMS
+    assert "unknown tool 'no_such_tool'; the tools are recall, remember, show, supersede, forget" in unknown.message
     assert found.structured_content["hits"][0]["id"] == saved.structured_content["id"], "still serving"
     assert "Traceback" not in stderr.read_text(), "argument errors are expected, not crashes"
 
 
-def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
-    """Raw JSON-RPC lines, including ones no SDK client would send: every line back is JSON-RPC."""
+def test_every_request_is_answered_and_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
+    """Raw JSON-RPC lines, including ones no SDK client would send: every request gets an answer
+    (a lone surrogate and a request without a method got none: the client waited for its timeout),
+    and every line back is JSON-RPC."""
     repo = make_repo(tmp_path)
     command, args = server_command()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
@@ -91,6 +99,11 @@ def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
         {"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": "captain-memo://memory/abc"}},
         {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "show", "arguments": {"id": 1}}},
         {"jsonrpc": "2.0", "id": 8, "method": "tools/list"},
+        '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "recall", "arguments": '
+        '{"query": "price \\ud800"}}}',
+        {"jsonrpc": "2.0", "id": 10},
+        '{"jsonrpc": "2.0", "id": 11, "method": "resources/read", "params": {"uri": "captain-memo://\\udfff"}}',
+        {"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "show", "arguments": {"id": "1"}}},
     ]
     proc = subprocess.Popen(
         [command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo, env=env
@@ -100,15 +113,17 @@ def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
     for line in lines:
         proc.stdin.write((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n")
     proc.stdin.flush()
-    answers = {}
+    answers, unaddressed = {}, []
     try:
-        while len(answers) < 8:
+        while len(answers) < 12:
             raw = proc.stdout.readline()
             assert raw, f"the server closed stdout early; stderr: {stderr}"
             message = json.loads(raw)  # every stdout line is JSON ...
             assert message["jsonrpc"] == "2.0"  # ... and JSON-RPC
-            if "id" in message and message["id"] is not None:
+            if message.get("id") is not None:
                 answers[message["id"]] = message
+            else:
+                unaddressed.append(message)
     finally:
         proc.stdin.close()
         rc = proc.wait(timeout=30)
@@ -121,10 +136,23 @@ def test_stdout_carries_only_protocol_even_for_broken_messages(tmp_path):
         (4, INVALID_PARAMS),
         (5, -32601),
         (6, -32002),
-        (7, INVALID_PARAMS),
+        (10, INVALID_REQUEST),
+        (11, INVALID_PARAMS),
     ):
         assert answers[request_id]["error"]["code"] == code, answers[request_id]
-    assert "no memory with id 1" in answers[7]["error"]["message"]
+    assert [m["error"]["code"] for m in unaddressed] == [-32700], "a line that is not JSON: a parse error"
+    assert "a request needs a method" in answers[10]["error"]["message"]
+    assert (
+        "abc" not in answers[6]["error"]["message"] and "captain-memo://memory/{id}" in answers[6]["error"]["message"]
+    )
+    assert "uri holds an unpaired UTF-16 surrogate at character 15" in answers[11]["error"]["message"]
+    surrogate = answers[9]["result"]
+    assert surrogate["isError"] and surrogate["content"][0]["text"] == (
+        "recall: query holds an unpaired UTF-16 surrogate at character 6, which is not text; send it as valid Unicode"
+    )
+    for request_id in (7, 12):  # no memory by that id: a tool error the model reads
+        assert answers[request_id]["result"]["isError"], answers[request_id]
+        assert "no memory with id 1" in answers[request_id]["result"]["content"][0]["text"]
 
 
 def test_an_unreadable_store_is_a_tool_error_naming_the_file_and_the_server_recovers(tmp_path):
@@ -146,5 +174,5 @@ def test_an_unreadable_store_is_a_tool_error_naming_the_file_and_the_server_reco
     assert failed.is_error and failed.structured_content is None
     [text] = [c.text for c in failed.content]
     assert str(db) in text and "captain-memo doctor" in text and "\n" not in text
-    assert not saved.is_error and saved.structured_content["id"] == 1
+    assert not saved.is_error and saved.structured_content["id"] == "1"
     assert "Traceback" not in stderr.read_text()

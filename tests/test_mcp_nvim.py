@@ -58,7 +58,7 @@ def test_agent_and_editor_share_one_memory(tmp_path):
             return result.structured_content
 
     found = run(agent_recalls)
-    hit = next(h for h in found["hits"] if h["id"] == editor_id)
+    hit = next(h for h in found["hits"] if h["id"] == str(editor_id))  # ids are strings in MCP results
     assert hit is found["hits"][0], found["hits"]
     source = hit["source"]
     assert (source["path"], source["line_start"], source["line_end"]) == ("src/billing/price.py", 3, 4)

@@ -29,7 +29,7 @@ def test_defaults_fill_in_and_null_counts_as_absent():
     [
         ("query", "recall: the arguments must be an object, not a string"),
         ({"query": "x", "limit": 1.5}, "recall: limit must be an integer, not a number"),
-        ({"query": "x", "limit": 51}, "recall: limit must be a whole number from 1 to 50, not 51"),
+        ({"query": "x", "limit": 51}, "recall: limit must be a whole number from 1 to 50"),
         ({"query": "x" * 10_001}, "recall: query is 10,001 characters; the limit is 10,000"),
         ({"query": "x", "all_projects": "yes"}, "recall: all_projects must be a boolean, not a string"),
     ],
@@ -93,3 +93,61 @@ def test_remember_says_no_vector_yet_even_behind_a_long_backlog(tmp_path):
     finally:
         service.close()
     assert saved["vector"] is False
+
+
+def test_a_root_this_user_cannot_enter_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    """A fake fault: the tests run as root, whom no folder permission stops, so entering the folder is
+    made to fail as it does for another user (os.scandir raising PermissionError)."""
+    import os
+
+    from captain_memo.mcpserver.workspace import folder_of_root
+
+    locked, usable = tmp_path / "locked", tmp_path / "usable"
+    locked.mkdir()
+    usable.mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path):
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert folder_of_root(locked.as_uri()) == (None, "Permission denied")
+    assert folder_of_roots([locked.as_uri(), usable.as_uri()]) == str(usable)
+
+
+@pytest.mark.parametrize(
+    "line, code, message",
+    [
+        ("{not json", -32700, "parse error: the line is not JSON"),
+        ('{"jsonrpc": "2.0", "id": 99}', -32600, "invalid request: a request needs a method (a string)"),
+        ('{"jsonrpc": "1.0", "id": 3, "method": "ping"}', -32600, 'invalid request: jsonrpc must be "2.0"'),
+        ('{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": [1]}', -32600, "params must be an object"),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "x\\ud800"}}', -32602, "uri holds"),
+        ("[1, 2]", -32600, "invalid request: a message is a JSON object"),
+    ],
+)
+def test_a_line_the_sdk_would_drop_gets_the_answer_json_rpc_asks_for(line, code, message):
+    from captain_memo.mcpserver.wire import answer_to
+
+    answer = answer_to(line)
+    assert answer.error.code == code and message in answer.error.message
+
+
+def test_a_broken_notification_or_a_response_to_nothing_gets_no_answer():
+    from captain_memo.mcpserver.wire import answer_to
+
+    assert answer_to('{"jsonrpc": "2.0", "method": "notifications/x", "params": [1]}') is None
+    assert answer_to('{"jsonrpc": "2.0", "id": 7, "result": 5}') is None
+
+
+def test_a_tool_call_with_a_lone_surrogate_is_a_tool_error_naming_the_argument():
+    from captain_memo.mcpserver.wire import answer_to
+
+    line = '{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "remember", "arguments": {"text": "ab\\udc00"}}}'
+    answer = answer_to(line)
+    assert answer.id == 8 and answer.result["isError"] is True
+    assert answer.result["content"][0]["text"].startswith(
+        "remember: text holds an unpaired UTF-16 surrogate at character 2"
+    )

@@ -3,6 +3,7 @@ a real git repository, a real store and the real local model."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -30,7 +31,7 @@ def stored(db, memory_id):
 
     store = Store(db)
     try:
-        return store.get(memory_id)
+        return store.get(int(memory_id))  # ids are strings in MCP results
     finally:
         store.close()
 
@@ -107,9 +108,7 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
             out["resource"] = await client.read_resource(f"captain-memo://memory/{first}")
             out["listed"] = [str(r.uri) for r in (await client.list_resources()).resources]
             out["forget"] = await client.call_tool("forget", {"id": out["newer"]})
-            with pytest.raises(MCPError) as gone:
-                await client.call_tool("show", {"id": out["newer"]})
-            out["gone"] = gone.value.error
+            out["gone"] = await client.call_tool("show", {"id": out["newer"]})
             with pytest.raises(MCPError) as missing:
                 await client.read_resource(f"captain-memo://memory/{out['newer']}")
             out["missing"] = missing.value.error
@@ -131,7 +130,8 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
     assert saved["vector"] is True and saved["redacted"] == []
 
     recall = out["recall"].structured_content
-    assert recall["legs"] == ["vector", "keyword"] and recall["failed_legs"] == {}
+    assert recall["legs"] == ["vector", "keyword"] and recall["failed_legs"] == {} and recall["stores"] == ["local"]
+    assert saved["id"] == "1" and out["newer"] == "2", "ids are strings, as the tools take them"
     # Both notes name the identifier; under v3 (the default) the near-copy saved second can lead.
     top = next(hit for hit in recall["hits"][:2] if hit["id"] == saved["id"])
     assert top["excerpt"] == PRICE_NOTE and top["source"]["line_start"] == 6
@@ -150,7 +150,7 @@ def test_remember_then_recall_show_supersede_and_forget(tmp_path):
     assert contents.mime_type == "text/markdown" and PRICE_NOTE in contents.text
     assert f"captain-memo://memory/{saved['id']}" in out["listed"]
     assert out["forget"].content[0].text == f"Forgot #{out['newer']}."
-    assert out["gone"].code == -32602 and f"no memory with id {out['newer']}" in out["gone"].message
+    assert out["gone"].is_error and f"no memory with id {out['newer']}" in out["gone"].content[0].text
     assert out["missing"].code == -32002
 
     memory = stored(db, saved["id"])
@@ -262,7 +262,8 @@ def test_a_memory_the_cli_saves_mid_session_is_found_by_the_warm_engine(tmp_path
 
 
 def test_remember_with_team_saves_to_the_team_store_and_recall_finds_it_there(tmp_path):
-    """The team store here is a shared SQLite file (sqlite:///): the same client code as PostgreSQL's."""
+    """The team store here is a shared SQLite file (sqlite:///): the same client code as PostgreSQL's.
+    A team memory is a resource too (resources/read and resources/list), as it is for `show`."""
     from mcp.shared.exceptions import MCPError
 
     repo = make_repo(tmp_path)
@@ -277,19 +278,27 @@ def test_remember_with_team_saves_to_the_team_store_and_recall_finds_it_there(tm
                 await client.call_tool("recall", {"query": "get_effective_contract_price"})
             ).structured_content
             out["show"] = (await client.call_tool("show", {"id": saved.structured_content["id"]})).structured_content
+            out["resource"] = (await client.read_resource("captain-memo://memory/t1")).contents[0]
+            out["listed"] = [str(r.uri) for r in (await client.list_resources()).resources]
+            with pytest.raises(MCPError) as missing:
+                await client.read_resource("captain-memo://memory/t2")
+            out["missing"] = missing.value.error
         async with connect(tmp_path / "alone.db", repo) as client:
-            with pytest.raises(MCPError) as refused:
-                await client.call_tool("remember", {"text": PRICE_NOTE, "team": True})
-            out["refused"] = refused.value.error
+            out["refused"] = await client.call_tool("remember", {"text": PRICE_NOTE, "team": True})
         return out
 
     out = run(body)
     saved = out["saved"].structured_content
     assert saved["id"] == "t1" and saved["team"] is True and saved["vector"] is True
     assert "in the team store" in out["saved"].content[0].text
-    assert [hit["id"] for hit in out["recall"]["hits"]] == ["t1"]
+    assert [hit["id"] for hit in out["recall"]["hits"]] == ["t1"] and out["recall"]["stores"] == ["local", "team"]
     assert out["show"]["body"] == PRICE_NOTE
-    assert "CAPTAIN_MEMO_TEAM_DB" in out["refused"].message
+    assert out["resource"].mime_type == "text/markdown" and PRICE_NOTE in out["resource"].text, (
+        "a team memory is a resource"
+    )
+    assert "captain-memo://memory/t1" in out["listed"]
+    assert out["missing"].code == -32002
+    assert out["refused"].is_error and "CAPTAIN_MEMO_TEAM_DB" in out["refused"].content[0].text
     from captain_memo.store import Store
 
     local = Store(tmp_path / "memo.db")
@@ -297,3 +306,113 @@ def test_remember_with_team_saves_to_the_team_store_and_recall_finds_it_there(tm
         assert local.counts()["memories"] == 0, "a team save leaves the developer's own store as it was"
     finally:
         local.close()
+
+
+def test_with_the_team_store_down_the_result_says_local_only(tmp_path):
+    """Nothing listens on the team store's port: the result names the stores searched and says the
+    hits are local only (it said "vector + keyword-only", which reads as a failed search leg)."""
+    repo = make_repo(tmp_path)
+    down = {"CAPTAIN_MEMO_TEAM_DB": "postgresql://memo@127.0.0.1:9/team", "CAPTAIN_MEMO_TEAM_TIMEOUT": "3"}
+
+    async def body():
+        async with connect(tmp_path / "memo.db", repo, env=down) as client:
+            await client.call_tool("remember", {"text": PRICE_NOTE})
+            return await client.call_tool("recall", {"query": "get_effective_contract_price"})
+
+    result = run(body)
+    data, text = result.structured_content, result.content[0].text
+    assert not result.is_error and data["stores"] == ["local"] and "team" in data["failed_legs"]
+    assert "stores searched: local (team store down)" in text.splitlines()[0]
+    assert "WARNING: the team store did not answer, so these results are local only:" in text
+    assert "keyword-only" not in text
+
+
+@pytest.mark.filterwarnings("ignore:The roots capability is deprecated")
+def test_an_unusable_root_is_skipped_and_said_once(tmp_path):
+    """A root whose path is too long for the file system (and, run as a user other than root, one in
+    a folder the user cannot enter) made every call fail with -32603 for the whole session."""
+    repo = make_repo(tmp_path)
+    too_long = "file://" + "/" + "/".join(["d" * 200] * 30)
+    roots: list = [too_long, repo]
+    if os.geteuid() != 0:  # root enters any folder
+        locked = tmp_path / "locked"
+        (locked / "inner").mkdir(parents=True)
+        locked.chmod(0)
+        roots.insert(1, locked / "inner")
+    stderr = tmp_path / "stderr.log"
+
+    async def body():
+        async with connect(tmp_path / "memo.db", repo, roots=roots, stderr=stderr) as client:
+            saved = await client.call_tool("remember", {"text": PRICE_NOTE})
+            found = await client.call_tool("recall", {"query": "get_effective_contract_price"})
+            return saved, found
+
+    try:
+        saved, found = run(body)
+    finally:
+        if os.geteuid() != 0:
+            (tmp_path / "locked").chmod(0o700)
+    assert not saved.is_error and not found.is_error
+    assert saved.structured_content["project"] == project_of(repo), "the first usable root is the workspace"
+    notices = [c.text for c in saved.content[1:]]
+    assert len(notices) == len(roots) - 1 and all("skipped" in n and str(repo) in n for n in notices)
+    assert "File name too long" in notices[0]
+    assert len(found.content) == 1, "said once, not at every call"
+    assert stderr.read_text().count("skipped (") == len(roots) - 1
+
+
+def test_ids_are_strings_everywhere_and_a_client_sending_strings_can_show_supersede_and_forget(tmp_path):
+    """Clients that send every argument as a string (Inspector 0.15's --tool-arg id=3737) were
+    refused; and a union type ["integer", "string"] is not portable to every model provider."""
+    repo = make_repo(tmp_path)
+
+    async def body():
+        async with connect(tmp_path / "memo.db", repo) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            old = (await client.call_tool("remember", {"text": PRICE_NOTE})).structured_content["id"]
+            new = (await client.call_tool("remember", {"text": PRICE_NOTE + " Since 2.0."})).structured_content["id"]
+            shown = await client.call_tool("show", {"id": old})
+            superseded = await client.call_tool("supersede", {"old": old, "new": new})
+            listed = (await client.list_resources()).resources
+            forgotten = await client.call_tool("forget", {"id": new})
+            return tools, old, new, shown, superseded, listed, forgotten
+
+    tools, old, new, shown, superseded, listed, forgotten = run(body)
+    id_specs = [
+        spec
+        for tool in tools.values()
+        for name, spec in tool.input_schema["properties"].items()
+        if name in ("id", "old", "new")
+    ]
+    assert len(id_specs) == 4 and all(spec["type"] == "string" for spec in id_specs)
+    assert (old, new) == ("1", "2")
+    assert shown.structured_content["id"] == "1" and not shown.is_error
+    assert superseded.structured_content == {"old": "1", "superseded_by": "2"}
+    assert {r.name for r in listed} == {"memory 1", "memory 2"}
+    assert forgotten.structured_content == {"forgotten": "2"}
+
+
+def test_what_the_result_says_was_redacted_is_redacted_in_the_stored_memory(tmp_path):
+    """A private span inside a token: the token was scanned without the span but replaced in the text
+    with it, so the result said "redacted" and the store held the token. An AWS secret access key in
+    prose beside its key id was stored as it was."""
+    repo = make_repo(tmp_path)
+    db = tmp_path / "memo.db"
+    key_id, secret = "AKIA" + "IOSFODNN7EXAMPLE", "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY"
+    github = "ghp_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zCabcd"
+    split = f"{key_id[:8]}<private>(rotated)</private>{key_id[8:]} and {github}"
+    prose = f"AWS key {key_id} with secret {secret} for the uploads bucket"
+
+    async def body():
+        async with connect(db, repo) as client:
+            return [await client.call_tool("remember", {"text": text}) for text in (split, prose)]
+
+    results = run(body)
+    for result, kinds in zip(
+        results, (["AWS access key id", "GitHub token"], ["AWS access key id", "AWS secret access key"])
+    ):
+        data = result.structured_content
+        assert [finding.split(": ", 1)[1].split(" (")[0] for finding in data["redacted"]] == kinds
+        body_stored = stored(db, data["id"]).body
+        assert key_id not in body_stored and github not in body_stored and secret not in body_stored
+        assert body_stored.count("[REDACTED ") == 2

@@ -298,3 +298,37 @@ def test_text_over_the_size_limit_is_refused_before_it_is_scanned(monkeypatch):
         secrets.check("password=hunter2x\n" * 60_000, env={})
     with pytest.raises(InputError, match="title is"):
         secrets.check("fine", title="t" * 1001, env={})
+
+
+AWS_SECRET = "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
+
+
+def test_an_aws_secret_access_key_in_prose_is_redacted_beside_its_key_id():
+    text = f"AWS key {TOKENS['AWS access key id']} with secret {AWS_SECRET} for the uploads bucket"
+    clean, findings = secrets.redacted(text)
+    assert [f.kind for f in findings] == ["AWS access key id", "AWS secret access key"]
+    assert AWS_SECRET not in clean and TOKENS["AWS access key id"] not in clean
+    assert clean.endswith("with secret [REDACTED AWS secret access key] for the uploads bucket")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39 rotated the secret",
+        "a build id ABCDEFGHIJabcdefghij0123456789ABCDEFGHIJ with no cloud word near it",
+        "secret sauce: " + "a" * 40,
+    ],
+)
+def test_forty_random_looking_characters_are_no_aws_secret_without_what_names_one(text):
+    assert secrets.scan(text) == []
+
+
+def test_private_spans_go_before_the_scan_so_what_is_reported_is_what_is_redacted():
+    """A span inside a token: scanned without it but replaced in the text with it, the token was
+    reported redacted and stored whole."""
+    key = TOKENS["AWS access key id"]
+    text = f"{key[:8]}<private>(rotated)</private>{key[8:]} and {TOKENS['GitHub token']}"
+    clean, findings = secrets.redacted(text)
+    assert [f.kind for f in findings] == ["AWS access key id", "GitHub token"]
+    assert clean == "[REDACTED AWS access key id] and [REDACTED GitHub token]"
+    assert secrets.redact(text) == clean

@@ -290,9 +290,10 @@ class EditorService:
             # user's choice (allow or redact).
             log.info("save held for the user's choice: %s", exc)
             return {"saved": False, "findings": [_finding_json(f) for f in exc.findings]}
-        redacted = []
+        redacted: list[secrets.Finding] = []
         if kept and policy == "redact":
-            text, title, redacted, kept = secrets.redact(text), secrets.redact(title), kept, []
+            text, title, redacted = secrets.redacted_memory(text, title)
+            kept = []
         # A fresh context: the commit matters here and may have moved since the last lookup.
         ctx = self.context(settings, args, fresh=True)
         path = args.get("path") or None

@@ -5,11 +5,13 @@ answering (pings, cancellations, tools/list) while a search or an embedding runs
 is only ever used by one thread. stdout carries protocol only: the SDK points file descriptor 1 at
 stderr while it serves, and every log line goes to stderr.
 
-Errors: arguments that do not fit a tool's schema, an unknown tool, text that cannot be stored (NUL,
-too long) or an id that names no memory are JSON-RPC errors (-32602, one line naming what was
-wrong). A failure while doing the work (both search legs down, a damaged database) is a tool result
-with ``isError`` and one line saying what to do. Anything else is logged with its traceback on
-stderr and answered as an internal error, one line, never the traceback.
+Errors, as the specification has them since 2025-11-25: an unknown tool or a malformed request is
+a JSON-RPC error (one line naming what was wrong). Arguments that do not fit a tool's schema, text
+that cannot be stored (NUL, too long), an id that names no memory, and a failure while doing the
+work (both search legs down, a damaged database) are tool results with ``isError`` and one line
+saying what was wrong or what to do, so the model reads it and corrects the call. Anything else is
+logged with its traceback on stderr and answered as an internal error, one line, never the
+traceback. Lines that are not JSON-RPC requests at all are answered by wire.py.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from captain_memo import __version__
 from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, NotFoundError
-from captain_memo.mcpserver import render
+from captain_memo.mcpserver import render, wire
 from captain_memo.mcpserver.service import MemoryService
 from captain_memo.mcpserver.tools import TOOLS, checked_arguments, tool_named
 from captain_memo.mcpserver.workspace import Workspace
@@ -36,7 +39,7 @@ from captain_memo.presentation.words import message_line as one_line
 
 log = logging.getLogger("captain_memo")
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
-MEMORY_URI = re.compile(r"^captain-memo://memory/(\d{1,18})$")
+MEMORY_URI = re.compile(r"^captain-memo://memory/(t?[1-9]\d{0,17})$")  # "12", or "t12" in the team store
 # A client that declares roots but never answers must not hold up every first call for long.
 ROOTS_TIMEOUT_S = 5.0
 INSTRUCTIONS = (
@@ -84,8 +87,14 @@ class MemoryServer:
 
     async def serve_stdio(self) -> None:
         server = self.build()
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        replies, to_send = anyio.create_memory_object_stream[types.JSONRPCMessage](64)
+        with wire.claimed_stdin() as stdin:
+            lines = wire.AnsweredLines(stdin, replies.send)
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(_send_all, to_send, write_stream)
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
+                    tasks.cancel_scope.cancel()
 
     def close(self) -> None:
         try:
@@ -111,17 +120,21 @@ class MemoryServer:
         )
 
     async def call_tool(self, ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        try:
+        try:  # an unknown tool is a protocol error; everything after it, the model can correct
             tool = tool_named(params.name)
+        except InputError as exc:
+            raise MCPError(types.INVALID_PARAMS, one_line(str(exc))) from None
+        try:
             args = checked_arguments(tool, params.arguments)
             await self._refresh_roots(ctx)
             run, text_of = self._tools[tool.name]
             data = await self._on_worker(
                 lambda: run(args, self.workspace.context(fresh=tool.name == "remember"), client_name(ctx))
             )
-            return types.CallToolResult(content=[_text(text_of(data))], structured_content=render.structured(data))
+            content: list[types.ContentBlock] = [_text(text_of(data)), *map(_text, self.workspace.take_notices())]
+            return types.CallToolResult(content=content, structured_content=render.structured(data))
         except Exception as exc:
-            return types.CallToolResult(content=[_text(self._failure(f"tool {params.name[:60]}", exc))], is_error=True)
+            return types.CallToolResult(content=[_text(self._failure(f"tool {tool.name}", exc))], is_error=True)
 
     # -- resources ------------------------------------------------------------------------
 
@@ -132,7 +145,10 @@ class MemoryServer:
                     name="memory",
                     title="A memory by id",
                     uri_template="captain-memo://memory/{id}",
-                    description="One memory in full (Markdown): title, kind, branch, source and text.",
+                    description=(
+                        "One memory in full (Markdown): title, kind, branch, source and text. The id as recall "
+                        'gives it: "12", or "t12" for a team memory.'
+                    ),
                     mime_type="text/markdown",
                 )
             ]
@@ -163,12 +179,12 @@ class MemoryServer:
         if match is None:
             raise MCPError(
                 RESOURCE_NOT_FOUND,
-                f"no such resource: {uri[:200]}; memories are captain-memo://memory/{{id}}",
-                data={"uri": uri[:200]},
+                'no such resource: memories are captain-memo://memory/{id}, the id as recall gives it ("12", "t12")',
+                data={"uri": uri[:200]},  # as the specification's example has it; the message does not repeat it
             )
         await self._refresh_roots(ctx)
         try:
-            data = await self._on_worker(lambda: self.service.read(int(match[1]), self.workspace.context()))
+            data = await self._on_worker(lambda: self.service.read(match[1], self.workspace.context()))
         except NotFoundError as exc:
             raise MCPError(RESOURCE_NOT_FOUND, one_line(str(exc)), data={"uri": uri}) from None
         except Exception as exc:
@@ -186,8 +202,6 @@ class MemoryServer:
         """One line for a failed call; raises MCPError for what was wrong with the arguments."""
         if isinstance(exc, MCPError):
             raise exc
-        if isinstance(exc, (InputError, NotFoundError)):
-            raise MCPError(types.INVALID_PARAMS, one_line(str(exc))) from None
         if isinstance(exc, CaptainMemoError):
             log.info("mcp: %s failed: %s", what, exc)
             return one_line(str(exc))
@@ -230,6 +244,13 @@ class MemoryServer:
 
     async def _roots_changed(self, ctx, params) -> None:
         self._roots_stale = True
+
+
+async def _send_all(messages, write_stream) -> None:
+    """The answers wire.py made for lines the SDK would drop, sent as the SDK sends its own."""
+    async with messages:
+        async for message in messages:
+            await write_stream.send(SessionMessage(message))
 
 
 def client_name(ctx) -> str | None:

@@ -9,16 +9,18 @@ used by one thread at a time (the server runs every call on one worker thread).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from captain_memo import secrets, validation
-from captain_memo.errors import InputError
+from captain_memo.errors import CaptainMemoError, InputError
 from captain_memo.gitctx import GitContext
 from captain_memo.memo import Memo
 from captain_memo.records import NewMemory, RecallRequest, Source
 
+log = logging.getLogger("captain_memo")
 RECENT_RESOURCES = 50
 MAX_CLIENT_NAME = 64
 
@@ -42,10 +44,16 @@ def recall_answer(found: dict, scope: dict, detail: str, explain: bool) -> dict:
         entry = shaped(hit, now)
         if explain:
             entry["explain"] = explain_lines(hit)
-        hits.append(entry)
-    answer = {"query": found["query"], "detail": detail, "legs": found["legs"], "failed_legs": found["failures"]}
+        hits.append(string_ids(entry))
+    answer = {
+        "query": found["query"],
+        "detail": detail,
+        "legs": found["legs"],
+        "stores": found["stores"],
+        "failed_legs": found["failures"],
+    }
     if detail == "full":
-        answer.update(profile=found["profile"], stores=found["stores"], elapsed_ms=found["elapsed_ms"])
+        answer.update(profile=found["profile"], elapsed_ms=found["elapsed_ms"])
     return {**answer, **scope, "hits": hits}
 
 
@@ -99,11 +107,10 @@ class MemoryService:
         return recall_answer(found, scope, args.get("detail") or "compact", args["explain"])
 
     def remember(self, args: dict, ctx: GitContext, client_name: str | None) -> dict:
-        text, title = args["text"], args["title"]
         # No one to ask: what looks like a credential is redacted, and the result says what was.
-        found = secrets.check(text, title, allow=True, env={})
-        if found:
-            text, title = secrets.redact(text), secrets.redact(title)
+        validation.checked_text("text", args["text"], validation.MAX_BODY_CHARS)  # positions as sent
+        validation.checked_text("title", args["title"], validation.MAX_TITLE_CHARS)
+        text, title, found = secrets.redacted_memory(args["text"], args["title"])
         source = self._source(args, ctx, origin_of(client_name))
         memory = NewMemory(
             body=text, kind=args["kind"], title=title, project=ctx.project, branch=ctx.branch, source=source
@@ -112,13 +119,12 @@ class MemoryService:
         if args["team"]:
             # The team store embeds what it stores at once or not at all: no vector waits.
             ref = memo.remember_team(memory)
-            memory_id: int | str = str(ref)
             saved, vector = memo.get(ref), True
         else:
-            memory_id = memo.remember(memory)
-            saved, vector = memo.get(memory_id), memo.missing_vectors(memory_id) == 0
+            local_id = memo.remember(memory)
+            saved, vector = memo.get(local_id), memo.missing_vectors(local_id) == 0
         return {
-            "id": memory_id,
+            "id": str(saved.ref),
             "kind": saved.kind,
             "title": saved.display_title,
             "project": saved.project,
@@ -133,7 +139,7 @@ class MemoryService:
     def show(self, args: dict, ctx: GitContext) -> dict:
         return self._memory_json(self.memo().show(args["id"]), ctx)
 
-    def read(self, memory_id: int, ctx: GitContext) -> dict:
+    def read(self, memory_id: str, ctx: GitContext) -> dict:
         """A memory in full without counting as opening it (a client may read resources unasked)."""
         return self._memory_json(self.memo().get(memory_id), ctx)
 
@@ -142,8 +148,14 @@ class MemoryService:
         Clients list resources as they connect: that must not create a store nobody asked for."""
         if self._memo is None and not self.database_path.exists():
             return []
-        memories = self.memo().list_memories(ctx.project, all_projects=False, limit=limit)
-        return [{"id": m.id, "kind": m.kind, "title": m.display_title} for m in memories]
+        memo = self.memo()
+        memories = memo.list_memories(ctx.project, all_projects=False, limit=limit)
+        if memo.team is not None:
+            try:
+                memories += memo.list_team_memories(ctx.project, limit)
+            except CaptainMemoError as exc:  # the team store down: the local ones are still worth listing
+                log.warning("mcp: team memories not listed: %s", exc)
+        return [{"id": str(m.ref), "kind": m.kind, "title": m.display_title} for m in memories]
 
     def supersede(self, args: dict) -> dict:
         memo = self.memo()
@@ -186,4 +198,12 @@ class MemoryService:
     def _memory_json(self, memory, ctx: GitContext) -> dict:
         from captain_memo.presentation.views import opened_json
 
-        return opened_json(memory, ctx)
+        return string_ids(opened_json(memory, ctx))
+
+
+def string_ids(data: dict) -> dict:
+    """``data`` with its ids as strings ("12", "t12"): one id type, the one the tools take."""
+    for key in ("id", "superseded_by"):
+        if data.get(key) is not None:
+            data[key] = str(data[key])
+    return data

@@ -19,7 +19,7 @@ from captain_memo.records import KINDS
 MAX_QUERY_CHARS = 10_000  # the engine's own limit (engine.MAX_QUERY_CHARS); importing it would load numpy
 MAX_RECALL_LIMIT = 50
 MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
-TEAM_ID_PATTERN = "^t[1-9][0-9]{0,18}$"
+ID_PATTERN = "^t?[1-9][0-9]{0,18}$"
 
 
 @dataclass(frozen=True)
@@ -64,14 +64,13 @@ def _text(description: str, limit: int, min_length: int = 0) -> dict:
 
 
 def _id(description: str) -> dict:
-    """A memory id: a number for a memory of this machine's store, a string like "t12" for one in
-    the team store (recall gives each hit's id in the form to pass back)."""
+    """A memory id, always a string: "12" for a memory of this machine's store, "t12" for one in the
+    team store. One type, no union: some model providers reject union types in function
+    declarations, and some clients send every argument as a string."""
     return {
-        "type": ["integer", "string"],
-        "minimum": 1,
-        "maximum": MAX_ID,
-        "pattern": TEAM_ID_PATTERN,
-        "description": description + ' A team memory\'s id is a string such as "t12".',
+        "type": "string",
+        "pattern": ID_PATTERN,
+        "description": description + ' A string, as recall gives it: "12", or "t12" for a team memory.',
     }
 
 
@@ -87,7 +86,7 @@ RECALL = Tool(
         "ranked hits, each with id, kind, the matching section's heading, age, store, file:lines and the "
         'lines that matched (detail "full" adds score, branch and the section\'s text); open one in full '
         "with `show`. A hit marked superseded is out of date: prefer the memory that replaced it. "
-        "The result names the search legs that answered; if one failed, results are keyword-only and say so."
+        "The result names the stores and search legs that answered; if one failed, it says so."
     ),
     properties={
         "query": _text("What to look for: an identifier, an error message or a question.", MAX_QUERY_CHARS, 1),
@@ -211,24 +210,34 @@ def _of_kind(value: Any, kind: str) -> bool:
 
 
 def _checked_value(where: str, spec: dict, value: Any):
-    kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
-    kind = next((k for k in kinds if _of_kind(value, k)), None)
-    if kind is None:
-        named = " or ".join(f"{'an' if k == 'integer' else 'a'} {k}" for k in kinds)
-        raise InputError(f"{where} must be {named}, not {_json_type(value)}")
-    if kind == "string" and "pattern" in spec and not re.fullmatch(spec["pattern"], value):
-        raise InputError(f"{where} must be a number, or a team memory's id such as t12, not {_short(value)!r}")
+    """The value, checked against its schema; the error names what is wrong, never the value."""
+    if spec.get("pattern") == ID_PATTERN:
+        return _checked_id(where, value)
+    kind = spec["type"]
+    if not _of_kind(value, kind):
+        raise InputError(f"{where} must be {'an' if kind == 'integer' else 'a'} {kind}, not {_json_type(value)}")
     if kind == "string":
         if len(value) > spec.get("maxLength", len(value)):
             raise InputError(f"{where} is {len(value):,} characters; the limit is {spec['maxLength']:,}")
         if len(value.strip()) < spec.get("minLength", 0):
             raise InputError(f"{where} is empty")
         if "enum" in spec and value not in spec["enum"]:
-            raise InputError(f"{where} must be one of {', '.join(spec['enum'])}, not {_short(value)!r}")
-    if kind == "integer":
-        if value < spec.get("minimum", value) or value > spec.get("maximum", value):
-            bounds = f"from {spec['minimum']}" + (f" to {spec['maximum']}" if "maximum" in spec else " up")
-            raise InputError(f"{where} must be a whole number {bounds}, not {value}")
+            raise InputError(f"{where} must be one of {', '.join(spec['enum'])}")
+    if kind == "integer" and (value < spec.get("minimum", value) or value > spec.get("maximum", value)):
+        bounds = f"from {spec['minimum']}" + (f" to {spec['maximum']}" if "maximum" in spec else " up")
+        raise InputError(f"{where} must be a whole number {bounds}")
+    return value
+
+
+def _checked_id(where: str, value: Any) -> str:
+    """A memory id as a string ("12", "t12"). A whole number is taken as its string: clients that
+    saw an older tool list send numbers."""
+    if _of_kind(value, "integer"):
+        value = str(value)
+    if not isinstance(value, str):
+        raise InputError(f'{where} must be a string such as "12" or "t12", not {_json_type(value)}')
+    if not re.fullmatch(ID_PATTERN, value) or int(value.lstrip("t")) > MAX_ID:
+        raise InputError(f'{where} is not a memory id: give one as recall shows it, such as "12" or "t12"')
     return value
 
 

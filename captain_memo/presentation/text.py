@@ -122,15 +122,33 @@ def recall_text(data: dict) -> str:
     more = "" if full else '; detail "full" gives more, show ID the whole memory'
     lines = [
         f"{counted(len(hits), 'memory')} for {data['query']!r} in {_where(data)} "
-        f"(legs: {' + '.join(data['legs'])}{more})"
+        f"(stores searched: {_stores(data)}; legs: {' + '.join(data['legs'])}{more})"
     ]
-    for failed, why in data["failed_legs"].items():
-        lines.append(f"WARNING: the {failed} leg failed, so these results are {' + '.join(data['legs'])}-only: {why}")
+    lines.extend(_warning(failed, why) for failed, why in data["failed_legs"].items())
     for hit in hits:
         lines.extend(_model_hit(hit, full))
     if not hits:
         lines.append("No memory matched.")
     return "\n".join(lines)
+
+
+def _stores(data: dict) -> str:
+    """The stores that answered, and the one that did not: "local + team", "local (team store down)"."""
+    stores = " + ".join(data.get("stores", ["local"])) or "none"
+    down = [name for name in ("local", "team") if name in data["failed_legs"]]
+    return stores + "".join(f" ({name} store down)" for name in down)
+
+
+def _warning(failed: str, why: str) -> str:
+    """A failed store says which store the hits come from; a failed leg, which legs ranked them."""
+    if failed in ("local", "team"):
+        rest = "team" if failed == "local" else "local"
+        return f"WARNING: the {failed} store did not answer, so these results are {rest} only: {why}"
+    store, _, leg = failed.rpartition(" ")
+    legs = " + ".join(name for name in ("vector", "keyword") if name != leg)
+    if store:
+        return f"WARNING: the {store} store's {leg} leg failed, so its results are {legs}-only: {why}"
+    return f"WARNING: the {leg} leg failed, so these results are {legs}-only: {why}"
 
 
 def _model_hit(hit: dict, full: bool) -> list[str]:
