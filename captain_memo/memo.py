@@ -176,6 +176,21 @@ class Memo:
         """The stored vectors' model, dimension and table: a reindex to another model changes them."""
         return self.store.meta("embed_model"), self.store.meta("embed_dim"), self.store.vec_table
 
+    def file_moved(self) -> bool:
+        """The store's file is no longer at its path (moved, deleted or replaced): a long-lived
+        holder closes it (which saves its last writes into it) and opens the path afresh."""
+        return self._store is not None and self._store.moved()
+
+    def checkpoint(self) -> None:
+        """Write the WAL into the file, so the file alone is complete (after a long-lived holder's write)."""
+        if self._store is not None:
+            self._store.checkpoint()
+
+    def defer_writes(self, queue: Callable[[Callable[[], None]], object]) -> None:
+        """Hand the bookkeeping writes of a recall (Tide) to ``queue`` rather than making the recall
+        wait for the write lock (a long-lived holder with a writer thread)."""
+        self.engine.defer = queue
+
     def close(self) -> None:
         if self._team is not None:
             self._team.close()
@@ -658,3 +673,11 @@ def backup(source: Path, target: Path, replace: bool = False, folder: bool = Fal
     from captain_memo.store.backup import backup as copy
 
     return copy(source, target, replace=replace, folder=folder)
+
+
+def restore(backup_file: Path, target: Path) -> Path | None:
+    """Put the backup ``backup_file`` in place of the database ``target`` (store/backup.py); returns
+    where the store it replaced is kept, None when there was none."""
+    from captain_memo.store.backup import restore as put_back
+
+    return put_back(backup_file, target)
