@@ -16,6 +16,7 @@ from collections import namedtuple
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from captain_memo import fields
 from captain_memo.errors import InputError
 
 if TYPE_CHECKING:
@@ -37,20 +38,29 @@ class _Request:
 
         def _asdict(self) -> dict[str, Any]: ...
 
+    FIELDS: dict = {}  # each field's rules (fields.py): the same as the CLI's and the MCP tools'
+    OP = ""
+
     def to_json(self) -> dict:
         return self._asdict()
+
+    def checked(self):
+        """This request when every field meets its rules, else InputError naming the first that does
+        not: nothing malformed reaches the store, whichever front end sent it."""
+        fields.checked_fields(self.OP, self.FIELDS, self._asdict())
+        return self
 
     @classmethod
     def from_json(cls, data: dict):
         if not isinstance(data, dict):
-            raise InputError(f"a {cls.__name__} must be a JSON object")
-        unknown = set(data) - set(cls._fields)
+            raise InputError(f"{cls.OP}: the request must be a JSON object, not {fields.json_type(data)}")
+        unknown = sorted(set(data) - set(cls._fields))
         if unknown:
-            raise InputError(f"unknown fields in {cls.__name__}: {', '.join(sorted(unknown))}")
+            raise InputError(f"{cls.OP}: unknown field {fields.short(unknown[0])!r}; it takes {', '.join(cls._fields)}")
         missing = [name for name in cls._fields if name not in data and name not in cls._field_defaults]
         if missing:
-            raise InputError(f"{cls.__name__} needs {', '.join(missing)}")
-        return cls(**data)
+            raise InputError(f"{cls.OP}: {', '.join(missing)} is required")
+        return cls(**data).checked()
 
 
 class RecallRequest(
@@ -62,6 +72,8 @@ class RecallRequest(
     """A search from the folder ``cwd``; ``project`` overrides its repository ("none": personal notes)."""
 
     __slots__ = ()
+    FIELDS = fields.RECALL_FIELDS
+    OP = "recall"
 
 
 class RememberRequest(
@@ -77,6 +89,8 @@ class RememberRequest(
     with CAPTAIN_MEMO_REDACT_SECRETS=1); ``team``: into the team store (CAPTAIN_MEMO_TEAM_DB)."""
 
     __slots__ = ()
+    FIELDS = fields.REMEMBER_FIELDS
+    OP = "remember"
 
 
 def git_lookup(folder: str, fresh: bool = True):
@@ -96,6 +110,7 @@ def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> 
     from captain_memo import records
     from captain_memo.ranking.result import result_json
 
+    request = request.checked()
     ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=False)
     result = memo.recall(
         records.RecallRequest(
@@ -116,6 +131,7 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
     from captain_memo import secrets
     from captain_memo.records import NewMemory, Source
 
+    request = request.checked()
     # Checked where the store is open: compiling the patterns would cost the thin client ~10 ms.
     kept = secrets.check(
         request.text, request.title, allow=request.allow_secrets, how_to_allow="rerun with --allow-secrets"

@@ -169,6 +169,10 @@ class Engine:
         for name in ("project", "branch"):
             validation.checked_optional(name, getattr(memory, name))
         validation.checked_optional("file path", memory.source.path)
+        # A wrong type stored here broke every later recall (a date as text: float - str).
+        validation.checked_time("created_at", memory.created_at)
+        validation.checked_line("line_start", memory.source.line_start)
+        validation.checked_line("line_end", memory.source.line_end)
         # Given chunks (a source's sections) are cleaned too: a private span must not reach the index.
         chunks = [
             c for c in (validation.without_private(validation.unix_newlines(c)) for c in memory.chunks) if c.strip()

@@ -502,6 +502,15 @@ class Memo:
         raises: a failure is a failed check)."""
         return doctor(self.path) + self.team_check()
 
+    @_translated
+    def repair_fields(self) -> list[str]:
+        """Mend memories whose fields hold a value of the wrong type (store/field_types.py); returns
+        what was changed, one line each."""
+        from captain_memo.store.field_types import repair
+
+        with self.store.write() as conn:
+            return repair(conn)
+
     def team_check(self) -> list[tuple[str, bool, str]]:
         """``[("team", ok, detail)]`` when a team store is set (reachable with its size, model and
         schema, or the failure named); empty when none is."""
