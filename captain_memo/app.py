@@ -22,6 +22,7 @@ from captain_memo.errors import InputError
 if TYPE_CHECKING:
     from captain_memo.gitctx import GitContext
 
+REQUEST_KEY_PREFIX = "request:"  # a remembered request's key, kept as the memory's source key
 # (folder, fresh) -> the git context there; ``fresh`` asks for the current commit, not a cached one.
 ContextLookup = Callable[[str, bool], "GitContext"]
 
@@ -80,13 +81,14 @@ class RememberRequest(
     _Request,
     namedtuple(
         "RememberRequest",
-        "text cwd kind title file line_start line_end created_at project branch allow_secrets team",
-        defaults=("memory", "", None, None, None, None, None, None, False, False),
+        "text cwd kind title file line_start line_end created_at project branch allow_secrets team request_key",
+        defaults=("memory", "", None, None, None, None, None, None, False, False, None),
     ),
 ):
     """A memory written from ``cwd``; ``file`` as the user wrote it, relative to ``cwd`` or absolute;
     ``allow_secrets``: store text that looks like a credential as it is (else refused, or redacted
-    with CAPTAIN_MEMO_REDACT_SECRETS=1); ``team``: into the team store (CAPTAIN_MEMO_TEAM_DB)."""
+    with CAPTAIN_MEMO_REDACT_SECRETS=1); ``team``: into the team store (CAPTAIN_MEMO_TEAM_DB);
+    ``request_key``: the client's name for this request (``new_request_key``): run twice, saved once."""
 
     __slots__ = ()
     FIELDS = fields.REMEMBER_FIELDS
@@ -146,6 +148,7 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
         commit=ctx.commit if request.file else None,
         origin="cli",
     )
+    key = f"{REQUEST_KEY_PREFIX}{request.request_key}" if request.request_key and not request.team else None
     memory = NewMemory(
         body=request.text,
         kind=request.kind,
@@ -154,14 +157,38 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
         branch=ctx.branch,
         source=source,
         created_at=request.created_at,
+        source_key=key,
     )
     if request.team:
         # The team store embeds what it stores at once or not at all: nothing waits here.
         memory_id: int | str = str(memo.remember_team(memory))
         pending = 0
     else:
-        memory_id, pending = memo.remember(memory), memo.pending_vectors()
+        memory_id, pending = _remember_once(memo, memory), memo.pending_vectors()
     return {"id": memory_id, "pending_vectors": pending, "kept_secrets": [finding.describe() for finding in kept]}
+
+
+def new_request_key() -> str:
+    import os
+
+    return os.urandom(16).hex()
+
+
+def _remember_once(memo, memory) -> int:
+    """Save ``memory`` unless the same request (its key) was saved already: by the service before
+    it stopped answering, or by the client that then ran it itself."""
+    if memory.source_key is None:
+        return memo.remember(memory)
+    saved = memo.saved_by_key(memory.source_key, memory.project)
+    if saved is not None:
+        return saved
+    try:
+        return memo.remember(memory)
+    except Exception:
+        saved = memo.saved_by_key(memory.source_key, memory.project)  # saved meanwhile by the other
+        if saved is None:
+            raise
+        return saved
 
 
 def _source_path(ctx, cwd: str, file: str) -> str:

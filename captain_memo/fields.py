@@ -51,7 +51,7 @@ def one_of(choices, nullable: bool = False) -> dict:
 
 # The fields of the requests front ends send (app.RecallRequest, app.RememberRequest).
 RECALL_FIELDS = {
-    "query": text(MAX_QUERY_CHARS, 1),
+    "query": text(MAX_QUERY_CHARS),  # empty: the engine says so in its own words
     "cwd": text(MAX_FIELD_CHARS, 1),
     "project": text(MAX_FIELD_CHARS, nullable=True),
     "branch": text(MAX_FIELD_CHARS, nullable=True),
@@ -60,7 +60,7 @@ RECALL_FIELDS = {
     "all_projects": flag(),
 }
 REMEMBER_FIELDS = {
-    "text": text(MAX_BODY_CHARS, 1),
+    "text": text(MAX_BODY_CHARS),  # empty: "nothing to remember" (engine.prepare)
     "cwd": text(MAX_FIELD_CHARS, 1),
     "kind": one_of(KINDS),
     "title": text(MAX_TITLE_CHARS),
@@ -72,6 +72,9 @@ REMEMBER_FIELDS = {
     "branch": text(MAX_FIELD_CHARS, nullable=True),
     "allow_secrets": flag(),
     "team": flag(),
+    # Chosen by the client once per remember: a request run twice (the service stopped after
+    # taking it, the client running it itself) is saved once.
+    "request_key": {**text(32, nullable=True), "pattern": "[0-9a-f]{32}", "patternHint": "32 hex digits"},
 }
 
 
@@ -117,7 +120,8 @@ def _of_kind(value: Any, kind: str) -> bool:
 
 def _check_string(where: str, spec: dict, value: str) -> None:
     if "pattern" in spec and not re.fullmatch(spec["pattern"], value):
-        raise InputError(f"{where} must be a number, or a team memory's id such as t12, not {short(value)!r}")
+        hint = spec.get("patternHint", "a number, or a team memory's id such as t12")
+        raise InputError(f"{where} must be {hint}, not {short(value)!r}")
     if len(value) > spec.get("maxLength", len(value)):
         raise InputError(f"{where} is {len(value):,} characters; the limit is {spec['maxLength']:,}")
     if len(value.strip()) < spec.get("minLength", 0):

@@ -242,6 +242,12 @@ class Memo:
         return self.engine.remember(memory)
 
     @_translated
+    @_translated
+    def saved_by_key(self, source_key: str, project: str | None) -> int | None:
+        """The id of the memory saved under ``source_key`` in ``project``, None when there is none."""
+        found = self.store.find_by_source_key(source_key, project)
+        return None if found is None else found.id
+
     def import_memories(
         self, memories: Sequence[NewMemory], label: str = "importing", batch: int = 32, quiet: bool = False
     ) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -93,21 +94,22 @@ class WarmMemo:
 
     # -- the calls ------------------------------------------------------------------------
 
-    def call(self, work: Callable[[Any], Any], write: bool = False):
+    def call(self, work: Callable[[Any], Any], write: bool = False, expires: float | None = None):
         """``work(memo)`` with a Memo that matches the store now: on the writer thread for a write,
-        else on a reader."""
-        return self.submit(work, write).result()
+        else on a reader. ``expires``: the time after which the caller no longer waits for it (it
+        runs the request itself), so it is not started later than that."""
+        return self.submit(work, write, expires).result()
 
-    def submit(self, work: Callable[[Any], Any], write: bool = False) -> Future:
+    def submit(self, work: Callable[[Any], Any], write: bool = False, expires: float | None = None) -> Future:
         if self._closed.is_set():
             raise RuntimeError("the warm store is closed")
-        return (self._writer if write else self._readers).submit(self._run, work, write)
+        return (self._writer if write else self._readers).submit(self._run, work, write, expires)
 
-    def recall(self, request: app.RecallRequest) -> dict:
-        return self.call(lambda memo: app.recall(memo, request, self._context))
+    def recall(self, request: app.RecallRequest, expires: float | None = None) -> dict:
+        return self.call(lambda memo: app.recall(memo, request, self._context), expires=expires)
 
-    def remember(self, request: app.RememberRequest) -> dict:
-        return self.call(lambda memo: app.remember(memo, request, self._context), write=True)
+    def remember(self, request: app.RememberRequest, expires: float | None = None) -> dict:
+        return self.call(lambda memo: app.remember(memo, request, self._context), write=True, expires=expires)
 
     def warm_up(self) -> None:
         """Open the store and load the model now, so the first search does not wait for them."""
@@ -127,7 +129,11 @@ class WarmMemo:
 
     # -- freshness ------------------------------------------------------------------------
 
-    def _run(self, work: Callable[[Any], Any], write: bool):
+    def _run(self, work: Callable[[Any], Any], write: bool, expires: float | None = None):
+        if expires is not None and time.time() > expires:
+            from captain_memo.errors import CaptainMemoError
+
+            raise CaptainMemoError("not run: its caller stopped waiting before its turn came (and runs it itself)")
         try:
             while True:
                 memo = self._fresh()
