@@ -149,3 +149,24 @@ def test_a_recall_the_stopped_service_took_is_answered_here_and_stop_ends_it(gat
     assert stopped.returncode == 0 and f"(pid {pid})" in stopped.stdout and "ended it with SIG" in stopped.stdout
     assert wait_for(lambda: not alive(pid), 10)
     assert bodies(env, "alpha") == ["alpha: the invoice total is rounded once"]
+
+
+def test_a_recall_is_answered_while_a_long_remember_is_being_written(gate, env):
+    """Reads never wait behind writes: with a remember held inside the service (at its embedding),
+    recalls are answered by the service itself, at once."""
+    warm_service(env)
+    patient = {**env, "CAPTAIN_MEMO_SERVICE_TIMEOUT": "120"}  # the same service, a longer wait
+    child = caught_mid_request(gate, patient, "remember", "theta: a remember held while recalls go on")
+    # The model server runs one batch at a time, so the held remember holds it: the recalls ask
+    # what warm_service asked, whose vector the service keeps, and need no model.
+    try:
+        for _ in range(3):
+            found = cli("recall", "invoice", env=env)
+            assert found.returncode == 0 and "alpha: the invoice total" in found.stdout
+            assert "running it here" not in found.stderr, found.stderr
+        assert child.poll() is None  # the remember is still held meanwhile
+    finally:
+        gate.release()
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0 and "remembered #" in out and "running" not in err, err
+    assert bodies(env, "theta") == ["theta: a remember held while recalls go on"]

@@ -78,7 +78,9 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None
             if sock is None:
                 return None
             try:
-                return _exchange(sock, op, request, deadline=deadline(op, request, env))
+                # A service this command just started loads the engine first: allow for it.
+                wait = deadline(op, request, env) + (START_TIMEOUT if started else 0.0)
+                return _exchange(sock, op, request, deadline=wait)
             except _Stale:
                 if started:  # it runs other code than this command even though this command started it
                     _say("the service it started runs another installation of captain-memo; running without it")
