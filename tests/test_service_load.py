@@ -17,10 +17,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from embed_support import REPO
 from mcp_support import server_command
 
 SECONDS = 30.0

@@ -57,6 +57,10 @@ class _Stale(_NotAccepted):
 class _Unanswered(Exception):
     """The service did not take the request, or did not answer it, in time (stopped, stuck)."""
 
+    def __init__(self, message: str, taken: bool):
+        super().__init__(message)
+        self.taken = taken
+
 
 class _Lost(Exception):
     """The service took the request and then went away: it may or may not have run."""
@@ -85,13 +89,11 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None
                 if started:  # it runs other code than this command even though this command started it
                     _say("the service it started runs another installation of captain-memo; running without it")
                     return None
-            except _Unanswered as exc:
-                _say(f"{exc}; running it here")
-                return None
             except _NotAccepted:
                 continue
-            except _Lost as exc:
-                if op in READ_ONLY or request.get("request_key"):
+            except (_Unanswered, _Lost) as exc:
+                # Not taken: the service will not start it late (it checks ``expires``).
+                if op in READ_ONLY or request.get("request_key") or not getattr(exc, "taken", True):
                     _say(f"{exc}; running it here")
                     return None
                 raise CaptainMemoError(
@@ -233,7 +235,7 @@ def _exchange(sock: socket.socket, op: str, request: dict, installation: bool = 
             wire.send(sock, message)
             first = wire.receive(reader)
         except TimeoutError:
-            raise _Unanswered(f"the service did not take `{op}` within {ACCEPT_TIMEOUT:g} s") from None
+            raise _Unanswered(f"the service did not take `{op}` within {ACCEPT_TIMEOUT:g} s", taken=False) from None
         except (ConnectionResetError, BrokenPipeError, wire.WireError):
             raise _NotAccepted() from None
         if first is None:
@@ -246,7 +248,7 @@ def _exchange(sock: socket.socket, op: str, request: dict, installation: bool = 
         try:
             reply = wire.receive(reader)
         except TimeoutError:
-            raise _Unanswered(f"the service took `{op}` but did not answer within {deadline:g} s") from None
+            raise _Unanswered(f"the service took `{op}` but did not answer within {deadline:g} s", taken=True) from None
         except (OSError, wire.WireError) as exc:
             raise _Lost(f"the service failed while running `{op}` ({exc})") from None
     if reply is None:
