@@ -60,6 +60,8 @@ class MemoryService:
         return Path(self.db).expanduser() if self.db else db_path()
 
     def memo(self) -> Memo:
+        if self._memo is not None and self._memo.file_moved():
+            self.drop_memo()  # moved away or replaced: its last writes go into it, the path opens afresh
         if self._memo is None:
             self._memo = self._open(self.db)
         return self._memo
@@ -131,6 +133,7 @@ class MemoryService:
             saved, vector = memo.get(ref), True
         else:
             memory_id = memo.remember(memory)
+            memo.checkpoint()  # the file alone is complete again (a copy or move takes everything)
             saved, vector = memo.get(memory_id), memo.missing_vectors(memory_id) == 0
         return {
             "id": memory_id,
