@@ -178,10 +178,16 @@ class WarmMemo:
             except BaseException:
                 memo.close()
                 raise
-            memo.defer_writes(lambda job: self._writer.submit(self._quietly, memo, job))
+            memo.defer_writes(lambda job: self._defer(memo, job))
             self._opened_on = _fingerprint(memo)
             self._memo = memo
             return memo
+
+    def _defer(self, memo, job: Callable[[], Any]) -> None:
+        try:
+            self._writer.submit(self._quietly, memo, job)
+        except RuntimeError:  # closing: the writer takes no more work; a recall's Tide record is dropped
+            log.info("closing: a recall was not recorded for Tide")
 
     def _quietly(self, memo, job: Callable[[], Any]) -> None:
         """A deferred write (Tide's bookkeeping) of ``memo``: logged, never raised, skipped once

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from captain_memo.errors import InputError, StoreError
+from captain_memo.store import held_file
 from captain_memo.store.db import connect_read_only, load_vec, sqlite_module, write_denied
 from captain_memo.store.health import integrity
 
@@ -130,6 +131,11 @@ def _swap_in(partial: Path, target: Path) -> Path:
         try:
             os.link(target, kept)
             os.replace(partial, target)
+            # The old file's emptied -wal and -shm leave the path with it: a process opening the
+            # restored file makes its own, never sharing the index a holder of the old file still
+            # has mapped (it keeps them open until it notices the new file; store/held_file.py).
+            for suffix in held_file.SIDE_FILES:
+                Path(f"{target}{suffix}").unlink(missing_ok=True)
         finally:
             conn.execute("ROLLBACK")
     finally:
