@@ -8,29 +8,14 @@ it, the MCP server is a real `captain-memo mcp` process spoken to with the MCP S
 from __future__ import annotations
 
 import shutil
-import sqlite3
-from pathlib import Path
 
 from embed_support import provider_env
 from fakes import HashEmbedder
 from mcp_support import connect, run
+from service_support import bodies
 
 from captain_memo.editor.service import EditorService
 from captain_memo.memo import Memo
-
-
-def bodies(path: Path) -> list[str]:
-    """The memories in the file at ``path`` alone (a copy, read with nothing beside it)."""
-    copy = path.with_name(f"cold-{path.name}")
-    shutil.copyfile(path, copy)
-    try:
-        conn = sqlite3.connect(copy)
-        try:
-            return sorted(row[0] for row in conn.execute("SELECT body FROM memories"))
-        finally:
-            conn.close()
-    finally:
-        copy.unlink()
 
 
 def test_the_editor_host_follows_a_store_moved_away_and_one_put_back(tmp_path):

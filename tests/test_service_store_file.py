@@ -8,30 +8,15 @@ Every store is read back cold (a fresh SQLite connection in this process, nothin
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from pathlib import Path
 
 from embed_support import cli
-from service_support import status
+from service_support import bodies, status
 
 
 def remember(env: dict, text: str) -> None:
     done = cli("remember", text, env=env)
     assert done.returncode == 0 and "running without" not in done.stderr, done.stderr
-
-
-def bodies(path: Path) -> list[str]:
-    """The memories in the file at ``path`` alone, as a copy read cold (no -wal or -shm beside it)."""
-    copy = path.with_name(f"cold-{path.name}")
-    shutil.copyfile(path, copy)
-    try:
-        conn = sqlite3.connect(copy)
-        try:
-            return sorted(row[0] for row in conn.execute("SELECT body FROM memories"))
-        finally:
-            conn.close()
-    finally:
-        copy.unlink()
 
 
 def recalled(env: dict, query: str) -> str:
