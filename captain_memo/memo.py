@@ -153,6 +153,13 @@ class Memo:
             self._project_ids[project] = known or project
         return self._project_ids[project]
 
+    def prefer_queries(self) -> None:
+        """Let a query's embedding go before the rest of a long one (queries_first.py): for a
+        long-lived holder whose recalls run beside its writes. Before the engine opens."""
+        from captain_memo.queries_first import QueriesFirst
+
+        self._embedder = QueriesFirst(self.embedder)
+
     def _team_or_refuse(self, what: str):
         if self.team is None:
             from captain_memo.errors import InputError

@@ -35,12 +35,11 @@ READERS = 3  # recalls served at once; more would only share two cores more thin
 
 
 def open_memory_indexed(path: Path):
-    from captain_memo.config import embed_config
-    from captain_memo.engine import make_embedder
     from captain_memo.memo import Memo
-    from captain_memo.queries_first import QueriesFirst
 
-    return Memo.open(path, QueriesFirst(make_embedder(embed_config())), warm=True)
+    memo = Memo.open(path, warm=True)
+    memo.prefer_queries()  # recalls and a long remember run side by side here
+    return memo
 
 
 class Gate:
