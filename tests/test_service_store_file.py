@@ -113,3 +113,19 @@ def test_a_write_into_the_restored_store_before_the_service_notices_is_kept(serv
         "delta: saved by another process after the restore",
         "epsilon: saved through the service",
     ]
+
+
+def test_a_write_into_a_store_put_back_by_hand_before_the_service_notices_is_kept(service_env, tmp_path):
+    db = Path(service_env["CAPTAIN_MEMO_DB"])
+    remember(service_env, "alpha: the invoice total is rounded once")
+    assert cli("backup", str(tmp_path / "backup.db"), env=service_env).returncode == 0
+    remember(service_env, "gamma: saved after the backup")
+    (tmp_path / "backup.db").rename(db)
+    cold = cli("--no-service", "remember", "delta: saved by another process after the restore", env=service_env)
+    assert cold.returncode == 0, cold.stderr
+    answer = recalled(service_env, "delta saved by another process invoice")  # the service notices now
+    assert "delta" in answer and "gamma" not in answer
+    assert bodies(db) == [
+        "alpha: the invoice total is rounded once",
+        "delta: saved by another process after the restore",
+    ]
