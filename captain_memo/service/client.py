@@ -128,7 +128,8 @@ def control(op: str, db: str | os.PathLike, env=None) -> dict | None:
     if sock is None:
         return None
     try:
-        return _exchange(sock, op, {}, installation=False, deadline=CONTROL_TIMEOUT)
+        # Asked for by name, with nothing to fall back on: a loaded machine gets longer.
+        return _exchange(sock, op, {}, installation=False, deadline=CONTROL_TIMEOUT, accept=CONTROL_TIMEOUT)
     except (_NotAccepted, _Lost):
         return None
     except _Unanswered as exc:
@@ -221,21 +222,28 @@ def _start(path: Path, db, env) -> socket.socket | None:
     return None
 
 
-def _exchange(sock: socket.socket, op: str, request: dict, installation: bool = True, deadline: float = 0.0) -> dict:
+def _exchange(
+    sock: socket.socket,
+    op: str,
+    request: dict,
+    installation: bool = True,
+    deadline: float = 0.0,
+    accept: float = ACCEPT_TIMEOUT,
+) -> dict:
     """``installation``: name this command's installation, so that a service of another steps down
     (a command's request); ``service status`` and ``stop`` look at whatever service runs.
     The service must take the request within ACCEPT_TIMEOUT and answer within ``deadline``
     seconds after; it is told the deadline too, and drops a request it reaches too late."""
-    sock.settimeout(ACCEPT_TIMEOUT)
+    sock.settimeout(accept)
     with sock.makefile("rb") as reader:
         try:
-            message = {"op": op, "request": request, "expires": time.time() + ACCEPT_TIMEOUT + deadline}
+            message = {"op": op, "request": request, "expires": time.time() + accept + deadline}
             if installation:
                 message["build"] = build_id()
             wire.send(sock, message)
             first = wire.receive(reader)
         except TimeoutError:
-            raise _Unanswered(f"the service did not take `{op}` within {ACCEPT_TIMEOUT:g} s", taken=False) from None
+            raise _Unanswered(f"the service did not take `{op}` within {accept:g} s", taken=False) from None
         except (ConnectionResetError, BrokenPipeError, wire.WireError):
             raise _NotAccepted() from None
         if first is None:
