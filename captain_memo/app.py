@@ -16,11 +16,13 @@ from collections import namedtuple
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from captain_memo import fields
 from captain_memo.errors import InputError
 
 if TYPE_CHECKING:
     from captain_memo.gitctx import GitContext
 
+REQUEST_KEY_PREFIX = "request:"  # a remembered request's key, kept as the memory's source key
 # (folder, fresh) -> the git context there; ``fresh`` asks for the current commit, not a cached one.
 ContextLookup = Callable[[str, bool], "GitContext"]
 
@@ -37,20 +39,29 @@ class _Request:
 
         def _asdict(self) -> dict[str, Any]: ...
 
+    FIELDS: dict = {}  # each field's rules (fields.py): the same as the CLI's and the MCP tools'
+    OP = ""
+
     def to_json(self) -> dict:
         return self._asdict()
+
+    def checked(self):
+        """This request when every field meets its rules, else InputError naming the first that does
+        not: nothing malformed reaches the store, whichever front end sent it."""
+        fields.checked_fields(self.OP, self.FIELDS, self._asdict())
+        return self
 
     @classmethod
     def from_json(cls, data: dict):
         if not isinstance(data, dict):
-            raise InputError(f"a {cls.__name__} must be a JSON object")
-        unknown = set(data) - set(cls._fields)
+            raise InputError(f"{cls.OP}: the request must be a JSON object, not {fields.json_type(data)}")
+        unknown = sorted(set(data) - set(cls._fields))
         if unknown:
-            raise InputError(f"unknown fields in {cls.__name__}: {', '.join(sorted(unknown))}")
+            raise InputError(f"{cls.OP}: unknown field {fields.short(unknown[0])!r}; it takes {', '.join(cls._fields)}")
         missing = [name for name in cls._fields if name not in data and name not in cls._field_defaults]
         if missing:
-            raise InputError(f"{cls.__name__} needs {', '.join(missing)}")
-        return cls(**data)
+            raise InputError(f"{cls.OP}: {', '.join(missing)} is required")
+        return cls(**data).checked()
 
 
 class RecallRequest(
@@ -66,21 +77,26 @@ class RecallRequest(
     shows them)."""
 
     __slots__ = ()
+    FIELDS = fields.RECALL_FIELDS
+    OP = "recall"
 
 
 class RememberRequest(
     _Request,
     namedtuple(
         "RememberRequest",
-        "text cwd kind title file line_start line_end created_at project branch allow_secrets team",
-        defaults=("memory", "", None, None, None, None, None, None, False, False),
+        "text cwd kind title file line_start line_end created_at project branch allow_secrets team request_key",
+        defaults=("memory", "", None, None, None, None, None, None, False, False, None),
     ),
 ):
     """A memory written from ``cwd``; ``file`` as the user wrote it, relative to ``cwd`` or absolute;
     ``allow_secrets``: store text that looks like a credential as it is (else refused, or redacted
-    with CAPTAIN_MEMO_REDACT_SECRETS=1); ``team``: into the team store (CAPTAIN_MEMO_TEAM_DB)."""
+    with CAPTAIN_MEMO_REDACT_SECRETS=1); ``team``: into the team store (CAPTAIN_MEMO_TEAM_DB);
+    ``request_key``: the client's name for this request (``new_request_key``): run twice, saved once."""
 
     __slots__ = ()
+    FIELDS = fields.REMEMBER_FIELDS
+    OP = "remember"
 
 
 def git_lookup(folder: str, fresh: bool = True):
@@ -109,6 +125,7 @@ def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> 
     from captain_memo import records
     from captain_memo.presentation.views import recall_json
 
+    request = request.checked()
     ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=False)
     result = memo.recall(
         records.RecallRequest(
@@ -130,6 +147,7 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
     from captain_memo import secrets
     from captain_memo.records import NewMemory, Source
 
+    request = request.checked()
     # Checked where the store is open: compiling the patterns would cost the thin client ~10 ms.
     kept = secrets.check(
         request.text, request.title, allow=request.allow_secrets, how_to_allow="rerun with --allow-secrets"
@@ -144,6 +162,7 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
         commit=ctx.commit if request.file else None,
         origin="cli",
     )
+    key = f"{REQUEST_KEY_PREFIX}{request.request_key}" if request.request_key and not request.team else None
     memory = NewMemory(
         body=request.text,
         kind=request.kind,
@@ -152,14 +171,38 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
         branch=ctx.branch,
         source=source,
         created_at=request.created_at,
+        source_key=key,
     )
     if request.team:
         # The team store embeds what it stores at once or not at all: nothing waits here.
         memory_id: int | str = str(memo.remember_team(memory))
         pending = 0
     else:
-        memory_id, pending = memo.remember(memory), memo.pending_vectors()
+        memory_id, pending = _remember_once(memo, memory), memo.pending_vectors()
     return {"id": memory_id, "pending_vectors": pending, "kept_secrets": [finding.describe() for finding in kept]}
+
+
+def new_request_key() -> str:
+    import os
+
+    return os.urandom(16).hex()
+
+
+def _remember_once(memo, memory) -> int:
+    """Save ``memory`` unless the same request (its key) was saved already: by the service before
+    it stopped answering, or by the client that then ran it itself."""
+    if memory.source_key is None:
+        return memo.remember(memory)
+    saved = memo.saved_by_key(memory.source_key, memory.project)
+    if saved is not None:
+        return saved
+    try:
+        return memo.remember(memory)
+    except Exception:
+        saved = memo.saved_by_key(memory.source_key, memory.project)  # saved meanwhile by the other
+        if saved is None:
+            raise
+        return saved
 
 
 def _source_path(ctx, cwd: str, file: str) -> str:

@@ -62,12 +62,23 @@ def checks(path: Path) -> list[tuple[str, bool, str]]:
         counts = store.counts()
         consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
         out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
+        out.append(field_types(store))
         out.append(vector_models(store))
     except Exception as exc:  # a damaged file fails mid-check: report it, never a traceback
         out.append(("database", False, f"{path}: {exc}; {DAMAGED}"))
     finally:
         store.close()
     return out
+
+
+def field_types(store) -> tuple[str, bool, str]:
+    """Memories whose fields hold a value of the wrong type: every recall ranking one fails."""
+    from captain_memo.store.field_types import described, wrong_types
+
+    found = wrong_types(store.conn)
+    if not found:
+        return "fields", True, "every memory's fields hold values of their type"
+    return "fields", False, f"{described(found)}: recalls that meet them fail; run `captain-memo doctor --repair`"
 
 
 def provider_state() -> tuple[str, bool, str]:

@@ -64,6 +64,8 @@ class Engine:
         self.index: VectorIndex = vector_index or default_index(store)
         self._pool: ThreadPoolExecutor | None = None
         self._read_only_said = False
+        # A long-lived holder's writer queue: a recall's Tide bookkeeping then waits for no write.
+        self.defer: Callable[[Callable[[], None]], object] | None = None
         if store.checks_model_at_open:  # a team store refuses another model for its vector leg only
             store.check_model(embedder.model_id)
         # HTTP providers learn their dimension from the first answer; the store knows it already,
@@ -175,6 +177,10 @@ class Engine:
         for name in ("project", "branch"):
             validation.checked_optional(name, getattr(memory, name))
         validation.checked_optional("file path", memory.source.path)
+        # A wrong type stored here broke every later recall (a date as text: float - str).
+        validation.checked_time("created_at", memory.created_at)
+        validation.checked_line("line_start", memory.source.line_start)
+        validation.checked_line("line_end", memory.source.line_end)
         # Given chunks (a source's sections) are cleaned too: a private span must not reach the index.
         chunks = [
             c for c in (validation.without_private(validation.unix_newlines(c)) for c in memory.chunks) if c.strip()
@@ -228,7 +234,11 @@ class Engine:
             return
         gain, now = getattr(cfg, SURFACING[how]), self.clock()
         updates = [(m.id, lifecycle.reinforced(m, gain, now, cfg)) for m in memories]
-        self.store.record_surfacing(updates, now, opened=how is Surfacing.OPEN)
+        opened = how is Surfacing.OPEN
+        if self.defer is not None and not opened:
+            self.defer(lambda: self.store.record_surfacing(updates, now, opened=False))
+        else:
+            self.store.record_surfacing(updates, now, opened=opened)
 
     def _say_read_only(self) -> None:
         if not self._read_only_said:

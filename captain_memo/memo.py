@@ -161,6 +161,13 @@ class Memo:
             self._project_ids[project] = known or project
         return self._project_ids[project]
 
+    def prefer_queries(self) -> None:
+        """Let a query's embedding go before the rest of a long one (queries_first.py): for a
+        long-lived holder whose recalls run beside its writes. Before the engine opens."""
+        from captain_memo.queries_first import QueriesFirst
+
+        self._embedder = QueriesFirst(self.embedder)
+
     def _team_or_refuse(self, what: str):
         if self.team is None:
             from captain_memo.errors import InputError
@@ -183,6 +190,21 @@ class Memo:
     def vector_shape(self) -> tuple:
         """The stored vectors' model, dimension and table: a reindex to another model changes them."""
         return self.store.meta("embed_model"), self.store.meta("embed_dim"), self.store.vec_table
+
+    def file_moved(self) -> bool:
+        """The store's file is no longer at its path (moved, deleted or replaced): a long-lived
+        holder closes it (which saves its last writes into it) and opens the path afresh."""
+        return self._store is not None and self._store.moved()
+
+    def checkpoint(self) -> None:
+        """Write the WAL into the file, so the file alone is complete (after a long-lived holder's write)."""
+        if self._store is not None:
+            self._store.checkpoint()
+
+    def defer_writes(self, queue: Callable[[Callable[[], None]], object]) -> None:
+        """Hand the bookkeeping writes of a recall (Tide) to ``queue`` rather than making the recall
+        wait for the write lock (a long-lived holder with a writer thread)."""
+        self.engine.defer = queue
 
     def close(self) -> None:
         if self._team is not None:
@@ -235,6 +257,12 @@ class Memo:
         return self.engine.remember(memory)
 
     @_translated
+    @_translated
+    def saved_by_key(self, source_key: str, project: str | None) -> int | None:
+        """The id of the memory saved under ``source_key`` in ``project``, None when there is none."""
+        found = self.store.find_by_source_key(source_key, project)
+        return None if found is None else found.id
+
     def import_memories(
         self, memories: Sequence[NewMemory], label: str = "importing", batch: int = 32, quiet: bool = False
     ) -> tuple[int, int]:
@@ -594,6 +622,15 @@ class Memo:
         raises: a failure is a failed check)."""
         return doctor(self.path) + self.team_check()
 
+    @_translated
+    def repair_fields(self) -> list[str]:
+        """Mend memories whose fields hold a value of the wrong type (store/field_types.py); returns
+        what was changed, one line each."""
+        from captain_memo.store.field_types import repair
+
+        with self.store.write() as conn:
+            return repair(conn)
+
     def team_check(self) -> list[tuple[str, bool, str]]:
         """``[("team", ok, detail)]`` when a team store is set (reachable with its size, model and
         schema, or the failure named); empty when none is."""
@@ -828,3 +865,11 @@ def backup(source: Path, target: Path, replace: bool = False, folder: bool = Fal
     from captain_memo.store.backup import backup as copy
 
     return copy(source, target, replace=replace, folder=folder)
+
+
+def restore(backup_file: Path, target: Path) -> Path | None:
+    """Put the backup ``backup_file`` in place of the database ``target`` (store/backup.py); returns
+    where the store it replaced is kept, None when there was none."""
+    from captain_memo.store.backup import restore as put_back
+
+    return put_back(backup_file, target)

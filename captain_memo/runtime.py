@@ -21,9 +21,10 @@ from captain_memo.paths import ENV_PREFIX
 SERVICE_ENV = ENV_PREFIX + "SERVICE"  # 0 / off: every command runs in its own process
 IDLE_ENV = ENV_PREFIX + "SERVICE_IDLE"  # seconds without a request before the service exits
 RUNTIME_ENV = ENV_PREFIX + "RUNTIME_DIR"  # sockets, the service log, back-off state
+TIMEOUT_ENV = ENV_PREFIX + "SERVICE_TIMEOUT"  # seconds a client waits for an answer (service/client.py)
 DEFAULT_IDLE = 600.0
 # Settings that change where or how long the service runs, not what it answers.
-UNKEYED = {SERVICE_ENV, IDLE_ENV, RUNTIME_ENV}
+UNKEYED = {SERVICE_ENV, IDLE_ENV, RUNTIME_ENV, TIMEOUT_ENV}
 
 
 class UnsafeRuntimeError(CaptainMemoError):

@@ -6,11 +6,10 @@ import re
 from datetime import datetime, timezone
 
 from captain_memo.errors import InputError
+from captain_memo.fields import LATEST_TIME, MAX_BODY_CHARS, MAX_FIELD_CHARS, MAX_LINE, MAX_TITLE_CHARS
 from captain_memo.kinds import KINDS
 
-MAX_BODY_CHARS = 1_000_000
-MAX_TITLE_CHARS = 1_000
-MAX_FIELD_CHARS = 4_096
+__all__ = ["MAX_BODY_CHARS", "MAX_FIELD_CHARS", "MAX_TITLE_CHARS"]
 PRIVATE_TAG = re.compile(r"<(/?)private>", re.IGNORECASE)
 
 
@@ -82,6 +81,27 @@ def checked_kind(kind: str) -> str:
 
 def checked_optional(name: str, value: str | None) -> str | None:
     return None if value is None else checked_text(name, value, MAX_FIELD_CHARS)
+
+
+def checked_time(name: str, value) -> float | None:
+    """Seconds since 1970 as stored (a number from 1970 to the year 9999), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= LATEST_TIME:
+        raise InputError(f"{name} must be seconds since 1970 (a number), not {_what(value)}")
+    return float(value)
+
+
+def checked_line(name: str, value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LINE:
+        raise InputError(f"{name} must be a line number from 1, not {_what(value)}")
+    return value
+
+
+def _what(value) -> str:
+    return repr(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
 
 
 def parse_date(text: str | None) -> float | None:

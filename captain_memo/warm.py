@@ -1,36 +1,79 @@
-"""A store held open by a long-lived process (the warm service), kept honest.
+"""A store held open by a long-lived process (the warm service), kept honest and never blocking.
 
-Other processes write to the same store meanwhile: a CLI run with the service off, the editor
-host, a ``reindex``. Writes are no problem (SQLite serialises them and the in-memory index reads
-every change from the ``vector_changes`` log). What a held store must notice is the store
-changing under it: a reindex that swapped the model or vector table, or the file replaced by a
-restored backup. Before each call the holder compares the store's model, dimension, vector table
-and file identity with what it was opened on, and reopens the store when any differs;
-opening refuses a store whose model is not the configured one, as a cold command would.
+Other processes write to the same store meanwhile: a CLI run with the service off, an `index`, a
+``reindex``. Writes are no problem (SQLite serialises them and the in-memory index reads every
+change from the ``vector_changes`` log). What a held store must notice is the store changing
+under it: a reindex that swapped the model or vector table, or the file moved away, deleted or
+replaced (a backup put back). Before each call the holder compares the store's model, dimension,
+vector table and file identity with what it was opened on, and reopens the store when any
+differs; closing a file that left its path writes its WAL into it and takes the WAL away from the
+path (store/held_file.py), so nothing lands in, or is read from, the wrong file. After every
+write the WAL is checkpointed, so the file alone is complete whenever nothing is being written.
 
-Every call runs on one worker thread: a store's SQLite connections are used by one
-thread at a time, and the connection count stays fixed however many clients call.
+Concurrency: reads (recall) run at once on a small pool of threads; writes run one at a time on
+their own thread, so a recall never waits behind a long remember. Tide's bookkeeping of a recall
+is a write too: it is queued behind the writes rather than making the recall wait for the lock.
+Reopening takes the gate alone, waiting for the calls in flight. Each thread keeps its own SQLite
+connection, so the connection count is fixed by the pool sizes, however many clients call.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from captain_memo import app
 
 log = logging.getLogger("captain_memo")
+READERS = 3  # recalls served at once; more would only share two cores more thinly
 
 
 def open_memory_indexed(path: Path):
     from captain_memo.memo import Memo
 
-    return Memo.open(path, warm=True)
+    memo = Memo.open(path, warm=True)
+    memo.prefer_queries()  # recalls and a long remember run side by side here
+    return memo
+
+
+class Gate:
+    """Many calls share the store; a reopen has it alone."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._sharing = 0
+        self._alone = False
+
+    @contextmanager
+    def shared(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._alone)
+            self._sharing += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._sharing -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def alone(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._alone)
+            self._alone = True
+            self._cond.wait_for(lambda: self._sharing == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._alone = False
+                self._cond.notify_all()
 
 
 class WarmMemo:
@@ -41,26 +84,34 @@ class WarmMemo:
 
         self.path = Path(path)
         self._open = open_memo
-        self._memo = None
+        self._memo: Any = None
         self._opened_on: tuple | None = None
         self.reopened = 0  # reopens after a change (the tests and `service status` read it)
         self._contexts = ContextCache()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-warm")
+        self._contexts_lock = threading.Lock()
+        self._gate = Gate()
+        self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="captain-memo-read")
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-write")
         self._closed = threading.Event()
 
     # -- the calls ------------------------------------------------------------------------
 
-    def call(self, work: Callable[[Any], Any]):
-        """``work(memo)`` on the worker thread, with a Memo that matches the store now."""
+    def call(self, work: Callable[[Any], Any], write: bool = False, expires: float | None = None):
+        """``work(memo)`` with a Memo that matches the store now: on the writer thread for a write,
+        else on a reader. ``expires``: the time after which the caller no longer waits for it (it
+        runs the request itself), so it is not started later than that."""
+        return self.submit(work, write, expires).result()
+
+    def submit(self, work: Callable[[Any], Any], write: bool = False, expires: float | None = None) -> Future:
         if self._closed.is_set():
             raise RuntimeError("the warm store is closed")
-        return self._worker.submit(self._run, work).result()
+        return (self._writer if write else self._readers).submit(self._run, work, write, expires)
 
-    def recall(self, request: app.RecallRequest) -> dict:
-        return self.call(lambda memo: app.recall(memo, request, self._context))
+    def recall(self, request: app.RecallRequest, expires: float | None = None) -> dict:
+        return self.call(lambda memo: app.recall(memo, request, self._context), expires=expires)
 
-    def remember(self, request: app.RememberRequest) -> dict:
-        return self.call(lambda memo: app.remember(memo, request, self._context))
+    def remember(self, request: app.RememberRequest, expires: float | None = None) -> dict:
+        return self.call(lambda memo: app.remember(memo, request, self._context), write=True, expires=expires)
 
     def warm_up(self) -> None:
         """Open the store and load the model now, so the first search does not wait for them."""
@@ -73,14 +124,28 @@ class WarmMemo:
 
     def close(self) -> None:
         self._closed.set()
-        self._worker.submit(self._drop).result()
-        self._worker.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
+        self._writer.shutdown(wait=True)
+        with self._gate.alone():
+            self._drop()
 
     # -- freshness ------------------------------------------------------------------------
 
-    def _run(self, work: Callable[[Any], Any]):
+    def _run(self, work: Callable[[Any], Any], write: bool, expires: float | None = None):
+        if expires is not None and time.time() > expires:
+            from captain_memo.errors import CaptainMemoError
+
+            raise CaptainMemoError("not run: its caller stopped waiting before its turn came (and runs it itself)")
         try:
-            return work(self._current())
+            while True:
+                memo = self._fresh()
+                with self._gate.shared():
+                    if memo is not self._memo:  # reopened between the check and here: check again
+                        continue
+                    result = work(memo)
+                    if write:
+                        memo.checkpoint()
+                    return result
         except Exception as exc:
             from captain_memo.errors import DatabaseDamagedError
             from captain_memo.memo import readable_error
@@ -88,37 +153,57 @@ class WarmMemo:
             if isinstance(exc, DatabaseDamagedError) or isinstance(
                 readable_error(exc, self.path), DatabaseDamagedError
             ):
-                self._drop()  # the next call opens the file afresh (restored, or moved away)
+                with self._gate.alone():
+                    self._drop()  # the next call opens the file afresh (restored, or moved away)
             raise
 
-    def _context(self, folder: str, fresh: bool):
-        return self._contexts.get(folder, share_worktrees=True, fresh=fresh)
+    def _fresh(self):
+        """The Memo to use now: the one held while the store is unchanged (no waiting), else a
+        new one, opened with the gate held alone."""
+        memo = self._memo
+        if memo is not None and not _changed(self._opened_on, _fingerprint(memo)):
+            return memo
+        return self._fresh_now()
 
-    def _current(self):
-        if self._memo is not None:
-            now = self._fingerprint(self._memo)
-            if _changed(self._opened_on, now):
+    def _fresh_now(self):
+        with self._gate.alone():
+            if self._memo is not None:
+                now = _fingerprint(self._memo)
+                if not _changed(self._opened_on, now):
+                    return self._memo
                 log.info("%s changed (%s -> %s); reopening", self.path, self._opened_on, now)
                 self._drop()
                 self.reopened += 1
-        if self._memo is None:
             memo = self._open(self.path)
             try:
                 _ = memo.engine  # opened now: a store of another model is refused here, and none is held
             except BaseException:
                 memo.close()
                 raise
-            self._opened_on = self._fingerprint(memo)
+            memo.defer_writes(lambda job: self._defer(memo, job))
+            self._opened_on = _fingerprint(memo)
             self._memo = memo
-        return self._memo
+            return memo
 
-    def _fingerprint(self, memo) -> tuple:
+    def _defer(self, memo, job: Callable[[], Any]) -> None:
         try:
-            info = os.stat(self.path)
-            identity = (info.st_dev, info.st_ino)
-        except OSError:
-            identity = None  # moved away: the next open creates a new store there
-        return (identity, *memo.vector_shape())
+            self._writer.submit(self._quietly, memo, job)
+        except RuntimeError:  # closing: the writer takes no more work; a recall's Tide record is dropped
+            log.info("closing: a recall was not recorded for Tide")
+
+    def _quietly(self, memo, job: Callable[[], Any]) -> None:
+        """A deferred write (Tide's bookkeeping) of ``memo``: logged, never raised, skipped once
+        that store is closed (its ids would name other memories in a store opened since)."""
+        try:
+            with self._gate.shared():
+                if memo is self._memo:
+                    job()
+        except Exception as exc:
+            log.warning("recording a recall for Tide failed: %s", exc)
+
+    def _context(self, folder: str, fresh: bool):
+        with self._contexts_lock:
+            return self._contexts.get(folder, share_worktrees=True, fresh=fresh)
 
     def _drop(self) -> None:
         memo, self._memo, self._opened_on = self._memo, None, None
@@ -129,9 +214,17 @@ class WarmMemo:
                 log.exception("closing %s failed", self.path)
 
 
+def _fingerprint(memo) -> tuple:
+    """Whether the store's file left its path, and the vectors' shape (not read from a file that
+    left: a thread's first connection would open whatever is at the path now)."""
+    if memo.file_moved():
+        return (True,)
+    return (False, *memo.vector_shape())
+
+
 def _changed(before: tuple | None, now: tuple) -> bool:
-    """The file was replaced, or a model, dimension or vector table it was opened on changed.
+    """The file left its path, or a model, dimension or vector table it was opened on changed.
     A first model recorded since (the first vectors written) is no change: opening checks it."""
     if before is None:
         return True
-    return before[0] != now[0] or any(old is not None and old != new for old, new in zip(before[1:], now[1:]))
+    return now[0] or any(old is not None and old != new for old, new in zip(before[1:], now[1:]))

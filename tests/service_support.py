@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
+import sqlite3
 import time
 from pathlib import Path
 
@@ -52,3 +54,17 @@ def stop_all(folder: Path) -> None:
             continue
         if not wait_for(lambda pid=pid: not alive(pid), 10):
             os.kill(pid, signal.SIGKILL)
+
+
+def bodies(path: Path) -> list[str]:
+    """The memories in the file at ``path`` alone, as a copy read cold (no -wal or -shm beside it)."""
+    copy = path.with_name(f"cold-{path.name}")
+    shutil.copyfile(path, copy)
+    try:
+        conn = sqlite3.connect(copy)
+        try:
+            return sorted(row[0] for row in conn.execute("SELECT body FROM memories"))
+        finally:
+            conn.close()
+    finally:
+        copy.unlink()

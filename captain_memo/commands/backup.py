@@ -16,6 +16,12 @@ def register(sub) -> None:
         "if missing), gets memo-YYYYMMDD-HHMMSS.db inside it",
     )
     p.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    p.add_argument(
+        "--restore",
+        action="store_true",
+        help="the other way: put the backup PATH in place of the database (the store it replaces is "
+        "kept beside it, dated); a running service or editor serves the restored store at once",
+    )
     p.set_defaults(run=run)
 
 
@@ -23,8 +29,20 @@ def run(args) -> int:
     from captain_memo.memo import backup
 
     source = Path(args.db or db_path())
+    if args.restore:
+        return restore(Path(args.path).expanduser(), source)
     # Path() drops a trailing slash, which is how a folder that does not exist yet is named.
     folder = args.path.endswith(("/", os.sep))
     target = backup(source, Path(args.path).expanduser(), replace=args.force, folder=folder)
     print(f"backed up {source} to {target} ({target.stat().st_size / 1e6:.1f} MB, integrity ok)")
+    return 0
+
+
+def restore(backup_file: Path, db: Path) -> int:
+    from captain_memo.memo import restore as put_back
+
+    kept = put_back(backup_file, db)
+    print(f"restored {db} from {backup_file} (integrity ok)")
+    if kept is not None:
+        print(f"the store it replaced is kept as {kept}")
     return 0

@@ -87,6 +87,7 @@ def remember(args) -> int:
         branch=args.branch,
         allow_secrets=args.allow_secrets,
         team=args.team,
+        request_key=app.new_request_key(),
     )
     data = run_request(args, "remember", request)
     for finding in data["kept_secrets"]:

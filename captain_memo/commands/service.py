@@ -31,6 +31,8 @@ def run(args) -> int:
         return 0
     if answer is None:
         print(f"no service is running for {db}")
+    elif "unanswered" in answer:
+        return _unanswered(answer, db)
     elif args.action == "stop":
         print(f"stopped the service (pid {answer['pid']}) for {db}")
     else:
@@ -40,3 +42,17 @@ def run(args) -> int:
             f"exits after {answer['idle_exit_seconds']:g} s idle"
         )
     return 0
+
+
+def _unanswered(answer: dict, db) -> int:
+    """A service that holds the socket and answers nothing (stopped with SIGSTOP, or stuck)."""
+    pid = answer["pid"]
+    who = f"the service (pid {pid})" if pid else "the service"
+    if "signalled" in answer:
+        print(f"{who} for {db} did not answer ({answer['unanswered']}); ended it with {answer['signalled']}")
+        return 0
+    print(
+        f"{who} for {db} does not answer: {answer['unanswered']}; commands run in their own process "
+        "meanwhile, and `captain-memo service stop` ends it"
+    )
+    return 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from captain_memo.commands._common import open_memo, print_json
 
 
@@ -11,6 +13,12 @@ def register(sub) -> None:
     p.set_defaults(run=stats)
     p = sub.add_parser("doctor", help="check SQLite, sqlite-vec, FTS5, the model and the database")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="first mend memories whose fields hold a value of the wrong type (a date stored as text): "
+        "a date or number written as text is read, anything else cleared",
+    )
     p.set_defaults(run=doctor)
 
 
@@ -44,6 +52,9 @@ def team_line(team: dict) -> str:
 
 def doctor(args) -> int:
     with open_memo(args) as memo:
+        if args.repair:
+            for line in memo.repair_fields():
+                print(f"repaired {line}", file=sys.stderr if args.json else sys.stdout)
         results = memo.doctor()
     if args.json:
         print_json([{"item": item, "ok": ok, "detail": detail} for item, ok, detail in results])

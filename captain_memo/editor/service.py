@@ -40,6 +40,9 @@ from captain_memo.records import (
 )
 
 log = logging.getLogger("captain_memo")
+# Requests that write: the WAL is written into the file after each (a copy or move of an idle
+# store takes everything).
+WRITES = {"save", "forget", "supersede", "index"}
 # Hints ask for more than a page of results: they count every memory naming the token.
 HINT_LIMIT = 50
 
@@ -153,7 +156,10 @@ class EditorService:
             op = self.ops.get(str(request.get("op")))
             if op is None:
                 raise InputError(f"unknown request {request.get('op')!r}")
-            return {**base, "ok": True, "result": op(settings, request.get("args") or {})}
+            result = op(settings, request.get("args") or {})
+            if base["op"] in WRITES and settings.engine_key in self._memos:
+                self._memos[settings.engine_key].checkpoint()  # the file alone is complete again
+            return {**base, "ok": True, "result": result}
         except CaptainMemoError as exc:
             log.info("%s failed: %s", base["op"], exc)
             if isinstance(exc, DatabaseDamagedError) and settings is not None:
@@ -195,6 +201,11 @@ class EditorService:
 
     def memo(self, settings: EditorSettings):
         key = settings.engine_key
+        if key in self._memos and self._memos[key].file_moved():
+            # Moved away, deleted or replaced (a backup put back): closing writes the last writes
+            # into the file that left, and the file now at the path is opened (store/held_file.py).
+            log.info("%s is no longer the file this editor opened; opening it afresh", settings.database_path())
+            self._drop(settings)
         if key not in self._memos:
             self.deliver({"event": "status", "text": "opening the database (the model loads on first search)…"})
             memo = self.memo_factory(settings)

@@ -76,6 +76,8 @@ class MemoryService:
         return Path(self.db).expanduser() if self.db else db_path()
 
     def memo(self) -> Memo:
+        if self._memo is not None and self._memo.file_moved():
+            self.drop_memo()  # moved away or replaced: its last writes go into it, the path opens afresh
         if self._memo is None:
             self._memo = self._open(self.db)
         return self._memo
@@ -122,6 +124,7 @@ class MemoryService:
             saved, vector = memo.get(ref), True
         else:
             local_id = memo.remember(memory)
+            memo.checkpoint()  # the file alone is complete again (a copy or move takes everything)
             saved, vector = memo.get(local_id), memo.missing_vectors(local_id) == 0
         return {
             "id": str(saved.ref),

@@ -8,18 +8,16 @@ wrong with it, never echoing the value (a 10 MB string must not come back in the
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from captain_memo import validation
 from captain_memo.errors import InputError
+from captain_memo.fields import ID_PATTERN, MAX_QUERY_CHARS
+from captain_memo.fields import checked_value as _checked_value
+from captain_memo.fields import json_type as _json_type
 from captain_memo.records import KINDS
 
-MAX_QUERY_CHARS = 10_000  # the engine's own limit (engine.MAX_QUERY_CHARS); importing it would load numpy
 MAX_RECALL_LIMIT = 50
-MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
-ID_PATTERN = "^t?[1-9][0-9]{0,18}$"
 
 
 @dataclass(frozen=True)
@@ -177,8 +175,6 @@ FORGET = Tool(
 
 TOOLS = {tool.name: tool for tool in (RECALL, REMEMBER, SHOW, SUPERSEDE, FORGET)}
 
-_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "boolean": bool}
-
 
 def tool_named(name: str) -> Tool:
     tool = TOOLS.get(name)
@@ -203,55 +199,6 @@ def checked_arguments(tool: Tool, arguments) -> dict:
     if missing:
         raise InputError(f"{tool.name}: {missing[0]} is required")
     return checked
-
-
-def _of_kind(value: Any, kind: str) -> bool:
-    return isinstance(value, _JSON_TYPES[kind]) and not (kind == "integer" and isinstance(value, bool))
-
-
-def _checked_value(where: str, spec: dict, value: Any):
-    """The value, checked against its schema; the error names what is wrong, never the value."""
-    if spec.get("pattern") == ID_PATTERN:
-        return _checked_id(where, value)
-    kind = spec["type"]
-    if not _of_kind(value, kind):
-        raise InputError(f"{where} must be {'an' if kind == 'integer' else 'a'} {kind}, not {_json_type(value)}")
-    if kind == "string":
-        if len(value) > spec.get("maxLength", len(value)):
-            raise InputError(f"{where} is {len(value):,} characters; the limit is {spec['maxLength']:,}")
-        if len(value.strip()) < spec.get("minLength", 0):
-            raise InputError(f"{where} is empty")
-        if "enum" in spec and value not in spec["enum"]:
-            raise InputError(f"{where} must be one of {', '.join(spec['enum'])}")
-    if kind == "integer" and (value < spec.get("minimum", value) or value > spec.get("maximum", value)):
-        bounds = f"from {spec['minimum']}" + (f" to {spec['maximum']}" if "maximum" in spec else " up")
-        raise InputError(f"{where} must be a whole number {bounds}")
-    return value
-
-
-def _checked_id(where: str, value: Any) -> str:
-    """A memory id as a string ("12", "t12"). A whole number is taken as its string: clients that
-    saw an older tool list send numbers."""
-    if _of_kind(value, "integer"):
-        value = str(value)
-    if not isinstance(value, str):
-        raise InputError(f'{where} must be a string such as "12" or "t12", not {_json_type(value)}')
-    if not re.fullmatch(ID_PATTERN, value) or int(value.lstrip("t")) > MAX_ID:
-        raise InputError(f'{where} is not a memory id: give one as recall shows it, such as "12" or "t12"')
-    return value
-
-
-def _json_type(value) -> str:
-    names = {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        str: "a string",
-        list: "an array",
-        dict: "an object",
-        type(None): "null",
-    }
-    return names.get(type(value), type(value).__name__)
 
 
 def _short(text: str, limit: int = 60) -> str:

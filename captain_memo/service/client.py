@@ -30,11 +30,19 @@ SERVE = (
     "from captain_memo.service.server import main; sys.exit(main())"
 )
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
-# The longest a request may take: an HTTP embedder's own timeout (30 s) plus the first model load.
-REPLY_TIMEOUT = 300.0
+# The service takes a request at once (its reading threads never wait for the engine): one
+# that has not within this is stopped (SIGSTOP), stuck or swapping, and the command runs here.
+ACCEPT_TIMEOUT = 5.0
+# How long an answer may take once taken (CAPTAIN_MEMO_SERVICE_TIMEOUT): a recall answers in
+# milliseconds warm; a remember embeds its text, which for a long one takes longer still.
+DEFAULT_DEADLINE = 20.0
+SECONDS_PER_MB = 300.0  # embedding a megabyte on a busy 2-core machine, with room to spare
+CONTROL_TIMEOUT = 10.0  # status and stop: a service that is there answers them at once
 
 
-# Requests that change nothing: one lost after the service took it is simply run again here.
+# Requests that may run twice: a recall changes nothing, and a remember carries a key that makes
+# its second run find the first one's memory (app.py). One whose answer does not come in time,
+# or is lost after the service took it, is run again here.
 READ_ONLY = {"recall", "status"}
 
 
@@ -44,6 +52,14 @@ class _NotAccepted(Exception):
 
 class _Stale(_NotAccepted):
     """The service runs another installation of captain-memo and has stepped down."""
+
+
+class _Unanswered(Exception):
+    """The service did not take the request, or did not answer it, in time (stopped, stuck)."""
+
+    def __init__(self, message: str, taken: bool):
+        super().__init__(message)
+        self.taken = taken
 
 
 class _Lost(Exception):
@@ -66,15 +82,18 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None
             if sock is None:
                 return None
             try:
-                return _exchange(sock, op, request)
+                # A service this command just started loads the engine first: allow for it.
+                wait = deadline(op, request, env) + (START_TIMEOUT if started else 0.0)
+                return _exchange(sock, op, request, deadline=wait)
             except _Stale:
                 if started:  # it runs other code than this command even though this command started it
                     _say("the service it started runs another installation of captain-memo; running without it")
                     return None
             except _NotAccepted:
                 continue
-            except _Lost as exc:
-                if op in READ_ONLY:
+            except (_Unanswered, _Lost) as exc:
+                # Not taken: the service will not start it late (it checks ``expires``).
+                if op in READ_ONLY or request.get("request_key") or not getattr(exc, "taken", True):
                     _say(f"{exc}; running it here")
                     return None
                 raise CaptainMemoError(
@@ -90,28 +109,83 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None
     return None
 
 
+def deadline(op: str, request: dict, env) -> float:
+    """Seconds the service has to answer ``request`` once it took it."""
+    try:
+        base = float(env.get(runtime.TIMEOUT_ENV) or DEFAULT_DEADLINE)
+    except ValueError:
+        base = DEFAULT_DEADLINE
+    text = request.get("text") if op == "remember" else None
+    return round(base + (len(text) / 1e6 * SECONDS_PER_MB if isinstance(text, str) else 0.0), 1)
+
+
 def control(op: str, db: str | os.PathLike, env=None) -> dict | None:
-    """``status`` or ``stop`` for the service of ``db``; None when none is running (nothing starts)."""
-    sock = _connect(runtime.socket_path(db, env))
+    """``status`` or ``stop`` for the service of ``db``; None when none is running (nothing starts).
+    A service that does not answer in time is named with its pid (``{"unanswered": ...}``); ``stop``
+    then ends it with signals."""
+    path = runtime.socket_path(db, env)
+    sock = _connect(path)
     if sock is None:
         return None
     try:
-        return _exchange(sock, op, {}, installation=False)
+        # Asked for by name, with nothing to fall back on: a loaded machine gets longer.
+        return _exchange(sock, op, {}, installation=False, deadline=CONTROL_TIMEOUT, accept=CONTROL_TIMEOUT)
     except (_NotAccepted, _Lost):
         return None
+    except _Unanswered as exc:
+        pid = service_pid(path)
+        answer = {"unanswered": str(exc), "pid": pid}
+        if op == "stop" and pid is not None:
+            answer["signalled"] = _end(pid)
+        return answer
     finally:
         sock.close()
+
+
+def service_pid(path: Path) -> int | None:
+    """The pid the service wrote in its lock file, when that process is a captain-memo service."""
+    try:
+        pid = int(Path(f"{path}.lock").read_text().strip())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"captain_memo.service.server" in command else None
+
+
+def _end(pid: int) -> str:
+    """End a service that does not answer: SIGTERM (with SIGCONT, for a stopped one), then SIGKILL."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGCONT):
+        os.kill(pid, sig)
+    for _ in range(50):
+        if not Path(f"/proc/{pid}").exists() or _zombie(pid):
+            return "SIGTERM"
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    return "SIGKILL"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _connect(path: Path) -> socket.socket | None:
     if not runtime.check_socket(path):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(ACCEPT_TIMEOUT)  # a stopped service's full backlog must not hold the command
     try:
         sock.connect(str(path))
     except (ConnectionRefusedError, FileNotFoundError):  # a killed service's leftover, or just gone
         sock.close()
         return None
+    except TimeoutError:
+        sock.close()
+        raise OSError(f"its socket {path} takes no connection within {ACCEPT_TIMEOUT:g} s") from None
     return sock
 
 
@@ -148,17 +222,28 @@ def _start(path: Path, db, env) -> socket.socket | None:
     return None
 
 
-def _exchange(sock: socket.socket, op: str, request: dict, installation: bool = True) -> dict:
+def _exchange(
+    sock: socket.socket,
+    op: str,
+    request: dict,
+    installation: bool = True,
+    deadline: float = 0.0,
+    accept: float = ACCEPT_TIMEOUT,
+) -> dict:
     """``installation``: name this command's installation, so that a service of another steps down
-    (a command's request); ``service status`` and ``stop`` look at whatever service runs."""
-    sock.settimeout(REPLY_TIMEOUT)
+    (a command's request); ``service status`` and ``stop`` look at whatever service runs.
+    The service must take the request within ACCEPT_TIMEOUT and answer within ``deadline``
+    seconds after; it is told the deadline too, and drops a request it reaches too late."""
+    sock.settimeout(accept)
     with sock.makefile("rb") as reader:
         try:
-            message = {"op": op, "request": request}
+            message = {"op": op, "request": request, "expires": time.time() + accept + deadline}
             if installation:
                 message["build"] = build_id()
             wire.send(sock, message)
             first = wire.receive(reader)
+        except TimeoutError:
+            raise _Unanswered(f"the service did not take `{op}` within {accept:g} s", taken=False) from None
         except (ConnectionResetError, BrokenPipeError, wire.WireError):
             raise _NotAccepted() from None
         if first is None:
@@ -167,8 +252,11 @@ def _exchange(sock: socket.socket, op: str, request: dict, installation: bool = 
             raise _Stale()
         if not first.get("accepted"):
             raise CaptainMemoError(first.get("error") or "the service refused the request")
+        sock.settimeout(deadline)
         try:
             reply = wire.receive(reader)
+        except TimeoutError:
+            raise _Unanswered(f"the service took `{op}` but did not answer within {deadline:g} s", taken=True) from None
         except (OSError, wire.WireError) as exc:
             raise _Lost(f"the service failed while running `{op}` ({exc})") from None
     if reply is None:

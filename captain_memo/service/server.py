@@ -133,7 +133,10 @@ class Service:
         try:
             if op is None:
                 raise CaptainMemoError(f"the service does not know the request {message.get('op')!r}")
-            return {"ok": True, "result": op(message.get("request") or {})}
+            expires = message.get("expires")
+            if expires is not None and (isinstance(expires, bool) or not isinstance(expires, (int, float))):
+                raise CaptainMemoError("expires must be a time in seconds since 1970")
+            return {"ok": True, "result": op(message.get("request"), expires)}
         except CaptainMemoError as exc:
             return {"ok": False, "error": str(exc)}
         except Exception as exc:
@@ -151,13 +154,13 @@ class Service:
 
     # -- the requests -----------------------------------------------------------------------
 
-    def _recall(self, request: dict) -> dict:
-        return self.memo.recall(app.RecallRequest.from_json(request))
+    def _recall(self, request, expires: float | None) -> dict:
+        return self.memo.recall(app.RecallRequest.from_json(request), expires)
 
-    def _remember(self, request: dict) -> dict:
-        return self.memo.remember(app.RememberRequest.from_json(request))
+    def _remember(self, request, expires: float | None) -> dict:
+        return self.memo.remember(app.RememberRequest.from_json(request), expires)
 
-    def _status(self, request: dict) -> dict:
+    def _status(self, request, expires: float | None) -> dict:
         return {
             "pid": os.getpid(),
             "db": str(self.db),
@@ -170,7 +173,7 @@ class Service:
             "package": self.build.rsplit(":", 2)[0],
         }
 
-    def _stop(self, request: dict) -> dict:
+    def _stop(self, request, expires: float | None) -> dict:
         self._stopping.set()
         return {"pid": os.getpid()}
 
@@ -251,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     if lock is None:
         log.info("another service holds %s; leaving it to answer", path)
         return 0
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())  # for a client to name (or end) a service that does not answer
     os.chdir("/")  # hold no folder of the caller's
     listener = listen(path)
     service = Service(path, Path(args.db), runtime.idle_seconds())

@@ -24,6 +24,7 @@ from captain_memo.errors import (
     ReadOnlyStoreError,
     StoreError,
 )
+from captain_memo.store import held_file
 
 log = logging.getLogger("captain_memo")
 BUSY_TIMEOUT_MS = 10_000
@@ -349,6 +350,9 @@ class Database:
         self.read_only_reason: str | None = None
         self._recognised = False
         self._prepare_file()
+        # The file opened, and its -wal and -shm once WAL mode is on (store/held_file.py).
+        self.opened_identity = held_file.identity(self.path)
+        self._side_identities: dict = {}
         self._migrate()
 
     def _prepare_file(self) -> None:
@@ -409,19 +413,44 @@ class Database:
             raise classified(str(exc), self.path, opening=True) from None
         if mode.lower() != "wal":
             log.warning("could not switch %s to WAL (journal mode %s)", self.path, mode)
+        else:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # WAL mode makes its files on a read
+            self._note_side_files()
         self.vec_error = load_vec(conn)
         with self._conns_lock:
             self._conns.append(conn)
         return conn
 
+    def moved(self) -> bool:
+        """The file at the path is not the one this store opened (moved, deleted or replaced)."""
+        return held_file.identity(self.path) != self.opened_identity
+
+    def _note_side_files(self) -> None:
+        """Record this file's -wal and -shm while it is still at its path."""
+        if None in self._side_identities.values() or not self._side_identities:
+            if not self.moved():
+                self._side_identities = held_file.side_identities(self.path)
+
+    def checkpoint(self) -> None:
+        """Copy what the WAL holds into the file now, without waiting for readers: the file alone is
+        complete when it is copied or moved (a long-lived holder calls this after its writes)."""
+        if not self.read_only and not self.moved():
+            self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._note_side_files()
+
     def close(self) -> None:
+        """Close every connection. When the file has left its path meanwhile, its WAL is written into
+        it first and the -wal and -shm left at the path are taken away (store/held_file.py)."""
+        moved = not self.read_only and self._side_identities and self.moved()
         with self._conns_lock:
-            for conn in self._conns:
-                try:
-                    conn.close()
-                except Exception:
-                    pass
-            self._conns.clear()
+            conns, self._conns = self._conns, []
+        last = conns.pop() if moved and conns else None
+        for conn in conns:
+            _close_quietly(conn)
+        if last is not None:
+            emptied = held_file.checkpoint_into_held(last)
+            _close_quietly(last)
+            held_file.release_leftovers(self.path, self._side_identities, emptied)
         self._local = threading.local()
 
     @property
@@ -574,6 +603,13 @@ class Database:
 
     def table_exists(self, name: str) -> bool:
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def _close_quietly(conn) -> None:
+    try:
+        conn.close()
+    except Exception:  # a damaged file's connection may fail to close; it is dropped either way
+        pass
 
 
 def vector_blob(vector) -> bytes:

@@ -1,0 +1,177 @@
+"""The rules every front end's arguments meet: types, ranges and sizes, field by field.
+
+One set of rules, written as the JSON-schema subset an MCP tool shows its client (``type``,
+``minimum``/``maximum``, ``minLength``/``maxLength``, ``enum``, ``pattern``), and one checker. The
+MCP tools (mcpserver/tools.py) check their calls with it, the warm service checks every request
+it reads from its socket with it (app.py), and the command line's requests pass the same check
+before they run, in the service or in the command's own process. A check names the field and
+what is wrong, and never echoes a long value back (a 10 MB string, or a secret).
+
+Imports nothing heavy: the command line's thin path imports it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from captain_memo.errors import InputError
+from captain_memo.kinds import KINDS
+
+MAX_BODY_CHARS = 1_000_000
+MAX_TITLE_CHARS = 1_000
+MAX_FIELD_CHARS = 4_096  # a path, a project, a branch
+MAX_QUERY_CHARS = 10_000
+MAX_HITS = 1_000  # a recall's limit; an agent's tool offers fewer (mcpserver/tools.py)
+MAX_LINE = 2**31 - 1  # a line number
+# Dates as seconds since 1970: from 1970 up to the year 9999 (what ISO dates can say).
+LATEST_TIME = 253_402_300_799.0
+PROFILES = ("v3", "v2", "legacy")
+# A memory id as every front end takes it: "12" in this machine's store, "t12" in the team store.
+ID_PATTERN = "^t?[1-9][0-9]{0,18}$"
+MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
+
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
+
+
+def text(limit: int, min_length: int = 0, nullable: bool = False) -> dict:
+    spec: dict = {"type": ["string", "null"] if nullable else "string", "maxLength": limit}
+    return {**spec, "minLength": min_length} if min_length else spec
+
+
+def whole(minimum: int, maximum: int, nullable: bool = False) -> dict:
+    return {"type": ["integer", "null"] if nullable else "integer", "minimum": minimum, "maximum": maximum}
+
+
+def flag() -> dict:
+    return {"type": "boolean"}
+
+
+def one_of(choices, nullable: bool = False) -> dict:
+    return {"type": ["string", "null"] if nullable else "string", "enum": list(choices)}
+
+
+# The fields of the requests front ends send (app.RecallRequest, app.RememberRequest).
+RECALL_FIELDS = {
+    "query": text(MAX_QUERY_CHARS),  # empty: the engine says so in its own words
+    "cwd": text(MAX_FIELD_CHARS, 1),
+    "project": text(MAX_FIELD_CHARS, nullable=True),
+    "branch": text(MAX_FIELD_CHARS, nullable=True),
+    "limit": whole(1, MAX_HITS, nullable=True),
+    "profile": one_of(PROFILES, nullable=True),
+    "all_projects": flag(),
+}
+REMEMBER_FIELDS = {
+    "text": text(MAX_BODY_CHARS),  # empty: "nothing to remember" (engine.prepare)
+    "cwd": text(MAX_FIELD_CHARS, 1),
+    "kind": one_of(KINDS),
+    "title": text(MAX_TITLE_CHARS),
+    "file": text(MAX_FIELD_CHARS, nullable=True),
+    "line_start": whole(1, MAX_LINE, nullable=True),
+    "line_end": whole(1, MAX_LINE, nullable=True),
+    "created_at": {"type": ["number", "null"], "minimum": 0, "maximum": LATEST_TIME},
+    "project": text(MAX_FIELD_CHARS, nullable=True),
+    "branch": text(MAX_FIELD_CHARS, nullable=True),
+    "allow_secrets": flag(),
+    "team": flag(),
+    # Chosen by the client once per remember: a request run twice (the service stopped after
+    # taking it, the client running it itself) is saved once.
+    "request_key": {**text(32, nullable=True), "pattern": "[0-9a-f]{32}", "patternHint": "32 hex digits"},
+}
+
+
+def checked_fields(where: str, specs: dict, data: dict) -> dict:
+    """``data`` when each field meets its spec (and the line range is in order), else InputError
+    naming the first that does not."""
+    for name, value in data.items():
+        checked_value(f"{where}: {name}", specs[name], value)
+    lines_in_order(where, data.get("line_start"), data.get("line_end"))
+    return data
+
+
+def lines_in_order(where: str, start: int | None, end: int | None) -> None:
+    if end is not None and start is None:
+        raise InputError(f"{where}: line_end needs line_start")
+    if start is not None and end is not None and end < start:
+        raise InputError(f"{where}: line_end ({end}) comes before line_start ({start})")
+
+
+def checked_value(where: str, spec: dict, value: Any):
+    """``value`` when it meets ``spec``, else InputError naming ``where`` and what is wrong (never
+    the string it was given: it may be a secret)."""
+    if spec.get("pattern") == ID_PATTERN:
+        return checked_id(where, value)
+    kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
+    if value is None and "null" in kinds:
+        return value
+    kind = next((k for k in kinds if k != "null" and _of_kind(value, k)), None)
+    if kind is None:
+        named = " or ".join(_named(k) for k in kinds if k != "null")
+        raise InputError(f"{where} must be {named}, not {json_type(value)}")
+    if kind == "string":
+        _check_string(where, spec, value)
+    elif kind in ("integer", "number"):
+        _check_number(where, spec, value, kind)
+    return value
+
+
+def checked_id(where: str, value: Any) -> str:
+    """A memory id as a string ("12", "t12"). A whole number is taken as its string: clients that
+    saw an older tool list send numbers."""
+    if _of_kind(value, "integer"):
+        value = str(value)
+    if not isinstance(value, str):
+        raise InputError(f'{where} must be a string such as "12" or "t12", not {json_type(value)}')
+    if not re.fullmatch(ID_PATTERN, value) or int(value.lstrip("t")) > MAX_ID:
+        raise InputError(f'{where} is not a memory id: give one as recall shows it, such as "12" or "t12"')
+    return value
+
+
+def _named(kind: str) -> str:
+    return f"{'an' if kind == 'integer' else 'a'} {kind}"
+
+
+def _of_kind(value: Any, kind: str) -> bool:
+    return isinstance(value, _JSON_TYPES[kind]) and not (kind in ("integer", "number") and isinstance(value, bool))
+
+
+def _check_string(where: str, spec: dict, value: str) -> None:
+    if "pattern" in spec and not re.fullmatch(spec["pattern"], value):
+        hint = spec.get("patternHint", "a number, or a team memory's id such as t12")
+        raise InputError(f"{where} must be {hint}")
+    if len(value) > spec.get("maxLength", len(value)):
+        raise InputError(f"{where} is {len(value):,} characters; the limit is {spec['maxLength']:,}")
+    if len(value.strip()) < spec.get("minLength", 0):
+        raise InputError(f"{where} is empty")
+    if "enum" in spec and value not in spec["enum"]:
+        raise InputError(f"{where} must be one of {', '.join(spec['enum'])}")
+
+
+def _check_number(where: str, spec: dict, value: float, kind: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where} must be a finite number")
+    low, high = spec.get("minimum"), spec.get("maximum")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"from {low}" + (f" to {high:g}" if isinstance(high, float) else f" to {high}" if high else " up")
+        raise InputError(
+            f"{where} must be {'a whole number' if kind == 'integer' else 'a number'} {bounds}, not {value}"
+        )
+
+
+def json_type(value) -> str:
+    names = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+        type(None): "null",
+    }
+    return names.get(type(value), type(value).__name__)
+
+
+def short(value, limit: int = 60) -> str:
+    value = str(value)
+    return value if len(value) <= limit else value[:limit] + "…"

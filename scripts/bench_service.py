@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The warm service under load, and what one store's front ends hold in memory.
+
+    python scripts/bench_service.py [--memories 10000] [--runs 40] [--mcp 3] [--db PATH] [--git REPO]
+
+1. Fills a store with ``--memories`` synthetic notes (scripts/bench_nvim.py's notes, random unit
+   vectors: filling takes seconds, and the search costs the same whatever the values).
+2. Starts the warm service for it (the local model, in its own process) through the command
+   line's client, then times ``--runs`` recalls of distinct identifiers over the socket (the
+   client's own round trip: request, search, answer) while nothing else runs (idle); while a
+   720 KB remember goes through the same service; and while `captain-memo index --git` runs on
+   ``--git`` (default: this repository) in its own process.
+3. Spawns ``--mcp`` `captain-memo mcp` servers on the store with the MCP SDK's stdio client and
+   times spawn -> first tools/list and spawn -> first answered recall.
+4. Sums the resident memory (VmRSS) of the service and the MCP servers, beside one service alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_nvim import fill, identifier, percentile  # noqa: E402
+
+REMEMBER_BYTES = 720_000
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def recall_ms(db: Path, query: str) -> float:
+    from captain_memo import app
+    from captain_memo.service.client import call
+
+    started = time.perf_counter()
+    answer = call("recall", app.RecallRequest(query, str(REPO), all_projects=True).to_json(), db)
+    if answer is None:
+        sys.exit("the service did not answer (see its log in the runtime folder)")
+    return (time.perf_counter() - started) * 1000
+
+
+def timed_recalls(db: Path, queries: list[str], busy=None) -> list[float]:
+    """Recall latencies; with ``busy`` (a thread), only those made while it is still running."""
+    out = []
+    for query in queries:
+        if busy is not None and not busy.is_alive():
+            break
+        out.append(recall_ms(db, query))
+        time.sleep(0.05)
+    return out
+
+
+def long_remember(db: Path) -> threading.Thread:
+    from captain_memo import app
+    from captain_memo.service.client import call
+
+    words = "ledger invoice rounding retry tenant cache policy decision because".split()
+    text = " ".join(words[i % len(words)] + str(i % 97) for i in range(REMEMBER_BYTES // 8))[:REMEMBER_BYTES]
+
+    def run():
+        started = time.perf_counter()
+        call("remember", app.RememberRequest(text, str(REPO), request_key=app.new_request_key()).to_json(), db)
+        print(f"  (the 720 KB remember took {time.perf_counter() - started:.1f} s)")
+
+    return threading.Thread(target=run)
+
+
+def git_index(db: Path, repo: Path) -> threading.Thread:
+    def run():
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "captain_memo.cli", "--no-service", "index", "--git", "-q"],
+            cwd=repo,
+            env={**os.environ, "CAPTAIN_MEMO_DB": str(db)},
+            check=False,
+            capture_output=True,
+        )
+        print(f"  (index --git took {time.perf_counter() - started:.1f} s)")
+
+    return threading.Thread(target=run)
+
+
+def line(name: str, values: list[float], idle_p95: float | None = None) -> str:
+    p95 = percentile(values, 0.95)
+    ratio = f"  = {p95 / idle_p95:.2f}x idle p95" if idle_p95 else ""
+    return f"  {name:<28} n {len(values):3d}  p50 {statistics.median(values):7.1f} ms  p95 {p95:7.1f} ms{ratio}"
+
+
+async def mcp_spawns(db: Path, count: int) -> tuple[list[tuple[float, float]], float]:
+    """(ms to first tools/list, ms to first recall) per server; the servers are kept running."""
+    import mcp_types as types
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    script = Path(sys.executable).parent / "captain-memo"
+    times, pids = [], []
+    async with anyio.create_task_group() as group:
+        done = anyio.Event()
+
+        async def one(i: int):
+            params = StdioServerParameters(command=str(script), args=["mcp"], cwd=str(REPO), env=dict(os.environ))
+            with open(os.devnull, "w") as errlog:
+                started = time.perf_counter()
+                async with Client(
+                    stdio_client(params, errlog=errlog),
+                    mode="legacy",
+                    read_timeout_seconds=300,
+                    client_info=types.Implementation(name="bench", version="1"),
+                ) as session:
+                    await session.list_tools()
+                    listed = (time.perf_counter() - started) * 1000
+                    await session.call_tool("recall", {"query": identifier(i + 3)})
+                    times.append((listed, (time.perf_counter() - started) * 1000))
+                    pids.extend(mcp_children())
+                    await done.wait()
+
+        for i in range(count):
+            group.start_soon(one, i)
+            while len(times) <= i:  # one at a time: each spawn timed alone
+                await anyio.sleep(0.05)
+        await anyio.sleep(1)
+        memory = sum(rss_mb(pid) for pid in set(pids))
+        done.set()
+    return times, memory
+
+
+def mcp_children() -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if stat[1] == me and b"mcp" in command:
+                found.append(int(entry.name))
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--mcp", type=int, default=3)
+    parser.add_argument("--db", type=Path)
+    parser.add_argument("--git", type=Path, default=REPO)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="captain-memo-bench-service-"))
+    db = args.db or folder / "memo.db"
+    os.environ["CAPTAIN_MEMO_DB"] = str(db)
+    os.environ["CAPTAIN_MEMO_RUNTIME_DIR"] = str(folder / "run")
+    os.environ["CAPTAIN_MEMO_SERVICE_TIMEOUT"] = "600"
+    fill(db, args.memories, "random", str(REPO))
+
+    from captain_memo.service.client import control
+
+    print("service: starting and warming up")
+    for i in range(5):
+        recall_ms(db, identifier(i))
+    time.sleep(3)  # the in-memory index builds in the background
+    service = control("status", db)
+    queries = [identifier(100 + i) for i in range(args.runs * 20)]
+    idle = timed_recalls(db, queries[: args.runs])
+    print("recall latency over the service's socket (client round trip):")
+    print(line("idle", idle))
+    base = percentile(idle, 0.95)
+    busy = long_remember(db)
+    busy.start()
+    during = timed_recalls(db, queries[args.runs :], busy)
+    busy.join()
+    print(line("during a 720 KB remember", during, base))
+    busy = git_index(db, args.git)
+    busy.start()
+    during = timed_recalls(db, queries[args.runs * 10 :], busy)
+    busy.join()
+    print(line("during index --git", during, base))
+
+    service_mb = rss_mb(service["pid"])
+    times, mcp_mb = anyio.run(mcp_spawns, db, args.mcp)
+    print("MCP servers (own engine each), spawn -> first tools/list and -> first recall, with the service warm:")
+    for listed, recalled in times:
+        print(f"  tools/list {listed:7.0f} ms   first recall {recalled:7.0f} ms")
+    print(
+        f"resident memory at {args.memories:,} memories: service {service_mb:.0f} MB, "
+        f"{args.mcp} MCP servers {mcp_mb:.0f} MB, total {service_mb + mcp_mb:.0f} MB "
+        f"= {(service_mb + mcp_mb) / service_mb:.2f}x one engine"
+    )
+    control("stop", db)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""A query's embedding goes before the rest of a long one (captain_memo/queries_first.py).
+
+The inner embedder here is the deterministic hash embedder behind events, so the test decides
+when each call ends: what is under test is the order of the calls, not the model."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from fakes import HashEmbedder
+
+from captain_memo.queries_first import QueriesFirst
+
+
+class Held:
+    """HashEmbedder whose calls of ``held_size`` texts wait for ``release``; records every call."""
+
+    def __init__(self, held_size: int):
+        self.inner = HashEmbedder()
+        self.model_id = self.inner.model_id
+        self.held_size = held_size
+        self.calls: list[int] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts):
+        self.calls.append(len(texts))
+        if len(texts) == self.held_size:
+            self.entered.set()
+            assert self.release.wait(10)
+        return self.inner.embed(texts)
+
+
+def test_a_long_embedding_waits_between_slices_while_a_query_is_embedded():
+    held = Held(held_size=1)
+    first = QueriesFirst(held, slice_size=4)
+    texts = [f"chunk {i} " + "x" * i for i in range(12)]
+    out = {}
+    query = threading.Thread(target=lambda: out.setdefault("query", first.embed(["the query"])))
+    query.start()  # held inside the model
+    assert held.entered.wait(10)
+    long = threading.Thread(target=lambda: out.setdefault("long", first.embed(texts)))
+    long.start()
+    long.join(0.3)
+    assert long.is_alive() and held.calls == [1]  # no slice started while the query runs
+    held.release.set()
+    query.join(10)
+    long.join(10)
+    assert held.calls == [1, 4, 4, 4]
+    assert np.allclose(out["long"], HashEmbedder().embed(texts))  # in the order asked
+    assert first.model_id == held.model_id
