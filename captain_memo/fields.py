@@ -61,6 +61,7 @@ RECALL_FIELDS = {
     "limit": whole(1, MAX_HITS, nullable=True),
     "profile": one_of(PROFILES, nullable=True),
     "all_projects": flag(),
+    "how": one_of(("search", "auto")),  # how the hits reach the user, for Tide (records.Surfacing)
 }
 REMEMBER_FIELDS = {
     "text": text(MAX_BODY_CHARS),  # empty: "nothing to remember" (engine.prepare)
@@ -154,9 +155,7 @@ def _check_number(where: str, spec: dict, value: float, kind: str) -> None:
     low, high = spec.get("minimum"), spec.get("maximum")
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"from {low}" + (f" to {high:g}" if isinstance(high, float) else f" to {high}" if high else " up")
-        raise InputError(
-            f"{where} must be {'a whole number' if kind == 'integer' else 'a number'} {bounds}, not {value}"
-        )
+        raise InputError(f"{where} must be {'a whole number' if kind == 'integer' else 'a number'} {bounds}")
 
 
 def json_type(value) -> str:

@@ -58,7 +58,7 @@ def test_an_mcp_server_follows_a_store_moved_away(embed_server, tmp_path):
                 assert not (await session.call_tool("remember", {"text": text})).is_error
             db.rename(tmp_path / "moved.db")
             assert not (await session.call_tool("remember", {"text": "gamma: saved after the move"})).is_error
-            found = await session.call_tool("recall", {"query": "invoice ledger gamma"})
+            found = await session.call_tool("recall", {"query": "invoice ledger gamma", "detail": "full"})
             return [hit["excerpt"] for hit in found.structured_content["hits"]]
 
     found = run(body)
