@@ -132,6 +132,7 @@ class Memo:
                 from captain_memo.team import TeamClient
 
                 self._team = TeamClient(cfg, lambda: self.embedder, self.project_id)
+                self._team.connect_soon()
         return self._team
 
     def project_id(self, project: str | None) -> str | None:
@@ -285,7 +286,9 @@ class Memo:
     def forget(self, memory_id: int | str) -> None:
         ref = self.ref(memory_id)
         if ref.team:
-            self._team_or_refuse(f"forgetting {ref}").call(f"forgetting {ref}", _team_forget, ref.id)
+            self._team_or_refuse(f"forgetting {ref}").call(
+                f"forgetting {ref}", _team_forget, ref.id, missing_is_done=True
+            )
         else:
             self.store.delete(ref.id)
 

@@ -41,20 +41,15 @@ NEW_MARKS = ", ".join(["%s"] * len(NEW_COLUMNS.split(",")))
 BIGINTS = range(-(2**63), 2**63)
 
 
-def _session_settings(timeout_s: float | None):
-    def apply(conn) -> None:
-        # At least EF_SEARCH, or more when the administrator set a larger database default (a
-        # store of a million chunks needs more; doc/team.md).
-        conn.execute(
-            "SELECT set_config('hnsw.ef_search',"
-            " greatest(%s, coalesce(current_setting('hnsw.ef_search', true)::int, 0))::text, false)",
-            (EF_SEARCH,),
-        )
-        conn.execute("SET hnsw.iterative_scan = strict_order")
-        if timeout_s is not None:  # a slow team store fails the statement, never hangs the caller
-            conn.execute(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
-
-    return apply
+def _session_settings(conn) -> None:
+    # At least EF_SEARCH, or more when the administrator set a larger database default (a
+    # store of a million chunks needs more; doc/team.md).
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search',"
+        " greatest(%s, coalesce(current_setting('hnsw.ef_search', true)::int, 0))::text, false)",
+        (EF_SEARCH,),
+    )
+    conn.execute("SET hnsw.iterative_scan = strict_order")
 
 
 class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
@@ -70,8 +65,8 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         self, dsn: str, initial_stability: float = RankConfig.tide_initial_stability, timeout_s: float | None = None
     ):
         """``timeout_s``: the longest a connection attempt or a statement may take (None: 5 s to
-        connect, statements unbounded)."""
-        self._conns = Connections(dsn, _session_settings(timeout_s), timeout_s)
+        connect, statements unbounded until ``time_limit`` says otherwise)."""
+        self._conns = Connections(dsn, _session_settings, timeout_s)
         self.path = self._conns.where  # what messages name: the masked connection string
         self.initial_stability = initial_stability
         self.tokenizer = Tokenizer()
@@ -91,6 +86,21 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
 
     def errors(self):
         return self._conns.errors()
+
+    @contextmanager
+    def time_limit(self, seconds: float | None) -> Iterator[None]:
+        """Every statement run meanwhile (by any thread) is cancelled by the server, and waits for a
+        lock no longer than, ``seconds``: an operation's caller never gives up on a statement that
+        then commits."""
+        before, self._conns.limit_s = self._conns.limit_s, seconds
+        try:
+            yield
+        finally:
+            self._conns.limit_s = before
+
+    def cancel(self) -> None:
+        """Cancel the statements running now (their caller stopped waiting)."""
+        self._conns.cancel()
 
     def fetch(self, sql: str, params: Sequence = ()) -> list[tuple]:
         with self.errors():
