@@ -236,12 +236,13 @@ class TeamClient:
             return None, {"team": why}
         return replace(hits, store=TEAM), {f"team {leg}": why for leg, why in failures.items()}
 
-    def call(
-        self, what: str, fn: Callable, *args, timeout: float = WRITE_TIMEOUT, missing_is_done: bool = False
-    ):
-        """``fn(engine, *args)`` on the team store within ``timeout`` seconds (the server cancels
-        what is still running then); TeamError naming ``what`` when the store cannot answer. The
-        project's own errors (no such memory, bad input) pass through as they are."""
+    def call(self, what: str, fn: Callable, *args, timeout: float | None = None, missing_is_done: bool = False):
+        """``fn(engine, *args)`` on the team store within ``timeout`` seconds (``WRITE_TIMEOUT`` by
+        default; the server cancels what is still running then); TeamError naming ``what`` when the
+        store cannot answer. The project's own errors (no such memory, bad input) pass through."""
+        from captain_memo.store.postgres.connection import TimedOut
+
+        timeout = WRITE_TIMEOUT if timeout is None else timeout
         seconds = max(timeout, self.timeout)
         job = self._worker.submit(self._attempts, fn, args, seconds, missing_is_done)
         try:
@@ -252,6 +253,11 @@ class TeamClient:
                 f"team store {self.cfg.shown}: no answer within {timeout:g} s while {what}: it may or may not "
                 "have been done (the server was told to cancel it); doing it again is safe, an exact copy is "
                 "never saved twice"
+            ) from None
+        except TimedOut as exc:
+            raise TeamError(
+                f"team store {self.cfg.shown}: not done within {timeout:g} s while {what} ({self.describe(exc)});"
+                " nothing was changed: try again when the store is less busy"
             ) from None
         except TeamError as exc:
             raise TeamError(f"team store {self.cfg.shown}: {self.describe(exc)}") from None

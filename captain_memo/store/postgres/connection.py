@@ -51,6 +51,15 @@ class ConnectionLost(StoreError):
     """The connection broke (a restart, a network failure) or could not be made."""
 
 
+class TimedOut(StoreError):
+    """The server cancelled a statement at its time limit (statement_timeout or lock_timeout): it
+    was rolled back, nothing of it is stored."""
+
+
+def _timed_out(exc: Exception) -> bool:
+    return getattr(exc, "sqlstate", None) in ("57014", "55P03")  # query_canceled, lock_not_available
+
+
 # Administrator shutdown, crash shutdown, cannot connect now (starting or stopping): SQLSTATE 57P0x.
 LOST_STATES = ("57P01", "57P02", "57P03")
 
@@ -163,7 +172,7 @@ class Connections:
             if type(exc).__module__.split(".")[0] != "psycopg":
                 raise
             text = scrubbed(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, self._dsn)
-            error = ConnectionLost if _lost(exc) else StoreError
+            error = ConnectionLost if _lost(exc) else TimedOut if _timed_out(exc) else StoreError
             raise error(f"team store {self.where}: {text}") from None
 
     def close(self) -> None:
