@@ -485,22 +485,36 @@ class Memo:
 
         return pending_target(self.store)
 
-    def doctor(self) -> list[tuple[str, bool, str]]:
+    def doctor(self, project: str | None = None) -> list[tuple[str, bool, str]]:
         """Every check of ``doctor`` on this database and, when one is set, the team store (never
-        raises: a failure is a failed check)."""
-        return doctor(self.path) + self.team_check()
+        raises: a failure is a failed check); ``project``: the caller's, whose grant is checked."""
+        return doctor(self.path) + self.team_check(project)
 
-    def team_check(self) -> list[tuple[str, bool, str]]:
+    def team_check(self, project: str | None = None) -> list[tuple[str, bool, str]]:
         """``[("team", ok, detail)]`` when a team store is set (reachable with its size, model and
-        schema, or the failure named); empty when none is."""
+        schema, or the failure named), and whether this role has a grant for ``project``; empty
+        when none is set."""
         from captain_memo.errors import CaptainMemoError
 
         if self.team is None:
             return []
         try:
-            return [("team", True, self.team.call("checking the team store", _team_health))]
+            checks = [("team", True, self.team.call("checking the team store", _team_health))]
+            if (problem := self.team.grant_check(project)) is not None:
+                checks.append(("team grant", False, problem))
+            return checks
         except CaptainMemoError as exc:
             return [("team", False, f"{exc}; recall answers from the local store meanwhile")]
+
+    def shared_project(self, project: str | None) -> str:
+        """The project string grants name for a local project path (its portable identity)."""
+        return self.project_id(project) or ""
+
+    def grant_sql(self, role: str, project: str | None, curate: bool = False) -> str:
+        """What the team store's owner runs to grant ``role`` the project at ``project`` (a path)."""
+        from captain_memo.store.postgres.store import grant_sql
+
+        return grant_sql(role, self.shared_project(project), curate)
 
     @_translated
     def stats(self) -> dict:

@@ -84,6 +84,7 @@ class Memory:
     last_opened: float | None = None  # Tide's use clock: when it was last opened in full
     superseded_by_team: int | None = None  # a local memory superseded by a team memory (its team id)
     store: str = LOCAL  # LOCAL or TEAM: the store it was read from
+    author: str | None = None  # the role that wrote a team memory (None for a local one)
 
     @property
     def ref(self) -> str:
@@ -257,6 +258,7 @@ def memory_json(m: Memory) -> dict:
         "source": source_json(m.source),
         "superseded_by": json_superseded_by(m),
         "store": m.store,
+        "author": m.author,
         "stability": m.stability,
         "last_surfaced": m.last_surfaced,
         "opened_in_full": m.opened_in_full,

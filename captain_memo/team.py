@@ -169,7 +169,12 @@ class TeamClient:
             pass  # the vector leg meets the same failure and reports it
         sending.send()
         with _limited(engine, self.timeout):
-            return engine.search(query, scope, cfg, legs, temporal)
+            hits, answered, failures = engine.search(query, scope, cfg, legs, temporal)
+            grant_problem = getattr(engine.store, "grant_problem", None)
+            if not hits.rows and grant_problem is not None:  # nothing, perhaps for want of a grant
+                if (problem := grant_problem(scope.project, scope.all_projects)) is not None:
+                    failures = {**failures, "grant": problem}
+        return hits, answered, failures
 
     def _attempts(self, fn: Callable, args: tuple, seconds: float, missing_is_done: bool):
         """``fn(engine, *args)`` within ``seconds``, tried again while the connection is lost (a
@@ -275,6 +280,16 @@ class TeamClient:
     def project_id(self, project: str | None) -> str | None:
         return self._project_id(project)
 
+    def grant_check(self, project: str | None) -> str | None:
+        """Why this role may not use the team store for ``project`` (a local project path): no
+        grant names it; None when one does (or the store keeps no grants)."""
+        shared = self._project_id(project)
+        return self.call(
+            "checking this role's grant",
+            lambda engine: getattr(engine.store, "grant_problem", lambda _: None)(shared),
+            timeout=self.timeout,
+        )
+
     def describe(self, exc: BaseException) -> str:
         """One line for a failure of the team store, without the connection string's password."""
         # The project's errors say what they are; any other is named by its type.
@@ -283,8 +298,10 @@ class TeamClient:
         return line.removeprefix(f"team store {self.cfg.shown}: ")  # the caller names the store
 
     def _masked(self, text: str) -> str:
+        from captain_memo.store.postgres.connection import scrubbed
+
         url = self.cfg.url or ""
-        return text.replace(url, self.cfg.shown) if url else text
+        return scrubbed(text.replace(url, self.cfg.shown), url) if url else text
 
     def close(self) -> None:
         engine, self._engine = self._engine, None

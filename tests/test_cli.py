@@ -75,6 +75,7 @@ MEMORY_KEYS = {
     "source",
     "superseded_by",
     "store",
+    "author",
     "stability",
     "last_surfaced",
     "opened_in_full",

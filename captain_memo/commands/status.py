@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from captain_memo.commands._common import open_memo, print_json
+from captain_memo.commands._common import context, open_memo, print_json
 
 
 def register(sub) -> None:
@@ -44,7 +44,7 @@ def team_line(team: dict) -> str:
 
 def doctor(args) -> int:
     with open_memo(args) as memo:
-        results = memo.doctor()
+        results = memo.doctor(context(args).project)
     if args.json:
         print_json([{"item": item, "ok": ok, "detail": detail} for item, ok, detail in results])
     else:

@@ -18,18 +18,19 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from urllib.parse import unquote, urlsplit
 
-from captain_memo.embeddings.urls import masked_url
+from captain_memo.embeddings.urls import keyword_pairs, masked_url
 from captain_memo.errors import StoreError
 
 # Seconds to wait for the server when connecting; a down team store must not hang a command.
 CONNECT_TIMEOUT_S = 5
 
 
+SECRET_KEYWORDS = ("password", "sslpassword")
+
+
 def shown(dsn: str) -> str:
     """The connection string as it may be printed: no user, password or parameter values."""
-    if "://" in dsn:
-        return masked_url(dsn)
-    return "<a key=value connection string>"  # libpq's other form: nothing of it is safe to show
+    return masked_url(dsn)
 
 
 def secrets_of(dsn: str) -> tuple[str, ...]:
@@ -41,9 +42,7 @@ def secrets_of(dsn: str) -> tuple[str, ...]:
         password = None
     if password:
         found += [password, unquote(password)]
-    for item in dsn.split():
-        if item.startswith("password="):
-            found.append(item.split("=", 1)[1].strip("'"))
+    found += [value for key, value in keyword_pairs(dsn) or () if key in SECRET_KEYWORDS]
     return tuple(secret for secret in found if len(secret) >= 3)
 
 
@@ -56,6 +55,14 @@ class TimedOut(StoreError):
     was rolled back, nothing of it is stored."""
 
 
+class Refused(StoreError):
+    """The database refused the statement to this role (a privilege or a row-level security policy)."""
+
+
+def _refused_or_not(exc: Exception) -> type[StoreError]:
+    return Refused if getattr(exc, "sqlstate", None) == "42501" else StoreError  # insufficient_privilege
+
+
 def _timed_out(exc: Exception) -> bool:
     return getattr(exc, "sqlstate", None) in ("57014", "55P03")  # query_canceled, lock_not_available
 
@@ -64,13 +71,22 @@ def _timed_out(exc: Exception) -> bool:
 LOST_STATES = ("57P01", "57P02", "57P03")
 
 
+# What a server says while it cannot take connections for a moment (a restart, a failover).
+PASSING = ("starting up", "shutting down", "not yet accepting connections", "in recovery mode")
+
+
 def _lost(exc: Exception) -> bool:
+    """A broken connection, or one refused for now: worth another try. A server that answered
+    "no" for good (no such database, a wrong password) is not."""
     import psycopg
 
     if not isinstance(exc, psycopg.OperationalError):
         return False
     state = getattr(exc, "sqlstate", None) or ""
-    return state.startswith("08") or state in LOST_STATES or not state
+    if state:
+        return state.startswith("08") or state in LOST_STATES
+    text = str(exc)
+    return "FATAL:" not in text or any(phrase in text for phrase in PASSING)
 
 
 def scrubbed(text: str, dsn: str) -> str:
@@ -172,7 +188,7 @@ class Connections:
             if type(exc).__module__.split(".")[0] != "psycopg":
                 raise
             text = scrubbed(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, self._dsn)
-            error = ConnectionLost if _lost(exc) else TimedOut if _timed_out(exc) else StoreError
+            error = ConnectionLost if _lost(exc) else TimedOut if _timed_out(exc) else _refused_or_not(exc)
             raise error(f"team store {self.where}: {text}") from None
 
     def close(self) -> None:
