@@ -170,7 +170,9 @@ class Memo:
         return engine.make_embedder(self._embed_config or embed_config(), backoff=False)
 
     def warm_up(self) -> None:
-        """Open the store and load the model now, so the first search does not wait for them."""
+        """Open the store, start connecting to the team store, and load the model now, so the
+        first search does not wait for them."""
+        _ = self.team  # made on first use, which starts its connection
         self.engine.queries.embed_query("warm up")
 
     def vector_shape(self) -> tuple:

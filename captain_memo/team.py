@@ -32,7 +32,7 @@ from dataclasses import replace
 from functools import partial
 
 from captain_memo.config import RankConfig, TeamConfig
-from captain_memo.errors import CaptainMemoError, NotFoundError, StoreError
+from captain_memo.errors import CaptainMemoError, NotFoundError, RecallError, StoreError
 from captain_memo.records import TEAM, RecallRequest
 from captain_memo.store.search import Scope
 
@@ -45,6 +45,10 @@ INDEX_TIMEOUT = 1800.0
 # How much longer than the server's own limit a caller waits, for the server's cancellation to
 # arrive before the caller gives up on its own.
 GRACE_S = 2.0
+# The pause before a search or a write is tried again on a lost connection (a server restarting).
+RETRY_PAUSE_S = 0.2
+# How long closing waits for the team engine to close on its worker.
+CLOSE_WAIT_S = 0.5
 # The longest a recall waits for the model to load before its team query is sent (a cold process).
 MODEL_WAIT_S = 60.0
 
@@ -110,6 +114,11 @@ class _Sending:
         self.sent.set()
 
 
+def _lost_connection(why: str) -> bool:
+    """Whether a leg's failure (as the engine names it: its type, then its text) is a lost connection."""
+    return why.startswith("ConnectionLost") or "ConnectionLost:" in why
+
+
 def _limited(engine, seconds: float):
     """The store's statements bounded by ``seconds`` (a SQLite team store has no server to bound)."""
     limit = getattr(engine.store, "time_limit", None)
@@ -169,12 +178,29 @@ class TeamClient:
             pass  # the vector leg meets the same failure and reports it
         sending.send()
         with _limited(engine, self.timeout):
-            hits, answered, failures = engine.search(query, scope, cfg, legs, temporal)
+            hits, answered, failures = self._searched(engine, sending.at, (query, scope, cfg, legs, temporal))
             grant_problem = getattr(engine.store, "grant_problem", None)
             if not hits.rows and grant_problem is not None:  # nothing, perhaps for want of a grant
                 if (problem := grant_problem(scope.project, scope.all_projects)) is not None:
                     failures = {**failures, "grant": problem}
         return hits, answered, failures
+
+    def _searched(self, engine, sent: float, search: tuple):
+        """``engine.search(*search)``, once more after a pause when a leg lost its connection (a
+        restart) and the recall's time allows."""
+        while True:
+            try:
+                hits, answered, failures = engine.search(*search)
+            except RecallError as exc:
+                if not _lost_connection(str(exc)) or time.perf_counter() + RETRY_PAUSE_S > sent + self.timeout:
+                    raise
+            else:
+                if not any(_lost_connection(why) for why in failures.values()):
+                    return hits, answered, failures
+                if time.perf_counter() + RETRY_PAUSE_S > sent + self.timeout:
+                    return hits, answered, failures
+            time.sleep(RETRY_PAUSE_S)
+            sent = float("-inf")  # once
 
     def _attempts(self, fn: Callable, args: tuple, seconds: float, missing_is_done: bool):
         """``fn(engine, *args)`` within ``seconds``, tried again while the connection is lost (a
@@ -182,7 +208,7 @@ class TeamClient:
         not found as the earlier attempt's work (a forget that committed before the answer was lost)."""
         from captain_memo.store.postgres.connection import ConnectionLost
 
-        deadline, pause, lost = time.monotonic() + seconds, 0.2, False
+        deadline, pause, lost = time.monotonic() + seconds, RETRY_PAUSE_S, False
         while True:
             try:
                 engine = self._opened()
@@ -304,9 +330,15 @@ class TeamClient:
         return scrubbed(text.replace(url, self.cfg.shown), url) if url else text
 
     def close(self) -> None:
+        """Close the engine on its worker (briefly waited for: a process about to exit must not
+        finalise under it); a worker still waiting on the server is left to its daemon thread."""
         engine, self._engine = self._engine, None
         if engine is not None and (self._pending is None or self._pending.done()):
-            self._worker.submit(engine.close)
+            closing = self._worker.submit(engine.close)
+            try:
+                closing.result(timeout=CLOSE_WAIT_S)
+            except Exception:
+                pass  # busy or failing: nothing more to do for a store being let go
         self._worker.stop()
 
 
