@@ -349,7 +349,7 @@ def open_team_engine(url: str, embedder, timeout_s: float | None = None):
     from captain_memo.store import Store
 
     if url.startswith("sqlite:///"):
-        return Engine(Store(url[len("sqlite://") :]), embedder)
+        return Engine(Store(url[len("sqlite://") :]), embedder, leg_pool=_Worker("captain-memo-team-leg", 2))
     from captain_memo.store.postgres import TeamStore
     from captain_memo.store.postgres.vectors import PgVectorIndex
 
