@@ -121,3 +121,33 @@ def test_a_member_cannot_choose_ids_and_block_the_others_saves(granted):
     bob.close()
     assert len(set(saved)) == 3
     assert granted.execute("SELECT count(*) FROM memories WHERE body = 'squat'") == [(0,)]
+
+
+def test_a_store_made_before_the_fix_is_mended_by_its_next_migration(team_db, monkeypatch):
+    """A store at version 1 (definer functions on the caller's path, ids open to members) with
+    rows in it: the owner's next connection pins the paths and closes the ids, the rows kept."""
+    import numpy as np
+
+    from captain_memo.store.postgres import TeamStore, schema
+
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
+    monkeypatch.setattr(schema, "LATEST", 1)
+    old = TeamStore(team_db.dsn())
+    kept = old.add(NewMemory(body="written at version 1", project="a"), ["written at version 1"], None)
+    old.close()
+    monkeypatch.undo()
+    TeamStore(team_db.dsn()).close()
+    assert team_db.execute("SELECT max(version) FROM schema_version") == [(schema.LATEST,)]
+    unpinned = team_db.execute(
+        "SELECT p.proname FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace"
+        " AND p.prosecdef AND NOT coalesce(p.proconfig::text LIKE '%%search_path=pg_catalog%%pg_temp%%', false)",
+        (),
+    )
+    assert unpinned == []
+    team_db.grant("alice", "a")
+    alice = TeamStore(team_db.dsn("alice"))
+    alice.bind_model("test:random", 2)  # the owner's function, called by a member, on its pinned path
+    assert alice.bound_model() == ("test:random", 2)
+    added = alice.add(NewMemory(body="written after", project="a"), ["written after"], np.ones((1, 2)) / 2)
+    assert alice.get(kept).body == "written at version 1" and added > kept
+    alice.close()
