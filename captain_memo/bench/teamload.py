@@ -1,6 +1,7 @@
 """A load test of the team store: clients in separate processes, each connected as its own
-PostgreSQL role, saving and recalling through the engine on ``TeamStore`` for a while; then the
-store's owner checks what they were told against what the database holds.
+PostgreSQL role, saving and searching through the team client (team.py) over the engine on
+``TeamStore``, as a command does, for a while; then the store's owner checks what they were told
+against what the database holds.
 
 The invariants: every acknowledged save is stored exactly once, with the id and project the
 client was given (nothing lost, no duplicate); no recall ever returns a memory of a project the
@@ -46,6 +47,7 @@ class Plan:
     seed: int = 7
     secret_rows: int = 200
     pause: float = 0.0  # seconds each client waits after a save and a recall: 0 keeps it busy
+    restart_at: float = 0.0  # seconds into the run when the server is restarted (0: never)
 
     def project(self, index: int) -> str:
         return f"git.example.com/team/p{index % self.projects}"
@@ -132,33 +134,71 @@ class ClientResult:
     sql_leaks: dict = field(default_factory=dict)  # project -> rows a direct SELECT returned
     foreign_insert: str = ""  # what happened on an INSERT into a project not granted
     errors: list = field(default_factory=list)
+    error_times: list = field(default_factory=list)  # time.time() of each error
+    ack_times: list = field(default_factory=list)  # time.time() of each acknowledged save
 
 
-def run_client(plan: Plan, client: int, dsn: str) -> ClientResult:
+def run_client(plan: Plan, client: int, dsn: str, ready: Path | None = None) -> ClientResult:
+    from captain_memo.config import TeamConfig
     from captain_memo.engine import Engine
     from captain_memo.store.postgres.store import TeamStore
     from captain_memo.store.postgres.vectors import PgVectorIndex
+    from captain_memo.team import TeamClient
 
     store = TeamStore(dsn)
     engine = Engine(store, TopicEmbedder(plan.seed), PgVectorIndex(store))
+    # Saves go through the client a command uses: its time limits, and its retries after a lost
+    # connection (a restart), which must neither lose nor double a save.
+    team = TeamClient(TeamConfig(url=dsn, timeout=5.0), lambda: engine.embedder, str, lambda url, _: engine)
+    if ready is not None:  # connected; all start at once, when every client got here
+        ready.touch()
+        while not (ready.parent / "go").exists():
+            time.sleep(0.05)
     try:
-        work = _work(engine, plan, client)
+        work = _work(engine, team, plan, client)
         sql_leaks, foreign_insert = probe_directly(store.conn, plan, plan.granted(client))
     finally:
-        engine.close()
+        team.close()  # closes the engine it was given
     return ClientResult(
         plan.role(client), plan.granted(client), **work, sql_leaks=sql_leaks, foreign_insert=foreign_insert
     )
 
 
-def _work(engine, plan: Plan, client: int) -> dict:
+def _saved(engine, memory) -> int:
+    """The new memory's id, or that of the copy an earlier attempt stored (its answer lost)."""
+    from captain_memo.chunking import content_hash
+
+    (stored,) = engine.remember_many([memory])
+    if stored is None:
+        clean, _ = engine.prepare(memory)
+        stored = engine.store.find_by_hash(content_hash(clean.kind, clean.title, clean.body), clean.project)
+    return stored
+
+
+def _work(engine, team, plan: Plan, client: int) -> dict:
     """Save, then recall, until the time is up; what was acknowledged, seen and timed."""
+    from captain_memo.config import rank_config
     from captain_memo.errors import StoreError
     from captain_memo.records import NewMemory, RecallRequest
 
     role, granted = plan.role(client), plan.granted(client)
     rng = np.random.default_rng([plan.seed, 100 + client])
-    work: dict = {"acks": [], "save_ms": [], "recall_ms": [], "recalls": 0, "hits_seen": 0, "leaks": [], "errors": []}
+    work: dict = {
+        "acks": [],
+        "save_ms": [],
+        "recall_ms": [],
+        "recalls": 0,
+        "hits_seen": 0,
+        "leaks": [],
+        "errors": [],
+        "error_times": [],
+        "ack_times": [],
+    }
+
+    def failed(what: str) -> None:
+        work["errors"].append(what)
+        work["error_times"].append(time.time())
+
     deadline = time.monotonic() + plan.seconds
     seq = 0
     while time.monotonic() < deadline:
@@ -168,12 +208,13 @@ def _work(engine, plan: Plan, client: int) -> dict:
         seq += 1
         started = time.perf_counter()
         try:
-            memory_id = engine.remember(memory)
+            memory_id = team.call("saving a memory", _saved, memory)
         except StoreError as exc:
-            work["errors"].append(f"save: {exc}")
+            failed(f"save: {exc}")
             continue
         work["save_ms"].append((time.perf_counter() - started) * 1000)
         work["acks"].append([marker, memory_id, project])
+        work["ack_times"].append(time.time())
         # A quarter of the recalls ask over every project: the widest a role can ask. Tide is not
         # recorded on team memories (one developer's lookups do not reorder everyone's).
         request = RecallRequest(
@@ -182,16 +223,17 @@ def _work(engine, plan: Plan, client: int) -> dict:
             all_projects=bool(rng.random() < 0.25),
             record=False,
         )
+        # Searched as a command searches the team store (its time limit, its reconnection): every
+        # candidate both legs return is checked, not only the ten a ranking would keep.
         started = time.perf_counter()
-        answer = engine.recall(request)
+        found, failures = team.collect(team.search(request.query, request, rank_config(), False), started)
         work["recall_ms"].append((time.perf_counter() - started) * 1000)
         work["recalls"] += 1
-        work["hits_seen"] += len(answer.hits)
-        if answer.failures:
-            work["errors"].append(f"recall: {answer.failures}")
-        work["leaks"] += [
-            [hit.memory.id, hit.memory.project] for hit in answer.hits if hit.memory.project not in granted
-        ]
+        rows = found.rows.values() if found is not None else ()
+        work["hits_seen"] += len(rows)
+        if failures:
+            failed(f"recall: {failures}")
+        work["leaks"] += [[memory.id, memory.project] for _, memory in rows if memory.project not in granted]
         time.sleep(plan.pause)
     return work
 
@@ -222,13 +264,32 @@ class Report:
     save_p50_ms: float
     save_p95_ms: float
     load_average: tuple
+    restart: dict = field(default_factory=dict)  # when the server restarted, and how the clients fared
 
     @property
     def sound(self) -> bool:
         return not (self.lost or self.duplicates or self.leaks or self.sql_leaks or self.foreign_inserts_accepted)
 
 
-def verify(admin_dsn: str, plan: Plan, results: list[ClientResult]) -> Report:
+def after_restart(results: list[ClientResult], window: tuple[float, float] | None) -> dict:
+    """How the clients fared around a restart (``window``: its start and end, time.time()):
+    errors during and after it, and how many clients saved again afterwards without being restarted."""
+    if window is None:
+        return {}
+    began, ended = window
+    errors = [t for r in results for t in r.error_times]
+    return {
+        "restart_s": round(ended - began, 2),
+        "errors_during": sum(began <= t <= ended + 1 for t in errors),
+        "errors_after": sum(t > ended + 1 for t in errors),
+        "clients_saving_after": sum(any(t > ended for t in r.ack_times) for r in results),
+        "saves_after": sum(t > ended for r in results for t in r.ack_times),
+    }
+
+
+def verify(
+    admin_dsn: str, plan: Plan, results: list[ClientResult], restart: tuple[float, float] | None = None
+) -> Report:
     """What the database holds, read as its owner (row-level security does not hide rows from
     the owner), against what every client was told."""
     import psycopg
@@ -262,12 +323,14 @@ def verify(admin_dsn: str, plan: Plan, results: list[ClientResult]) -> Report:
         save_p50_ms=pct(save_ms, 50),
         save_p95_ms=pct(save_ms, 95),
         load_average=os.getloadavg(),
+        restart=after_restart(results, restart),
     )
 
 
-def run(plan: Plan, admin_dsn: str, role_dsn, out: Path) -> Report:
+def run(plan: Plan, admin_dsn: str, role_dsn, out: Path, restart=None) -> Report:
     """Prepare the store, run ``plan.clients`` client processes at once, verify. ``role_dsn(role)``
-    is the connection string of a role; it reaches each client in its environment."""
+    is the connection string of a role; it reaches each client in its environment. ``restart()``
+    restarts the server, called ``plan.restart_at`` seconds into the run when both are given."""
     prepare(admin_dsn, plan)
     out.mkdir(parents=True, exist_ok=True)
     procs = {}
@@ -275,17 +338,31 @@ def run(plan: Plan, admin_dsn: str, role_dsn, out: Path) -> Report:
         env = {**os.environ, DSN_VARIABLE: role_dsn(plan.role(client))}
         args = [sys.executable, "-m", "captain_memo.bench.teamload", json.dumps(asdict(plan)), str(client), str(out)]
         procs[plan.role(client)] = subprocess.Popen(args, env=env)
+    _wait_ready(out, plan, procs)
+    (out / "go").touch()
+    window = None
+    if restart is not None and plan.restart_at > 0:
+        time.sleep(plan.restart_at)
+        began = time.time()
+        restart()
+        window = (began, time.time())
     failed = [role for role, proc in procs.items() if proc.wait() != 0]
     if failed:
         raise RuntimeError(f"load clients {', '.join(failed)} exited with an error (their output is above)")
     results = [ClientResult(**json.loads((out / f"{plan.role(c)}.json").read_text())) for c in range(plan.clients)]
-    return verify(admin_dsn, plan, results)
+    return verify(admin_dsn, plan, results, window)
+
+
+def _wait_ready(out: Path, plan: Plan, procs: dict) -> None:
+    """Until every client has connected (twenty processes starting at once take a while) or exited."""
+    while not all((out / f"{role}.ready").exists() or proc.poll() is not None for role, proc in procs.items()):
+        time.sleep(0.1)
 
 
 def client_main(argv: list[str]) -> int:
     plan = Plan(**json.loads(argv[0]))
     client, out = int(argv[1]), Path(argv[2])
-    result = run_client(plan, client, os.environ[DSN_VARIABLE])
+    result = run_client(plan, client, os.environ[DSN_VARIABLE], out / f"{plan.role(client)}.ready")
     (out / f"{plan.role(client)}.json").write_text(json.dumps(asdict(result)))
     return 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from captain_memo.commands._common import open_memo, print_json
+from captain_memo.commands._common import context, open_memo, print_json
 
 
 def register(sub) -> None:
@@ -55,7 +55,7 @@ def doctor(args) -> int:
         if args.repair:
             for line in memo.repair_fields():
                 print(f"repaired {line}", file=sys.stderr if args.json else sys.stdout)
-        results = memo.doctor()
+        results = memo.doctor(context(args).project)
     if args.json:
         print_json([{"item": item, "ok": ok, "detail": detail} for item, ok, detail in results])
     else:

@@ -71,7 +71,6 @@ def memory_from_row(row) -> Memory:
         tags=tuple(t for t in tags.split(",") if t),
         last_opened=last_opened,
         superseded_by_team=superseded_by_team,
-        author=row[23] if len(row) > 23 else None,  # the team store's rows name their author
     )
 
 

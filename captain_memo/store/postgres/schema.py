@@ -186,6 +186,64 @@ GRANT UPDATE (seq, embedding) ON chunks TO {MEMBER_ROLE}
 """
 
 
+# A SECURITY DEFINER function runs with the owner's rights and resolves names on its own
+# search_path; left at "$user", public, a member's temporary schema came first (pg_temp is searched
+# first unless named), so a temporary table or view named like ours ran her code as the owner. Every
+# definer function is recreated with its path pinned (pg_temp last) and every name qualified:
+# @schema@ is the store's schema and @vector@ pgvector's, filled in when the migration runs.
+DEFINER_PATH = "pg_catalog, @schema@, @vector@, pg_temp"
+M002_PINNED = f"""
+CREATE OR REPLACE FUNCTION @schema@.captain_memo_count_added() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {DEFINER_PATH} AS $$
+BEGIN
+    INSERT INTO @schema@.chunk_terms (term, chunk_id, project, tf, size)
+        SELECT t.term, a.id, a.project, count(*), cardinality(a.terms) FROM added a, unnest(a.terms) AS t(term)
+        GROUP BY t.term, a.id, a.project, cardinality(a.terms);
+    INSERT INTO @schema@.corpus_stats AS s (project, chunks, tokens)
+        SELECT project, count(*), sum(cardinality(terms)) FROM added GROUP BY project ORDER BY project
+    ON CONFLICT (project) DO UPDATE SET chunks = s.chunks + excluded.chunks, tokens = s.tokens + excluded.tokens;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION @schema@.captain_memo_count_removed() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = {DEFINER_PATH} AS $$
+BEGIN
+    UPDATE @schema@.corpus_stats AS s SET chunks = s.chunks - r.n, tokens = s.tokens - r.t
+        FROM (SELECT project, count(*) AS n, sum(cardinality(terms)) AS t FROM removed GROUP BY project) r
+        WHERE s.project = r.project;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION @schema@.captain_memo_bind_model(model text, dims integer) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {DEFINER_PATH} AS $$
+DECLARE
+    stored text;
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock({MIGRATION_LOCK});
+    SELECT value INTO stored FROM @schema@.team_meta WHERE key = 'embed_model';
+    IF stored IS NOT NULL THEN
+        RETURN stored || '/' || (SELECT value FROM @schema@.team_meta WHERE key = 'embed_dim');
+    END IF;
+    IF dims < 1 OR dims > 16000 THEN
+        RAISE EXCEPTION 'pgvector holds 1 to 16000 dimensions, not %', dims;
+    END IF;
+    INSERT INTO @schema@.team_meta VALUES ('embed_model', model), ('embed_dim', dims::text);
+    EXECUTE pg_catalog.format('ALTER TABLE @schema@.chunks ALTER COLUMN embedding TYPE @vector@.vector(%s)', dims);
+    IF dims <= 2000 THEN  -- pgvector's HNSW indexes at most 2,000 dimensions; beyond, scans are exact
+        EXECUTE 'CREATE INDEX chunks_embedding ON @schema@.chunks USING hnsw (embedding @vector@.vector_l2_ops)';
+    END IF;
+    RETURN model || '/' || dims;
+END $$;
+
+-- Members never choose ids: a row inserted with an id just ahead of the sequence made every other
+-- member's next saves fail on the primary key. They insert the other columns only (the author is
+-- their role by default, and row-level security checks it); the owner's bulk load still may.
+REVOKE INSERT ON memories, chunks FROM {MEMBER_ROLE};
+GRANT INSERT (kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end,
+    source_commit, origin, filetype, content_hash, superseded_by, supersede_auto, stability, last_surfaced,
+    opened_in_full, source_key, tags, last_opened) ON memories TO {MEMBER_ROLE};
+GRANT INSERT (memory_id, project, seq, text, content_hash, terms, embedding) ON chunks TO {MEMBER_ROLE}
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -193,7 +251,10 @@ class Migration:
     sql: str
 
 
-MIGRATIONS = (Migration(1, "tables, bm25 statistics, model binding, row-level security", M001_TABLES),)
+MIGRATIONS = (
+    Migration(1, "tables, bm25 statistics, model binding, row-level security", M001_TABLES),
+    Migration(2, "definer functions on a pinned search_path; ids chosen by the store only", M002_PINNED),
+)
 LATEST = MIGRATIONS[-1].version
 
 
@@ -210,6 +271,20 @@ def newer_schema(found: int, where: str) -> str:
         f"the team store {where} has schema version {found}, newer than version {LATEST} that this "
         "captain-memo knows; upgrade captain-memo to write to it"
     )
+
+
+def quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def placed(conn, sql: str) -> str:
+    """The migration's text with the store's schema and pgvector's named, quoted."""
+    if "@schema@" not in sql:
+        return sql
+    schema, vector = conn.execute(
+        "SELECT current_schema(), (SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector')"
+    ).fetchone()
+    return sql.replace("@schema@", quoted(schema)).replace("@vector@", quoted(vector.strip('"')))
 
 
 def migrate(conn, where: str) -> int:
@@ -233,7 +308,7 @@ def migrate(conn, where: str) -> int:
                 )
                 if applied_version(conn) >= migration.version:
                     continue  # another client applied it meanwhile
-                conn.execute(migration.sql)
+                conn.execute(placed(conn, migration.sql))
                 conn.execute(
                     "INSERT INTO schema_version (version, name) VALUES (%s, %s)", (migration.version, migration.name)
                 )

@@ -11,16 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 
 from captain_memo.chunking import content_hash
 from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError, ReadOnlyStoreError, StoreError
-from captain_memo.records import Chunk, Memory, NewMemory, Superseded
+from captain_memo.records import TEAM, Chunk, Memory, MemoryRef, NewMemory, Superseded
 from captain_memo.store.postgres import schema
 from captain_memo.store.postgres.bulk import BulkLoad
-from captain_memo.store.postgres.connection import Connections
+from captain_memo.store.postgres.connection import Connections, Refused
 from captain_memo.store.postgres.keyword import TeamKeywordSearch, scope_sql
 from captain_memo.store.postgres.models import ModelBinding
 from captain_memo.store.postgres.sources import TeamSourceRows
@@ -29,33 +30,62 @@ from captain_memo.store.postgres.vectors import EF_SEARCH, vector_text
 from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, setting, text_row
 from captain_memo.store.store import memory_from_row
 
+
+def team_memory(row) -> Memory:
+    """A memory read with MEMORY_COLUMNS: the local store's fields and its author."""
+    return replace(memory_from_row(row[:-1]), author=row[-1])
+
+
 # The local store's columns, with '' (no project) read back as None.
 MEMORY_COLUMNS = (
     "m.id, m.kind, m.title, m.body, m.created_at, m.updated_at, nullif(m.project, ''), m.branch, m.source_path,"
     " m.line_start, m.line_end, m.source_commit, m.origin, m.filetype, m.content_hash, m.superseded_by,"
     " m.stability, m.last_surfaced, m.opened_in_full, m.source_key, m.tags, m.last_opened,"
     " NULL::bigint,"  # superseded_by_team: a team memory is superseded only within the team store
-    " m.author"
+    " m.author::text"  # who wrote it (read by ``team_memory``)
 )
 NEW_MARKS = ", ".join(["%s"] * len(NEW_COLUMNS.split(",")))
 # Postgres's bigint; a larger id cannot name a memory (and would not bind).
 BIGINTS = range(-(2**63), 2**63)
 
 
-def _session_settings(timeout_s: float | None):
-    def apply(conn) -> None:
-        # At least EF_SEARCH, or more when the administrator set a larger database default (a
-        # store of a million chunks needs more; doc/team.md).
-        conn.execute(
-            "SELECT set_config('hnsw.ef_search',"
-            " greatest(%s, coalesce(current_setting('hnsw.ef_search', true)::int, 0))::text, false)",
-            (EF_SEARCH,),
-        )
-        conn.execute("SET hnsw.iterative_scan = strict_order")
-        if timeout_s is not None:  # a slow team store fails the statement, never hangs the caller
-            conn.execute(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
+def team_ref(memory_id: int) -> str:
+    """How a team memory is named to people: ``t8`` (records.py's MemoryRef)."""
+    return str(MemoryRef(TEAM, memory_id))
 
-    return apply
+
+def grant_sql(role: str, project: str, curate: bool | None = None) -> str:
+    """The statement the store's owner runs to let ``role`` read and write ``project`` (and, with
+    ``curate``, change anyone's memories in it)."""
+
+    def quoted(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    if curate is None:
+        return f"INSERT INTO grants (role, project) VALUES ({quoted(role)}, {quoted(project)})"
+    return (
+        f"INSERT INTO grants (role, project, curate) VALUES ({quoted(role)}, {quoted(project)}, {str(curate).lower()})"
+        " ON CONFLICT (role, project) DO UPDATE SET curate = excluded.curate;"
+    )
+
+
+def no_grant(role: str, project: str | None) -> str:
+    """Why a role reads nothing of a project and may not write to it, and the owner's command."""
+    return (
+        f"your role {role} has no grant for project '{project or ''}' in the team store; ask the store's owner"
+        f" to run: {grant_sql(role, project or '')}"
+    )
+
+
+def _session_settings(conn) -> None:
+    # At least EF_SEARCH, or more when the administrator set a larger database default (a
+    # store of a million chunks needs more; doc/team.md).
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search',"
+        " greatest(%s, coalesce(current_setting('hnsw.ef_search', true)::int, 0))::text, false)",
+        (EF_SEARCH,),
+    )
+    conn.execute("SET hnsw.iterative_scan = strict_order")
 
 
 class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
@@ -71,8 +101,8 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         self, dsn: str, initial_stability: float = RankConfig.tide_initial_stability, timeout_s: float | None = None
     ):
         """``timeout_s``: the longest a connection attempt or a statement may take (None: 5 s to
-        connect, statements unbounded)."""
-        self._conns = Connections(dsn, _session_settings(timeout_s), timeout_s)
+        connect, statements unbounded until ``time_limit`` says otherwise)."""
+        self._conns = Connections(dsn, _session_settings, timeout_s)
         self.path = self._conns.where  # what messages name: the masked connection string
         self.initial_stability = initial_stability
         self.tokenizer = Tokenizer()
@@ -92,6 +122,21 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
 
     def errors(self):
         return self._conns.errors()
+
+    @contextmanager
+    def time_limit(self, seconds: float | None) -> Iterator[None]:
+        """Every statement run meanwhile (by any thread) is cancelled by the server, and waits for a
+        lock no longer than, ``seconds``: an operation's caller never gives up on a statement that
+        then commits."""
+        before, self._conns.limit_s = self._conns.limit_s, seconds
+        try:
+            yield
+        finally:
+            self._conns.limit_s = before
+
+    def cancel(self) -> None:
+        """Cancel the statements running now (their caller stopped waiting)."""
+        self._conns.cancel()
 
     def fetch(self, sql: str, params: Sequence = ()) -> list[tuple]:
         with self.errors():
@@ -147,6 +192,15 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         """Insert memories with their chunks (tokens and vectors) in one transaction; their ids."""
         now = time.time() if now is None else now
         tokens = iter(self.tokenizer.tokens([text for _, chunks, _ in items for text in chunks]))
+        try:
+            return self._insert(items, tokens, now)
+        except Refused:
+            for project in {memory.project for memory, _, _ in items}:
+                if (problem := self.grant_problem(project)) is not None:
+                    raise StoreError(problem) from None
+            raise
+
+    def _insert(self, items, tokens, now: float) -> list[int]:
         ids = []
         with self.write() as conn:
             for memory, chunks, vectors in items:
@@ -210,16 +264,16 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
             return
         row = conn.execute("SELECT author, project FROM memories WHERE id = %s", (memory_id,)).fetchone()
         if row is None:
-            raise NotFoundError(f"no memory with id {memory_id}")
+            raise NotFoundError(f"no memory with id {team_ref(memory_id)}")
         author, project = row
         raise StoreError(
-            f"memory {memory_id} in the team store was written by {author}: only its author or a role "
+            f"memory {team_ref(memory_id)} in the team store was written by {author}: only its author or a role "
             f"granted curate on project {project or '(none)'} may change it"
         )
 
     def delete(self, memory_id: int) -> None:
         if memory_id not in BIGINTS:
-            raise NotFoundError(f"no memory with id {memory_id}")
+            raise NotFoundError(f"no memory with id {team_ref(memory_id)}")
         with self.write() as conn:
             self._changed(
                 conn.execute("DELETE FROM memories WHERE id = %s RETURNING id", (memory_id,)), conn, memory_id
@@ -242,7 +296,7 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
                     mid not in BIGINTS
                     or conn.execute("SELECT 1 FROM memories WHERE id = %s", (mid,)).fetchone() is None
                 ):
-                    raise NotFoundError(f"no memory with id {mid}")
+                    raise NotFoundError(f"no memory with id {team_ref(mid)}")
             previous = conn.execute("SELECT superseded_by FROM memories WHERE id = %s", (old_id,)).fetchone()[0]
             self._changed(
                 conn.execute(
@@ -288,8 +342,24 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
             else None
         )
         if row is None:
-            raise NotFoundError(f"no memory with id {memory_id}")
-        return memory_from_row(row)
+            raise NotFoundError(f"no memory with id {team_ref(memory_id)}")
+        return team_memory(row)
+
+    def grant_problem(self, project: str | None, all_projects: bool = False) -> str | None:
+        """Why this role sees nothing of ``project`` (of any project, with ``all_projects``): it has
+        no grant; None when it has one, or needs none (the owner)."""
+        role, owner, granted = self.one(
+            "SELECT current_user::text, (SELECT relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+            " OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) FROM pg_class"
+            " WHERE oid = 'memories'::regclass), EXISTS (SELECT 1 FROM grants WHERE role = current_user"
+            " AND (%s OR project = %s))",
+            (all_projects, project or ""),
+        )
+        if owner or granted:
+            return None
+        if all_projects:
+            return f"your role {role} has no grant for any project in the team store; ask the store's owner for one"
+        return no_grant(role, project)
 
     def authors(self, memory_ids: Sequence[int]) -> dict[int, str]:
         """The role that wrote each memory."""
@@ -306,7 +376,7 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.source_key = %s AND m.project = %s",
             (source_key, project or ""),
         )
-        return memory_from_row(row) if row else None
+        return team_memory(row) if row else None
 
     def missing_vectors(self, memory_id: int) -> int:
         return self.one("SELECT count(*) FROM chunks WHERE memory_id = %s AND embedding IS NULL", (memory_id,))[0]
@@ -329,7 +399,7 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
             " WHERE c.id = ANY(%s)",
             (list(chunk_ids),),
         )
-        return {row[0]: (row[1], memory_from_row(row[2:])) for row in rows}
+        return {row[0]: (row[1], team_memory(row[2:])) for row in rows}
 
     def list_memories(
         self, project: str | None = None, all_projects: bool = True, kind: str | None = None, limit: int = 100
@@ -346,7 +416,7 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(where)} ORDER BY m.created_at DESC LIMIT %s",
             params,
         )
-        return [memory_from_row(r) for r in rows]
+        return [team_memory(r) for r in rows]
 
     def superseded(self) -> list[Superseded]:
         return [
