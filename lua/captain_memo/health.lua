@@ -1,4 +1,4 @@
----:checkhealth captain_memo
+---:checkhealth captain-memo (or captain_memo, the module's name)
 ---
 ---The library's checks run in a separate Python process started from the configured host program,
 ---so a broken remote plugin host is reported rather than hidden behind it.
@@ -62,6 +62,14 @@ end
 
 function M.check()
   vim.health.start("Captain Memo")
+  -- Both names are found by a plain :checkhealth; each run has its own health:// buffer, so a
+  -- mark on it keeps the second name from starting Python and probing everything again.
+  local buf = vim.api.nvim_get_current_buf()
+  if vim.b[buf].captain_memo_checked then
+    vim.health.info("captain-memo and captain_memo name one plugin: its checks are above")
+    return
+  end
+  vim.b[buf].captain_memo_checked = true
   local v = vim.version()
   local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
   if vim.fn.has("nvim-0.10") == 1 then
