@@ -25,6 +25,8 @@ function M.settings()
     provider = o.embedding.provider,
     url = o.embedding.url,
     model = o.embedding.model,
+    query_prefix = o.embedding.query_prefix,
+    document_prefix = o.embedding.document_prefix,
     profile = o.profile,
     limit = o.limit,
     share_worktrees = o.share_worktrees,

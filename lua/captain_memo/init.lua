@@ -20,6 +20,10 @@ M.defaults = {
     provider = nil, -- "local" (built in, offline), "ollama" or "openai"; nil: $CAPTAIN_MEMO_EMBED_PROVIDER, else local
     url = nil, -- endpoint of the ollama/openai provider; nil: $CAPTAIN_MEMO_EMBED_URL, else its usual address
     model = nil, -- model name for ollama/openai; nil: $CAPTAIN_MEMO_EMBED_MODEL, else the provider's default
+    -- Text put before each search query / each document; "" is none. nil: $CAPTAIN_MEMO_EMBED_QUERY_PREFIX /
+    -- $CAPTAIN_MEMO_EMBED_DOCUMENT_PREFIX, else the model's own (nomic-embed-text, e5, bge...: doc/embeddings.md).
+    query_prefix = nil,
+    document_prefix = nil,
   },
   db = nil, -- database file; nil: $CAPTAIN_MEMO_DB, else $CAPTAIN_MEMO_HOME/memo.db, else the XDG data folder
   share_worktrees = true, -- worktrees of one repository share one project; false gives each its own
