@@ -17,7 +17,7 @@ try:
     from captain_memo.editor import health_main
 except Exception as exc:
     print(json.dumps([{"item": "package", "status": "error",
-                       "detail": "captain_memo cannot be imported: %s; pip install captain-memo into this Python" % exc}]))
+                       "detail": "captain_memo cannot be imported: %s; run :CaptainMemo build" % exc}]))
     sys.exit(0)
 sys.exit(health_main(sys.argv[1:]))
 ]]
@@ -31,15 +31,6 @@ local function report(item, status, detail)
   else
     vim.health.error(text)
   end
-end
-
-local function python_host()
-  local prog = vim.g.python3_host_prog
-  if prog and prog ~= "" then
-    return vim.fn.expand(prog)
-  end
-  local found = vim.fn.exepath("python3")
-  return found ~= "" and found or nil
 end
 
 local function settings_json()
@@ -78,17 +69,18 @@ function M.check()
     report("neovim", "error", version .. ": Captain Memo needs 0.10 or newer")
   end
 
-  local prog = python_host()
+  local host = require("captain_memo.host")
+  local prog, how = host.python()
   if not prog or vim.fn.executable(prog) ~= 1 then
-    report("python host", "error", "no Python 3 found: set g:python3_host_prog to a Python that has pynvim and captain-memo")
+    report("python host", "error", ("%s (%s): run :CaptainMemo build to make the plugin's own environment"):format(tostring(prog), how))
     return
   end
-  report("python host", "ok", prog)
+  report("python host", "ok", ("%s (%s)"):format(prog, how))
 
-  if require("captain_memo.bridge").registered() then
-    report("remote plugin", "ok", "registered")
+  if vim.fn.filereadable(host.plugin_file()) == 1 then
+    report("remote plugin", "ok", host.plugin_file() .. ", hosted by the plugin itself (no :UpdateRemotePlugins needed)")
   else
-    report("remote plugin", "error", "not registered: run :UpdateRemotePlugins, then restart Neovim")
+    report("remote plugin", "error", host.plugin_file() .. " is missing: the plugin's folder is incomplete")
   end
 
   local done = vim.system({ prog, "-c", SCRIPT, settings_json(), context_file() }, { text = true }):wait(60000)

@@ -41,6 +41,9 @@ M.defaults = {
   -- yet (about a third of a second, once).
   index_on_write = true,
   log_file = nil, -- where failures are detailed; nil: stdpath("log") .. "/captain-memo.log"
+  -- The Python that runs the plugin. nil: the plugin's own environment, made by its build step
+  -- (build.lua, :CaptainMemo build) under stdpath("data"); else g:python3_host_prog, else python3.
+  python = nil,
 }
 
 local options = nil
@@ -52,7 +55,7 @@ function M.options()
 end
 
 -- Options whose default is nil are absent from M.defaults but still known.
-local NIL_DEFAULTS = { profile = true, db = true, log_file = true }
+local NIL_DEFAULTS = { profile = true, db = true, log_file = true, python = true }
 local TABLES = { keymaps = true, window = true, embedding = true }
 ---What a save does with text that looks like a credential (the library checks the same names).
 M.SECRET_POLICIES = { "ask", "redact", "allow" }
