@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from install_support import marked_python, offline_pip_env, plugin_copy, refuses_pip, wheelhouse
+from install_support import REPO, marked_python, offline_pip_env, plugin_copy, refuses_pip, wheelhouse
 from nvim_support import NVIM, requires_nvim
 
 pytestmark = [
@@ -143,7 +143,7 @@ def recall_from_own_environment(nvim, machine: Machine) -> list[str]:
 
 
 def test_plain_packages_build_their_own_environment_and_run_from_it(machine, packages_install):
-    nvim = start_user_editor(machine)
+    nvim = start_user_editor(machine, f"cd {REPO}")  # a folder with another captain_memo package in it
     try:
         lines = recall_from_own_environment(nvim, machine)
         nvim.command("checkhealth captain-memo")
@@ -152,7 +152,8 @@ def test_plain_packages_build_their_own_environment_and_run_from_it(machine, pac
         nvim.close()
     assert any(NOTE[0] in line for line in lines), lines
     assert f"OK python host: {machine.venv}/bin/python (the plugin's own environment)" in report, report
-    assert "OK package: " in report and "ERROR" not in report, report
+    assert "ERROR" not in report, report
+    assert f"OK package: captain_memo 0.1.0 ({machine.data}/" in report, "the installed package, not the one in cwd"
     system_site = machine.system_bin.parent / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     assert list((system_site / "site-packages").iterdir()) == [], "nothing was installed into the system's Python"
     assert f"home = {machine.system_bin}" in (machine.venv / "pyvenv.cfg").read_text()
@@ -180,3 +181,23 @@ def test_lazy_nvim_runs_build_lua_without_blocking_and_the_plugin_runs_from_its_
         cwd=machine.root,  # not this repository, whose captain_memo would shadow the installed one
     ).stdout.strip()
     assert where == str(plugin / "captain_memo" / "__init__.py"), "the environment follows lazy's copy of the plugin"
+
+
+def test_a_managers_hook_runs_the_build_inside_the_editor_to_its_end(machine, packages_install):
+    """packer's `run` and mini.deps' hooks call build.lua from inside Neovim, where lazy.nvim is
+    not loaded: the build runs to its end before the hook returns (vim-plug and rocks.nvim call
+    the same function through require)."""
+    nvim = start_user_editor(machine)
+    try:
+        nvim.exec_lua(
+            "dofile(...); vim.g.hook_returned = true",
+            str(packages_install / "build.lua"),
+        )
+        assert nvim.exec_lua("return vim.g.hook_returned") is True
+        python, how = nvim.exec_lua("return { require('captain_memo.host').python() }")
+    finally:
+        nvim.close()
+    assert (python, how) == (f"{machine.venv}/bin/python", "the plugin's own environment")
+    log = machine.root / "xdg_state_home" / "nvim" / "captain-memo-build.log"
+    installs = log.read_text().count(f"--editable {packages_install} (exit 0)")
+    assert installs == 2, "the shell's build and the hook's each installed the plugin"

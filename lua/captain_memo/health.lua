@@ -6,6 +6,7 @@ local M = {}
 
 local SCRIPT = [[
 import json, sys
+sys.path = [p for p in sys.path if p != ""]  # the package the host imports, not one in Neovim's folder
 try:
     import pynvim
 except ImportError as exc:
@@ -75,7 +76,9 @@ function M.check()
     report("python host", "error", ("%s (%s): run :CaptainMemo build to make the plugin's own environment"):format(tostring(prog), how))
     return
   end
-  report("python host", "ok", ("%s (%s)"):format(prog, how))
+  local built = vim.fn.executable(require("captain_memo.install").venv_python()) == 1
+  local own = built and "" or "; the plugin's own environment is not built: :CaptainMemo build"
+  report("python host", "ok", ("%s (%s%s)"):format(prog, how, own))
 
   if vim.fn.filereadable(host.plugin_file()) == 1 then
     report("remote plugin", "ok", host.plugin_file() .. ", hosted by the plugin itself (no :UpdateRemotePlugins needed)")

@@ -37,11 +37,11 @@ function M.python()
   end
   local prog = vim.g.python3_host_prog
   if type(prog) == "string" and prog ~= "" then
-    return vim.fn.expand(prog), "g:python3_host_prog; the plugin's own environment is not built"
+    return vim.fn.expand(prog), "g:python3_host_prog"
   end
   local found = vim.fn.exepath("python3")
   if found ~= "" then
-    return found, "python3 on PATH; the plugin's own environment is not built"
+    return found, "python3 on PATH"
   end
   return nil, "no Python found"
 end
@@ -64,14 +64,10 @@ local function exited(code)
   end
   local why = stderr[#stderr] or ("exit " .. code)
   if table.concat(stderr, "\n"):find("No module named 'pynvim'", 1, true) then
-    why = "its Python has no pynvim"
+    why = "it has no pynvim"
   end
   local python, how = M.python()
-  M.on_exit(("the Python host stopped (%s, %s): %s; run :CaptainMemo build, or see :checkhealth captain-memo"):format(
-    tostring(python),
-    how,
-    why
-  ))
+  M.on_exit(("the Python host stopped: %s (%s): %s; run :CaptainMemo build"):format(tostring(python), how, why))
 end
 
 local function start()
