@@ -3,8 +3,6 @@ command's own name, and no prompt left behind by a recall (real Neovim, a real U
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 
 import pytest
@@ -71,25 +69,3 @@ def test_opening_a_hit_from_a_recall_leaves_no_prompt_on_the_command_line(shop):
     finally:
         close(editor)
     assert "Recall:" not in shown, f"the command line still shows {shown!r}"
-
-
-def test_a_host_python_without_pynvim_is_named_with_the_fix(tmp_path):
-    """The plugin's own environment is not built and g:python3_host_prog names a Python without
-    pynvim: the request fails with one line naming that Python, why it was chosen, and the fix."""
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    if not python or subprocess.run([python, "-c", "import pynvim"], capture_output=True).returncode == 0:
-        pytest.skip("needs a Python without pynvim")
-    editor = start_editor(tmp_path, cwd=tmp_path)
-    try:
-        editor.nvim.command(f"let g:python3_host_prog = '{python}'")
-        editor.nvim.command("CaptainMemo recall rounding")
-        editor.wait_for(
-            "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
-            "if n.msg:find('host stopped', 1, true) then return true end end end)()",
-            what="the host's failure",
-        )
-        said = [n["msg"] for n in editor.notifications() if "host stopped" in n["msg"]]
-    finally:
-        close(editor)
-    assert len(said) == 1, said
-    assert f"{python} (g:python3_host_prog): it has no pynvim; run :CaptainMemo build" in said[0], said
