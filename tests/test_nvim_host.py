@@ -55,3 +55,23 @@ def test_a_killed_host_is_started_again_by_the_next_request(shop):  # noqa: F811
         close(editor)
     assert again != pid
     assert stopped == [], "a host that dies with nothing pending is only logged, not announced"
+
+
+def test_build_without_a_python_says_what_it_needs_and_what_it_found(tmp_path):
+    """:CaptainMemo build on a machine with no Python on PATH: one error naming the need."""
+    empty = tmp_path / "no-python"
+    empty.mkdir()
+    editor = start_editor(tmp_path, child_env(tmp_path, PATH=str(empty)), cwd=tmp_path)
+    try:
+        editor.nvim.command("unlet g:python3_host_prog")  # the test editors set it; a new user has none
+        editor.nvim.command("CaptainMemo build")
+        editor.wait_for(
+            "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+            "if n.level == vim.log.levels.ERROR then return true end end end)()",
+            what="the build's error",
+        )
+        errors = [n["msg"] for n in editor.notifications() if n["level"] == 4]
+    finally:
+        close(editor)
+    assert len(errors) == 1 and "building needs Python 3.10 or newer; found no python3 or python on PATH" in errors[0]
+    assert not (tmp_path / "xdg_data_home" / "nvim" / "captain-memo" / "venv").exists()
