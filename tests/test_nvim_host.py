@@ -73,5 +73,6 @@ def test_build_without_a_python_says_what_it_needs_and_what_it_found(tmp_path):
         errors = [n["msg"] for n in editor.notifications() if n["level"] == 4]
     finally:
         close(editor)
-    assert len(errors) == 1 and "building needs Python 3.10 or newer; found no python3 or python on PATH" in errors[0]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("Captain Memo: building needs Python 3.10 or newer; found no python3 or python on PATH")
     assert not (tmp_path / "xdg_data_home" / "nvim" / "captain-memo" / "venv").exists()

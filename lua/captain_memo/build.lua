@@ -4,6 +4,11 @@ local log = require("captain_memo.log")
 local M = {}
 
 local running = false
+-- install.lua's messages name the plugin (a shell shows them bare); log.lua names it once more.
+local function bare(message)
+  return (tostring(message):gsub("^Captain Memo: ", ""))
+end
+
 local STEP_MS = 50 -- how often the build's coroutine is resumed to look at its commands
 
 function M.in_background()
@@ -13,24 +18,30 @@ function M.in_background()
   end
   running = true
   local build = coroutine.create(function()
-    return require("captain_memo.install").build({ yield = coroutine.yield, say = log.info })
+    return require("captain_memo.install").build({
+      yield = coroutine.yield,
+      say = function(message)
+        log.info(bare(message))
+      end,
+    })
   end)
   local last
   local function step()
     local ok, result = coroutine.resume(build)
     if not ok then
       running = false
-      log.error(tostring(result):match("^[^\n]*"), tostring(result))
+      log.error(bare(result):match("^[^\n]*"), bare(result))
       return
     end
     if coroutine.status(build) == "dead" then
       running = false
-      log.info("built; restart Neovim (or run a command) to use " .. result)
+      require("captain_memo.host").stop() -- the next request starts the host from the new environment
+      log.info("built; the next request runs from " .. result)
       return
     end
     if result and result ~= last then
       last = result
-      log.status(result .. "…")
+      log.status(bare(result) .. "…")
     end
     vim.defer_fn(step, STEP_MS)
   end

@@ -98,6 +98,13 @@ function M.notify(payload)
   vim.rpcnotify(job, M.plugin_file() .. ":function:CaptainMemoRequest", { payload })
 end
 
+---Stop the host, if it runs; the next request starts it again.
+function M.stop()
+  if channel then
+    vim.fn.jobstop(channel)
+  end
+end
+
 ---The host's job id (for jobpid()), or nil when it is not running.
 ---@return integer|nil
 function M.job()
