@@ -3,10 +3,11 @@
 -- documentation (lazy.folke.io, "Plugin Spec" and "Developers > Building"):
 --   * a plugin lives in `dir` (a local plugin) or stdpath("data")/lazy/<name> (where lazy clones it;
 --     the test puts the files there, as the clone would);
---   * before building, lazy loads the plugin: its folder goes on 'runtimepath' and its plugin/
---     files are sourced;
---   * `build` is a function (called with the plugin), a ":" command, a shell command, or a Lua
---     file; without `build`, a build.lua in the plugin's folder is run;
+--   * `build` is a function (called with the plugin), a ":" command (run after lazy loads the
+--     plugin), a shell command, or a Lua file; without `build`, a build.lua in the plugin's folder
+--     is loaded with loadfile() and called, before the plugin is on 'runtimepath';
+--   * the plugin is loaded afterwards (here at once, as lazy does on the first use of its `cmd`):
+--     its folder goes on 'runtimepath' and its plugin/ files are sourced;
 --   * builds run inside a coroutine that lazy resumes from its scheduler while the editor keeps
 --     working; whatever the build yields is shown as its progress.
 -- It records what a user would see: vim.g.lazy_progress (the yielded messages), vim.g.lazy_built
@@ -34,6 +35,7 @@ local function builder(plugin)
   end
   if type(build) == "string" and build:sub(1, 1) == ":" then
     return function()
+      load(plugin.dir)
       vim.cmd(build:sub(2))
     end
   end
@@ -46,7 +48,7 @@ local function builder(plugin)
   return nil
 end
 
-local function run_build(fn)
+local function run_build(fn, after)
   vim.g.lazy_progress = {}
   vim.g.lazy_ticks = 0
   local co = coroutine.create(fn)
@@ -65,6 +67,7 @@ local function run_build(fn)
       end
     end
     if coroutine.status(co) == "dead" then
+      after()
       vim.g.lazy_built = true
     else
       vim.defer_fn(step, STEP_MS)
@@ -79,10 +82,16 @@ function M.setup(spec)
     local name = item.name or vim.fn.fnamemodify(item.dir or item[1], ":t")
     local plugin = vim.tbl_extend("force", item, { name = name })
     plugin.dir = item.dir and vim.fs.normalize(item.dir) or (vim.fn.stdpath("data") .. "/lazy/" .. name)
-    load(plugin.dir)
+    local function loaded()
+      if not vim.tbl_contains(vim.opt.rtp:get(), plugin.dir) then
+        load(plugin.dir)
+      end
+    end
     local fn = builder(plugin)
     if fn then
-      run_build(fn)
+      run_build(fn, loaded)
+    else
+      loaded()
     end
   end
 end
