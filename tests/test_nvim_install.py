@@ -2,7 +2,8 @@
 the build step makes the plugin's own environment, and a real Neovim then runs its remote host from
 there, with g:python3_host_prog never set and nothing installed into the system's Python.
 
-Covered here: plain packages (the files under 'packpath', then `nvim -l build.lua`) and lazy.nvim.
+Covered here: plain packages (the files under 'packpath', then `nvim -l build.lua`, which is also
+rocks.nvim's recipe), a manager's hook inside the editor (packer, mini.deps, vim-plug) and lazy.nvim.
 lazy.nvim itself cannot be had offline (it comes from GitHub), so tests/lazy_emulation stands in
 for it, following its documented contract: the plugin loaded, then its build.lua run inside a
 coroutine resumed by lazy's scheduler. The other managers' recipes call the same build step.
@@ -185,8 +186,8 @@ def test_lazy_nvim_runs_build_lua_without_blocking_and_the_plugin_runs_from_its_
 
 def test_a_managers_hook_runs_the_build_inside_the_editor_to_its_end(machine, packages_install):
     """packer's `run` and mini.deps' hooks call build.lua from inside Neovim, where lazy.nvim is
-    not loaded: the build runs to its end before the hook returns (vim-plug and rocks.nvim call
-    the same function through require)."""
+    not loaded: the build runs to its end before the hook returns (vim-plug's `do` calls the same
+    function through require; rocks.nvim runs `nvim -l build.lua`, the plain packages' way)."""
     nvim = start_user_editor(machine)
     try:
         nvim.exec_lua(
