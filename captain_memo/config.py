@@ -259,6 +259,9 @@ class EmbedConfig:
     batch_size: int = 32
     timeout: float = 30.0
     encoding: str = "float"  # openai provider: float | base64 (CAPTAIN_MEMO_EMBED_ENCODING)
+    # Text put before a search query / a document; None: the model's own (embeddings/prefixes.py).
+    query_prefix: str | None = None
+    document_prefix: str | None = None
 
 
 def embed_config(env: Mapping[str, str] | None = None, **overrides) -> EmbedConfig:
@@ -269,6 +272,9 @@ def embed_config(env: Mapping[str, str] | None = None, **overrides) -> EmbedConf
         model=env.get(ENV_PREFIX + "EMBED_MODEL") or None,
         api_key=env.get(ENV_PREFIX + "EMBED_API_KEY") or None,
         encoding=(env.get(ENV_PREFIX + "EMBED_ENCODING") or "float").strip().lower(),
+        # Set but empty means no prefix; unset means the model's own.
+        query_prefix=env.get(ENV_PREFIX + "EMBED_QUERY_PREFIX"),
+        document_prefix=env.get(ENV_PREFIX + "EMBED_DOCUMENT_PREFIX"),
     )
     for name in ("batch_size", "timeout"):
         var = ENV_PREFIX + "EMBED_" + name.upper()

@@ -96,7 +96,7 @@ def test_startup_loads_nothing_until_first_use(tmp_path):
         )
         assert channels == []
         completion = editor.lua("return vim.fn.getcompletion('CaptainMemo ', 'cmdline')")
-        assert completion == ["ambient", "explain", "log", "lookup", "note", "recall", "save"]
+        assert completion == ["ambient", "build", "explain", "log", "lookup", "note", "recall", "save"]
         assert editor.lua("return vim.fn.getcompletion('CaptainMemo note s', 'cmdline')") == ["skill"]
     finally:
         close(editor)
@@ -123,7 +123,7 @@ def test_help_file_tags_every_command_option_mapping_and_highlight(tmp_path):
               end
             end
             walk('', memo.defaults)
-            for _, name in ipairs({ 'profile', 'db', 'log_file' }) do out.options[#out.options + 1] = name end
+            for _, name in ipairs({ 'profile', 'db', 'log_file', 'python' }) do out.options[#out.options + 1] = name end
             for name in pairs(require('captain_memo.commands').subcommands) do
               out.subcommands[#out.subcommands + 1] = name
             end

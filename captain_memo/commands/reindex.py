@@ -10,7 +10,8 @@ def register(sub) -> None:
         "reindex",
         help="re-embed everything with the configured embedding model",
         description="Re-embed every chunk with the configured provider and model, in batches. Safe to interrupt: "
-        "run it again and it continues; recall keeps working on the old vectors until the end.",
+        "run it again and it continues; recall keeps working on the old vectors until the end. A model's query and "
+        "document prefixes are part of its vectors: after changing them, run this.",
     )
     p.add_argument(
         "--batch-size",
@@ -55,4 +56,8 @@ def run(args) -> int:
     )
     if report.previous_model and report.previous_model != report.model:
         print(f"the vectors of {report.previous_model} were replaced")
+        if report.prefixes_changed:
+            print(
+                "the model is the same but its prefixes changed; a prefix is part of every vector, so each was made again"
+            )
     return 0

@@ -20,6 +20,8 @@ class EditorSettings:
     provider: str | None = None
     url: str | None = None
     model: str | None = None
+    query_prefix: str | None = None  # "" is no prefix; None the model's own (embeddings/prefixes.py)
+    document_prefix: str | None = None
     profile: str | None = None
     limit: int | None = None
     share_worktrees: bool = True
@@ -37,6 +39,8 @@ class EditorSettings:
             provider=_text(raw, "provider"),
             url=_text(raw, "url"),
             model=_text(raw, "model"),
+            query_prefix=_prefix(raw, "query_prefix"),
+            document_prefix=_prefix(raw, "document_prefix"),
             profile=_text(raw, "profile"),
             limit=limit,
             share_worktrees=bool(raw.get("share_worktrees", True)),
@@ -46,7 +50,14 @@ class EditorSettings:
 
     @property
     def engine_key(self) -> tuple:
-        return (str(self.database_path()), self.provider, self.url, self.model)
+        return (
+            str(self.database_path()),
+            self.provider,
+            self.url,
+            self.model,
+            self.query_prefix,
+            self.document_prefix,
+        )
 
     def database_path(self) -> Path:
         from captain_memo.config import db_path
@@ -56,12 +67,28 @@ class EditorSettings:
     def embed_config(self):
         from captain_memo.config import embed_config
 
-        return embed_config(provider=self.provider, url=self.url, model=self.model)
+        return embed_config(
+            provider=self.provider,
+            url=self.url,
+            model=self.model,
+            query_prefix=self.query_prefix,
+            document_prefix=self.document_prefix,
+        )
 
 
 def _text(raw: dict, name: str) -> str | None:
     value = raw.get(name)
     if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"setting {name} must be text, not {type(value).__name__}")
+    return value
+
+
+def _prefix(raw: dict, name: str) -> str | None:
+    """A prefix setting: unlike other text, an empty one means something (no prefix)."""
+    value = raw.get(name)
+    if value is None or value is False:
         return None
     if not isinstance(value, str):
         raise InputError(f"setting {name} must be text, not {type(value).__name__}")

@@ -11,16 +11,18 @@ def make_embedder(cfg: EmbedConfig, backoff: bool = True):
 
     An HTTP provider comes behind a back-off (embeddings/backoff.py) unless ``backoff`` is False:
     commands that must really ask (reindex, eval, health checks) turn it off."""
+    from captain_memo.embeddings.prefixes import with_prefixes
+
     if cfg.provider == "local":
         from captain_memo.embeddings.local import LocalEmbedder
 
-        return LocalEmbedder()
+        return with_prefixes(LocalEmbedder(), cfg)
     if cfg.provider in ("ollama", "openai"):
         try:
             from captain_memo.embeddings.http import make_http_embedder
         except ImportError:
             raise ConfigError(f"embedding provider {cfg.provider!r} is not available in this build") from None
-        embedder = make_http_embedder(cfg)
+        embedder = with_prefixes(make_http_embedder(cfg), cfg)
         if not backoff:
             return embedder
         from captain_memo.embeddings.backoff import with_backoff

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from captain_memo.config import ENV_PREFIX
+from captain_memo.embeddings.base import query_vectors
 from captain_memo.errors import EmbeddingError
 
 log = logging.getLogger("captain_memo")
@@ -119,6 +120,12 @@ class BackoffEmbedder:
         return f"BackoffEmbedder({self.inner!r})"
 
     def embed(self, texts):
+        return self._asked(self.inner.embed, texts)
+
+    def embed_queries(self, texts):
+        return self._asked(lambda batch: query_vectors(self.inner, batch), texts)
+
+    def _asked(self, embed, texts):
         outage = self.state.read()
         now = self.clock()
         if outage is not None and now < outage.until:
@@ -128,7 +135,7 @@ class BackoffEmbedder:
                 f"{outage.until - now:.0f} s; down for {now - outage.since:.0f} s]"
             )
         try:
-            vectors = self.inner.embed(texts)
+            vectors = embed(texts)
         except EmbeddingError as exc:
             self.failed(str(exc), outage)
             raise

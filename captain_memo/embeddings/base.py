@@ -16,7 +16,9 @@ class Embedder(Protocol):
     ``model_id`` names the model and provider family (``local:all-MiniLM-L6-v2-int8``,
     ``ollama:nomic-embed-text``); the store records it so vectors of two models never mix.
     ``embed`` returns a float32 array of shape (len(texts), dim) whose rows have unit length,
-    or raises EmbeddingError naming the endpoint, the model and what went wrong.
+    or raises EmbeddingError naming the endpoint, the model and what went wrong. It embeds
+    documents; ``embed_queries`` embeds search queries, which some models want prefixed otherwise
+    (embeddings/prefixes.py). An embedder without it embeds both alike: see ``query_vectors``.
     """
 
     model_id: str
@@ -25,6 +27,15 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def query_vectors(embedder, texts: Sequence[str]) -> np.ndarray:
+    """The vectors of search queries: through ``embed_queries`` where the embedder tells queries
+    from documents, else through ``embed``."""
+    embed_queries = getattr(embedder, "embed_queries", None)
+    return embed_queries(texts) if embed_queries is not None else embedder.embed(texts)
 
 
 def checked_unit_vectors(rows, dim: int | None, where: str) -> np.ndarray:

@@ -7,6 +7,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from captain_memo.embeddings.base import query_vectors
+
 
 class QueryCache:
     def __init__(self, embedder, size: int = 1024):
@@ -24,7 +26,7 @@ class QueryCache:
                 self._items.move_to_end(key)
                 self.hits += 1
                 return self._items[key]
-        vector = self.embedder.embed([text])[0]
+        vector = query_vectors(self.embedder, [text])[0]
         with self._lock:
             self.misses += 1
             self._items[key] = vector

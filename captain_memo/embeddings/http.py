@@ -133,6 +133,10 @@ class HttpEmbedder:
         parts = [self._embed_batch(clean[i : i + self.batch_size]) for i in range(0, len(clean), self.batch_size)]
         return np.concatenate(parts)
 
+    # The server sees the text as given; prefixes, where the model wants them, are added before
+    # (embeddings/prefixes.py).
+    embed_queries = embed
+
     def close(self) -> None:
         with self._lock:
             if self._client is not None:

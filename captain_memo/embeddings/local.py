@@ -105,6 +105,9 @@ class LocalEmbedder:
         vectors[order] = np.concatenate(parts)
         return checked_unit_vectors(vectors, DIM, f"local model {MODEL_ID}")
 
+    # all-MiniLM-L6-v2 was trained without prefixes: a query is embedded like a document.
+    embed_queries = embed
+
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         # Lone surrogates cannot be encoded by the tokenizer; they carry no meaning anyway.
         clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from captain_memo.embeddings.base import query_vectors
 from captain_memo.progress import Progress
 from captain_memo.store.embedding_cache import EmbeddingCache, default_cache_dir, text_hash
 
@@ -38,16 +39,23 @@ class CachedEmbedder:
         return self.inner.dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(texts, self.model_id, self.inner.embed)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        # A query may be embedded with another prefix than the same text as a document.
+        return self._cached(texts, self.model_id + " queries", lambda batch: query_vectors(self.inner, batch))
+
+    def _cached(self, texts: Sequence[str], key: str, embed) -> np.ndarray:
         hashes = [text_hash(t) for t in texts]
-        found = self.cache.get_many(self.model_id, hashes)
+        found = self.cache.get_many(key, hashes)
         missing = {d: t for d, t in zip(hashes, texts) if d not in found}
         if missing:
-            found.update(self._fill(missing))
+            found.update(self._fill(missing, key, embed))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[d] for d in hashes]).astype(np.float32, copy=False)
 
-    def _fill(self, missing: dict[str, str]) -> dict[str, np.ndarray]:
+    def _fill(self, missing: dict[str, str], key: str, embed) -> dict[str, np.ndarray]:
         items = list(missing.items())
         bar = Progress(len(items), f"embedding ({self.model_id})") if self.progress and len(items) > 1 else None
         out: dict[str, np.ndarray] = {}
@@ -55,9 +63,9 @@ class CachedEmbedder:
         items.sort(key=lambda item: len(item[1]))
         for start in range(0, len(items), FILL_BATCH):
             part = items[start : start + FILL_BATCH]
-            vectors = self.inner.embed([text for _, text in part])
+            vectors = embed([text for _, text in part])
             pairs = [(digest, vectors[i]) for i, (digest, _) in enumerate(part)]
-            self.cache.put_many(self.model_id, pairs)
+            self.cache.put_many(key, pairs)
             out.update(pairs)
             self.embedded += len(part)
             if bar:

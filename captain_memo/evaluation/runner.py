@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from captain_memo.config import PROFILES
+from captain_memo.embeddings.base import query_vectors
 from captain_memo.errors import RecallError
 from captain_memo.evaluation import metrics
 from captain_memo.evaluation.data import Dataset, Query
@@ -188,7 +189,7 @@ def evaluate(
         engine, doc_of = build_store(dataset, embedder, Path(tmp), progress, team_db)
         try:
             # The queries' vectors in one call, so an uncached set embeds them in batches too.
-            engine.embedder.embed([q.text for q in dataset.queries])
+            query_vectors(engine.embedder, [q.text for q in dataset.queries])
             chunks = engine.store.chunk_count()
             result = SetResult(dataset.name, len(doc_of), chunks)
             bar = Progress(len(dataset.queries), f"querying {dataset.name}") if progress else None

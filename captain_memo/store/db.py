@@ -554,7 +554,8 @@ class Database:
             raise ModelMismatchError(
                 f"{self.path} holds vectors of {stored} but the configured embedder is {model_id}; "
                 f"run `captain-memo reindex` to re-embed everything with {model_id}, or set "
-                f"CAPTAIN_MEMO_EMBED_PROVIDER / CAPTAIN_MEMO_EMBED_MODEL back to the model of {stored}"
+                f"CAPTAIN_MEMO_EMBED_PROVIDER / CAPTAIN_MEMO_EMBED_MODEL (and the _QUERY_PREFIX / _DOCUMENT_PREFIX) "
+                f"back to those of {stored}"
             )
 
     def bind_model(self, model_id: str, dim: int) -> None:

@@ -55,6 +55,14 @@ class ReindexReport:
     resumed: bool  # it continued an interrupted run
     seconds: float
 
+    @property
+    def prefixes_changed(self) -> bool:
+        """The same model, with other query or document prefixes: a model id's prefixes follow its
+        name after " [" (embeddings/prefixes.py)."""
+        if not self.previous_model or self.previous_model == self.model:
+            return False
+        return self.previous_model.split(" [", 1)[0] == self.model.split(" [", 1)[0]
+
 
 class ProgressBar(Protocol):
     def advance(self, n: int) -> None: ...

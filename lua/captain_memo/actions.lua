@@ -82,6 +82,8 @@ function M.recall(query)
     return
   end
   vim.ui.input({ prompt = "Recall: " }, function(input)
+    -- The answered prompt would stay on the command line under the results and after them.
+    vim.api.nvim_echo({ { "" } }, false, {})
     if input and vim.trim(input) ~= "" then
       M.search(vim.trim(input))
     end

@@ -25,6 +25,8 @@ function M.settings()
     provider = o.embedding.provider,
     url = o.embedding.url,
     model = o.embedding.model,
+    query_prefix = o.embedding.query_prefix,
+    document_prefix = o.embedding.document_prefix,
     profile = o.profile,
     limit = o.limit,
     share_worktrees = o.share_worktrees,
@@ -33,18 +35,8 @@ function M.settings()
   }
 end
 
----Whether the rplugin manifest declares the remote plugin. Until its first call the function is
----only a FuncUndefined autocommand that starts the host (runtime/autoload/remote/define.vim).
----@return boolean
-function M.registered()
-  return vim.fn.exists("*CaptainMemoRequest") == 1 or vim.fn.exists("#FuncUndefined#CaptainMemoRequest") == 1
-end
-
 local function unreachable(err)
-  if not M.registered() then
-    return "the remote plugin is not registered: run :UpdateRemotePlugins, then restart Neovim"
-  end
-  return "the Python host did not start; see :checkhealth captain_memo"
+  return tostring(err)
 end
 
 ---Send `op` with `args`.
@@ -65,7 +57,8 @@ function M.request(op, args, handlers)
     vim.cmd.redraw()
   end
   pending[id] = { op = op, channel = channel, handlers = handlers }
-  local ok, err = pcall(vim.fn.CaptainMemoRequest, { id = id, op = op, channel = channel, settings = M.settings(), args = args })
+  local payload = { id = id, op = op, channel = channel, settings = M.settings(), args = args }
+  local ok, err = pcall(require("captain_memo.host").notify, payload)
   if not ok then
     pending[id] = nil
     starting = false
@@ -89,6 +82,26 @@ function M.request(op, args, handlers)
     end, delay)
   end
   return id
+end
+
+-- A host that stops takes its unanswered requests with it: each hears so once, the user once.
+require("captain_memo.host").on_exit = function(message)
+  local waiting = pending
+  pending = {}
+  starting = false
+  M.host_ready = false
+  local told = false
+  for _, p in pairs(waiting) do
+    if p.handlers.on_error then
+      M.guarded(p.handlers.on_error, message)
+    end
+    told = told or not p.handlers.quiet
+  end
+  if told then
+    log.error(message)
+  else
+    log.write("ERROR", message)
+  end
 end
 
 ---Drop whatever answer is still on its way on `channel`.

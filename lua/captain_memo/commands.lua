@@ -60,6 +60,12 @@ M.subcommands = {
       require("captain_memo.log").info("ambient hint " .. (ambient.enabled and "on" or "off"))
     end,
   },
+  build = {
+    desc = "make or update the plugin's own Python environment (in the background)",
+    run = function()
+      require("captain_memo.build").in_background()
+    end,
+  },
   log = {
     desc = "open the log file",
     run = function()

@@ -1,4 +1,4 @@
----:checkhealth captain_memo
+---:checkhealth captain-memo (or captain_memo, the module's name)
 ---
 ---The library's checks run in a separate Python process started from the configured host program,
 ---so a broken remote plugin host is reported rather than hidden behind it.
@@ -6,6 +6,7 @@ local M = {}
 
 local SCRIPT = [[
 import json, sys
+sys.path = [p for p in sys.path if p != ""]  # the package the host imports, not one in Neovim's folder
 try:
     import pynvim
 except ImportError as exc:
@@ -17,7 +18,7 @@ try:
     from captain_memo.editor import health_main
 except Exception as exc:
     print(json.dumps([{"item": "package", "status": "error",
-                       "detail": "captain_memo cannot be imported: %s; pip install captain-memo into this Python" % exc}]))
+                       "detail": "captain_memo cannot be imported: %s; run :CaptainMemo build" % exc}]))
     sys.exit(0)
 sys.exit(health_main(sys.argv[1:]))
 ]]
@@ -31,15 +32,6 @@ local function report(item, status, detail)
   else
     vim.health.error(text)
   end
-end
-
-local function python_host()
-  local prog = vim.g.python3_host_prog
-  if prog and prog ~= "" then
-    return vim.fn.expand(prog)
-  end
-  local found = vim.fn.exepath("python3")
-  return found ~= "" and found or nil
 end
 
 local function settings_json()
@@ -62,6 +54,14 @@ end
 
 function M.check()
   vim.health.start("Captain Memo")
+  -- Both names are found by a plain :checkhealth; each run has its own health:// buffer, so a
+  -- mark on it keeps the second name from starting Python and probing everything again.
+  local buf = vim.api.nvim_get_current_buf()
+  if vim.b[buf].captain_memo_checked then
+    vim.health.info("captain-memo and captain_memo name one plugin: its checks are above")
+    return
+  end
+  vim.b[buf].captain_memo_checked = true
   local v = vim.version()
   local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
   if vim.fn.has("nvim-0.10") == 1 then
@@ -70,17 +70,20 @@ function M.check()
     report("neovim", "error", version .. ": Captain Memo needs 0.10 or newer")
   end
 
-  local prog = python_host()
+  local host = require("captain_memo.host")
+  local prog, how = host.python()
   if not prog or vim.fn.executable(prog) ~= 1 then
-    report("python host", "error", "no Python 3 found: set g:python3_host_prog to a Python that has pynvim and captain-memo")
+    report("python host", "error", ("%s (%s): run :CaptainMemo build to make the plugin's own environment"):format(tostring(prog), how))
     return
   end
-  report("python host", "ok", prog)
+  local built = vim.fn.executable(require("captain_memo.install").venv_python()) == 1
+  local own = built and "" or "; the plugin's own environment is not built: :CaptainMemo build"
+  report("python host", "ok", ("%s (%s%s)"):format(prog, how, own))
 
-  if require("captain_memo.bridge").registered() then
-    report("remote plugin", "ok", "registered")
+  if vim.fn.filereadable(host.plugin_file()) == 1 then
+    report("remote plugin", "ok", host.plugin_file() .. ", hosted by the plugin itself (no :UpdateRemotePlugins needed)")
   else
-    report("remote plugin", "error", "not registered: run :UpdateRemotePlugins, then restart Neovim")
+    report("remote plugin", "error", host.plugin_file() .. " is missing: the plugin's folder is incomplete")
   end
 
   local done = vim.system({ prog, "-c", SCRIPT, settings_json(), context_file() }, { text = true }):wait(60000)

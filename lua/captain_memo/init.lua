@@ -20,6 +20,10 @@ M.defaults = {
     provider = nil, -- "local" (built in, offline), "ollama" or "openai"; nil: $CAPTAIN_MEMO_EMBED_PROVIDER, else local
     url = nil, -- endpoint of the ollama/openai provider; nil: $CAPTAIN_MEMO_EMBED_URL, else its usual address
     model = nil, -- model name for ollama/openai; nil: $CAPTAIN_MEMO_EMBED_MODEL, else the provider's default
+    -- Text put before each search query / each document; "" is none. nil: $CAPTAIN_MEMO_EMBED_QUERY_PREFIX /
+    -- $CAPTAIN_MEMO_EMBED_DOCUMENT_PREFIX, else the model's own (nomic-embed-text, e5, bge...: doc/embeddings.md).
+    query_prefix = nil,
+    document_prefix = nil,
   },
   db = nil, -- database file; nil: $CAPTAIN_MEMO_DB, else $CAPTAIN_MEMO_HOME/memo.db, else the XDG data folder
   share_worktrees = true, -- worktrees of one repository share one project; false gives each its own
@@ -37,6 +41,9 @@ M.defaults = {
   -- yet (about a third of a second, once).
   index_on_write = true,
   log_file = nil, -- where failures are detailed; nil: stdpath("log") .. "/captain-memo.log"
+  -- The Python that runs the plugin. nil: the plugin's own environment, made by its build step
+  -- (build.lua, :CaptainMemo build) under stdpath("data"); else g:python3_host_prog, else python3.
+  python = nil,
 }
 
 local options = nil
@@ -48,7 +55,7 @@ function M.options()
 end
 
 -- Options whose default is nil are absent from M.defaults but still known.
-local NIL_DEFAULTS = { profile = true, db = true, log_file = true }
+local NIL_DEFAULTS = { profile = true, db = true, log_file = true, python = true }
 local TABLES = { keymaps = true, window = true, embedding = true }
 ---What a save does with text that looks like a credential (the library checks the same names).
 M.SECRET_POLICIES = { "ask", "redact", "allow" }

@@ -27,7 +27,7 @@ class CaptainMemoPlugin:
                     "id": args[0].get("id"),
                     "op": args[0].get("op"),
                     "ok": False,
-                    "error": f"the captain_memo package cannot be imported by g:python3_host_prog ({exc})",
+                    "error": f"the host's Python cannot import the captain_memo package ({exc}); run :CaptainMemo build",
                 }
             )
             return
