@@ -68,6 +68,11 @@ def names_path(token: str, path: str) -> bool:
     return module_parts(path)[-len(wanted) :] == wanted if all(wanted) else False
 
 
+def file_question(path: str) -> str:
+    """The change question about one file, by its path inside the repository (as commits name it)."""
+    return f"latest change to {path}"
+
+
 def is_source_path(path: str) -> bool:
     return PurePosixPath(path).suffix.lstrip(".").casefold() in CODE_SUFFIXES
 

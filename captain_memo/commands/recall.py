@@ -16,6 +16,8 @@ FACTOR_LABELS = {
     "superseded": "superseded",
     "recency": "recency",
     "tide": "tide",
+    "touches": "touches",
+    "calibrated": "calibrated",
 }
 
 
@@ -98,7 +100,7 @@ def failure_line(name: str, why: str) -> str:
 def render(result: dict, explain: bool = False, scope: str | None = None) -> str:
     """A recall's JSON (ranking/result.py ``result_json``) as the lines the terminal shows."""
     now = time.time()
-    lines = []
+    lines = [one_line(result["notice"])] if result.get("notice") else []
     for hit in result["hits"]:
         src = hit["source"]
         meta = " ".join(

@@ -21,6 +21,8 @@ def recall_text(data: dict) -> str:
         f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {data['query']!r} in {_where(data)} "
         f"(legs: {' + '.join(data['legs'])}; profile {data['profile']})"
     ]
+    if data.get("notice"):  # a question about time: its window, or the date it was read against
+        lines.append(data["notice"])
     for failed, why in data["failed_legs"].items():
         lines.append(f"WARNING: the {failed} leg failed, so these results are {' + '.join(data['legs'])}-only: {why}")
     for hit in hits:

@@ -110,6 +110,7 @@ class MemoryService:
             "branch": ctx.branch,
             "all_projects": args["all_projects"],
             "elapsed_ms": round(result.elapsed_ms, 1),
+            "notice": result.notice,
             "hits": hits,
         }
 
