@@ -131,7 +131,7 @@ def _date_window(result: ChangePlan, ask: Ask, store, scope: Scope, now: float, 
     if ask.relative and newest is not None and newest < window.start:
         # The history stopped before the window began: read the words against its last day.
         window = resolve(ask, newest, _tag_date(store, scope)) or window
-        result.notice = f"{window.label}: read against {_day(newest)}, the date of the newest observation"
+        result.notice = f"{window.label}, read against {_day(newest)} (the newest observation's date)"
     result.window = window
 
 
@@ -141,7 +141,7 @@ def _before_window(result: ChangePlan, finder: _Finder, subject: str) -> dict[in
     assert window is not None
     about = f" touching {subject}" if subject else ""
     found = finder.touching(subject, (0.0, window.start))
-    said = f"nothing{about} {window.label}"
-    result.notice = "; ".join(x for x in (result.notice, said + ("; the newest before it:" if found else "")) if x)
+    said = f"nothing{about} in it" + ("; the newest before it:" if found else "")
+    result.notice = f"{result.notice or window.label}: {said}"
     result.window = Window(0.0, window.start, f"before {window.label}")
     return found

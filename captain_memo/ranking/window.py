@@ -92,7 +92,7 @@ def _named_month(ask: Ask, today: date) -> date:
 
 def _days(start: date, end: date | None, label: str) -> Window:
     if end is None:
-        dates = f"since {start}"
+        dates = f"from {start}"
     else:
         last = end - timedelta(days=1)
         dates = f"{start}" if last == start else f"{start} to {last}"
