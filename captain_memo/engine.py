@@ -308,7 +308,8 @@ class Engine:
         A temporal query over dated observations of its topic is searched by its topic: the time
         words are recency's job, and "change" or "latest" in a commit message says nothing. The
         changes a change question touches join the keyword leg's hits (``changes``)."""
-        asked = changes.query if changes else query
+        # Searched by its topic only when changes touch it: a window over notes keeps its words.
+        asked = changes.query if changes and changes.touching else query
         newest = self._newest(asked, scope, cfg) if temporal and Leg.KEYWORD in legs else []
         searched = (topic(asked) or asked) if newest else asked
         if changes and changes.chunk_ids and Leg.KEYWORD in legs:

@@ -64,12 +64,14 @@ def cases_for(modules: dict[str, str], forms: tuple[str, ...] = FORMS) -> list[t
     ]
 
 
-def measure(engine, project: str | None, cases: list[tuple[str, Case]], k: int = 3) -> ChangeResult:
+def measure(
+    engine, project: str | None, cases: list[tuple[str, Case]], k: int = 3, profile: str | None = None
+) -> ChangeResult:
     found: Counter = Counter()
     asked: Counter = Counter()
     misses = []
     for form, case in cases:
-        hits = engine.recall(case.question, project=project, limit=10, record=False).hits
+        hits = engine.recall(case.question, project=project, limit=10, record=False, profile=profile).hits
         commits = [hit.memory.source.commit for hit in hits]
         rank = commits.index(case.sha) + 1 if case.sha in commits else None
         asked[form] += 1
