@@ -18,7 +18,7 @@ from datetime import datetime
 
 from captain_memo.config import RankConfig
 from captain_memo.ranking.changes import is_change_question
-from captain_memo.ranking.query import QueryShape, topic, topic_match
+from captain_memo.ranking.query import WORD, QueryShape, strip_token, topic, topic_match
 from captain_memo.ranking.window import OPEN_END, Ask, Window, find_window, resolve
 from captain_memo.store import Store
 from captain_memo.store import touched as rows
@@ -26,6 +26,7 @@ from captain_memo.store.search import Scope
 from captain_memo.touches import is_code_form
 
 TAG_META = "git_tag"
+OBJECT_MARKS = frozenset("to in of touch touched".split())
 
 
 def tag_key(project: str | None, name: str) -> str:
@@ -103,7 +104,8 @@ def plan(store, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, no
     ask = find_window(query)
     if not is_change_question(query, shape.temporal, ask is not None) and ask is None:
         return None
-    subject = topic(ask.rest if ask else query)
+    asked = ask.rest if ask else query
+    subject = topic(asked) or _object_of(asked)
     result = ChangePlan(subject or query)
     local = isinstance(store, Store)
     finder = _Finder(store, scope, max(cfg.temporal_pool, cfg.result_limit)) if local else None
@@ -120,6 +122,15 @@ def plan(store, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, no
     result.touching = {mid: why for mid, (_, why) in found.items()}
     result.chunk_ids = list(rows.first_chunks(store.conn, list(found)).values())
     return result
+
+
+def _object_of(query: str) -> str:
+    """The last word after "to", "in", "of" or "touch": a module named like a time word
+    ("latest change to latest" asks about latest.py), which ``topic`` leaves out."""
+    words = [strip_token(word) for word in query.split()]
+    if len(words) >= 2 and words[-2].casefold() in OBJECT_MARKS and WORD.fullmatch(words[-1]):
+        return words[-1]
+    return ""
 
 
 def _date_window(result: ChangePlan, ask: Ask, store, scope: Scope, now: float, finder: _Finder | None) -> None:

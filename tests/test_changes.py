@@ -25,6 +25,7 @@ SWEEP = "[ruff] Enable PERF102 (incorrect dict iterator)"
 COMMITS = [  # (day, subject, files)
     (0, "Fix the capture of stdout", ["src/pkg/_capture.py"]),
     (3, "Speed up the runner", ["src/pkg/runner.py"]),
+    (5, "Order hits newest first", ["src/pkg/latest.py"]),
     (10, "release version 1.0", ["CHANGES.md"]),
     (20, SWEEP, [f"src/lint/mod{n:02d}.py" for n in range(30)] + ["src/pkg/_capture.py"]),
     (25, "Update the changelog", ["CHANGES.md"]),
@@ -115,6 +116,12 @@ def test_a_sweep_that_names_no_module_is_the_latest_change_to_it(engines, histor
     assert touches.detail.startswith("touches src/pkg/_capture.py")
 
 
+def test_a_module_named_like_a_time_word_is_still_the_topic(engines, history):
+    """ "latest" is a time word, left out of the topic; after "to" it names latest.py."""
+    result = recall(engines, history, "latest change to latest")
+    assert titles(result)[0] == "Order hits newest first"
+
+
 def test_a_question_about_something_other_than_a_change_keeps_to_relevance(engines, history):
     result = recall(engines, history, "what is the latest on how capture works")
     assert titles(result)[0] == "How capture works"
@@ -129,7 +136,13 @@ def test_a_question_about_something_other_than_a_change_keeps_to_relevance(engin
         (
             "what changed in March",
             41.5,
-            [SWEEP, "release version 1.0", "Speed up the runner", "Fix the capture of stdout"],
+            [
+                SWEEP,
+                "release version 1.0",
+                "Order hits newest first",
+                "Speed up the runner",
+                "Fix the capture of stdout",
+            ],
             "in March (2025-03-01 to 2025-03-31)",
         ),
         ("what changed this month", 41.5, ["Speed up the runner again", "Update the changelog"], "this month"),
@@ -170,7 +183,7 @@ def test_every_touched_path_is_stored_and_a_store_made_before_gets_what_bodies_l
     copy = tmp_path / "old.db"
     shutil.copy(history["db"], copy)
     with sqlean.connect(str(copy)) as conn:
-        assert conn.execute("SELECT count(*) FROM touched_paths").fetchone()[0] == 36
+        assert conn.execute("SELECT count(*) FROM touched_paths").fetchone()[0] == 37
         conn.execute("DROP TABLE touched_paths")
         conn.execute("DELETE FROM schema_migrations WHERE version = 7")
     store = Store(copy)
