@@ -102,7 +102,8 @@ def plan(store, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, no
     if not cfg.changes_first:
         return None
     ask = find_window(query)
-    if not is_change_question(query, shape.temporal, ask is not None) and ask is None:
+    change = is_change_question(query, shape.temporal, ask is not None)
+    if not change and ask is None:
         return None
     asked = ask.rest if ask else query
     subject = topic(asked) or _object_of(asked)
@@ -111,8 +112,8 @@ def plan(store, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, no
     finder = _Finder(store, scope, max(cfg.temporal_pool, cfg.result_limit)) if local else None
     if ask is not None:
         _date_window(result, ask, store, scope, now, finder)
-    if finder is None:
-        return result
+    if finder is None or (not change and result.window is None):
+        return result  # a team store; or no window after all (an unknown tag) and no change asked about
     span = None if result.window is None else (result.window.start, result.window.end)
     found = finder.touching(subject, span)
     if not found and result.window is not None:

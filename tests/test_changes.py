@@ -204,3 +204,10 @@ def test_mcp_recall_answers_a_change_question_the_same_way(history):
     data = run(body)
     assert [hit["title"] for hit in data["hits"][:2]] == [SWEEP, "Fix the capture of stdout"]
     assert any("touches src/pkg/_capture.py" in line for line in data["hits"][0]["explain"])
+
+
+def test_an_unknown_tag_in_a_question_about_something_else_ranks_by_relevance(engines, history):
+    result = recall(engines, history, "how capture works since 9.9")
+    assert "no tag '9.9'" in result.notice
+    assert titles(result)[0] == "How capture works"
+    assert not any(f.name == "touches" for hit in result.hits for f in hit.factors)
