@@ -135,7 +135,11 @@ def _object_of(query: str) -> str:
 
 
 def _date_window(result: ChangePlan, ask: Ask, store, scope: Scope, now: float, finder: _Finder | None) -> None:
-    window = resolve(ask, now, _tag_date(store, scope))
+    try:
+        window = resolve(ask, now, _tag_date(store, scope))
+    except (ValueError, OverflowError):  # "since 2024-13-45", "in December 9999"
+        result.notice = f"cannot read {ask.match.group(0).strip()!r} as dates; no window applied"
+        return
     if window is None:
         result.notice = f"no tag {ask.match.group('tag')!r} is known here (index --git records tags); no window applied"
         return

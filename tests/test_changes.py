@@ -211,3 +211,10 @@ def test_an_unknown_tag_in_a_question_about_something_else_ranks_by_relevance(en
     assert "no tag '9.9'" in result.notice
     assert titles(result)[0] == "How capture works"
     assert not any(f.name == "touches" for hit in result.hits for f in hit.factors)
+
+
+@pytest.mark.parametrize("question", ["what changed since 2024-13-45", "what changed in December 9999"])
+def test_dates_that_cannot_be_are_said_and_no_window_is_applied(engines, history, question):
+    result = recall(engines, history, question)
+    assert "as dates; no window applied" in result.notice
+    assert observations(result)[0] == "Speed up the runner again"
