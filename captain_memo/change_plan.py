@@ -81,7 +81,8 @@ class _Finder:
         """memory id -> (date, why) for the changes touching ``subject`` (all of them when empty)."""
         if not subject:
             found = rows.newest_observations(self.conn, self.scope.project, self.scope.all_projects, self.k, span)
-            return {mid: (when, "inside the window") for mid, when in found.items()}
+            why = "inside the window" if span is not None else "one of the newest changes"
+            return {mid: (when, why) for mid, when in found.items()}
         token, by_path = self.by_paths(subject.split(), span)
         out = {mid: (when, f"touches {path}") for mid, (when, path) in by_path.items()}
         if token is not None and not is_code_form(token):
@@ -141,7 +142,9 @@ def _date_window(result: ChangePlan, ask: Ask, store, scope: Scope, now: float, 
         result.notice = f"cannot read {ask.match.group(0).strip()!r} as dates; no window applied"
         return
     if window is None:
-        result.notice = f"no tag {ask.match.group('tag')!r} is known here (index --git records tags); no window applied"
+        tag = ask.match.group("tag")
+        tag = tag if len(tag) <= 40 else tag[:40] + "…"
+        result.notice = f"no tag {tag!r} is known here (index --git records tags); no window applied"
         return
     newest = finder.newest() if finder is not None else None
     if ask.relative and newest is not None and newest < window.start:
