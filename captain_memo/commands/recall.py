@@ -64,7 +64,7 @@ def failure_line(name: str, why: str) -> str:
 def render(result: dict, explain: bool = False, scope: str | None = None) -> str:
     """A recall's JSON (presentation/views.py ``recall_json``) as the lines the terminal shows."""
     now = time.time()
-    lines = []
+    lines = [one_line(result["notice"])] if result.get("notice") else []
     for hit in result["hits"]:
         lines.extend(terminal_hit(hit, now, explain, flat=one_line))
     if not result["hits"]:

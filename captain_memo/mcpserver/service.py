@@ -51,6 +51,7 @@ def recall_answer(found: dict, scope: dict, detail: str, explain: bool) -> dict:
         "legs": found["legs"],
         "stores": found["stores"],
         "failed_legs": found["failures"],
+        "notice": found.get("notice"),  # a question about time: its window, or the date it was read against
     }
     if detail == "full":
         answer.update(profile=found["profile"], elapsed_ms=found["elapsed_ms"])

@@ -124,6 +124,8 @@ def recall_text(data: dict) -> str:
         f"{counted(len(hits), 'memory')} for {data['query']!r} in {_where(data)} "
         f"(stores searched: {_stores(data)}; legs: {' + '.join(data['legs'])}{more})"
     ]
+    if data.get("notice"):  # a question about time: its window, or the date it was read against
+        lines.append(data["notice"])
     lines.extend(_warning(failed, why) for failed, why in data["failed_legs"].items())
     for hit in hits:
         lines.extend(_model_hit(hit, full))
