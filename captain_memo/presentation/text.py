@@ -9,6 +9,7 @@ from captain_memo.presentation.words import age, counted, explain_lines, ref, st
 EXCERPT_CHARS = 600
 COMPACT_TITLE_CHARS = 90
 COMPACT_SNIPPET_CHARS = 130
+COMPACT_TEXT_CHARS = 2_500  # a compact answer's text for 10 hits: what a model reads before asking for more
 
 
 def clip(text: str, limit: int) -> str:
@@ -97,6 +98,18 @@ def compact_hit(hit: dict, now: float) -> dict:
         "superseded_by": hit.get("superseded_by"),
     }
     return {key: value for key, value in data.items() if value not in (None, "")}
+
+
+def fitted(answer: dict, budget: int = COMPACT_TEXT_CHARS) -> dict:
+    """A compact answer whose text fits ``budget``: the matching lines are cut shorter, every hit's
+    alike, until it does (a long header or notice leaves them less room); ids and titles stay whole."""
+    limit = COMPACT_SNIPPET_CHARS
+    while len(recall_text(answer)) > budget and limit > 40:
+        limit -= 15
+        for hit in answer["hits"]:
+            if "lines" in hit:
+                hit["lines"] = clip(hit["lines"], limit)
+    return answer
 
 
 def full_hit(hit: dict, now: float) -> dict:
