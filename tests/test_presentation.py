@@ -247,3 +247,13 @@ def test_a_line_between_two_chunks_opens_the_next_and_a_line_outside_is_refused(
     assert part["line_start"] == before.file_start
     with pytest.raises(InputError, match="line 1 is not in it"):
         memory_at(memory, list(chunks), 1)
+
+
+def test_a_missing_team_grant_is_not_called_a_failed_leg():
+    from captain_memo.commands.recall import failure_line
+
+    why = "your role bob has no grant for project 'shop'; ask the store's owner to run: INSERT ..."
+    assert failure_line("team grant", why) == f"team store: {why}"
+    answer = {"query": "q", "detail": "compact", "legs": ["vector", "keyword"], "stores": ["local", "team"]}
+    text = recall_text({**answer, "failed_legs": {"team grant": why}, "hits": []})
+    assert "leg failed" not in text and "these results are local only: your role bob has no grant" in text

@@ -156,6 +156,8 @@ def _stores(data: dict) -> str:
 
 def _warning(failed: str, why: str) -> str:
     """A failed store says which store the hits come from; a failed leg, which legs ranked them."""
+    if failed.endswith("grant"):  # the team store answered, but this role may read nothing in it
+        return f"WARNING: the team store gives this role nothing to read, so these results are local only: {why}"
     if failed in ("local", "team"):
         rest = "team" if failed == "local" else "local"
         return f"WARNING: the {failed} store did not answer, so these results are {rest} only: {why}"
