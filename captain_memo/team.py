@@ -291,6 +291,8 @@ class TeamClient:
             ) from None
         except TeamError as exc:
             raise TeamError(f"team store {self.cfg.shown}: {self.describe(exc)}") from None
+        except NotFoundError as exc:  # a SQLite team store names its ids as a local one would
+            raise NotFoundError(self._masked(_team_ids(str(exc)))) from None
         except CaptainMemoError as exc:
             raise type(exc)(self._masked(str(exc))) from None
         except Exception as exc:
@@ -359,3 +361,10 @@ def open_team_engine(url: str, embedder, timeout_s: float | None = None):
     except BaseException:
         store.close()
         raise
+
+
+def _team_ids(message: str) -> str:
+    """``no memory with id 99`` as a person must read it of the team store: ``... id t99``."""
+    import re
+
+    return re.sub(r"\b(id|memory) (\d+)\b", r"\1 t\2", message)

@@ -83,3 +83,14 @@ def test_explain_shows_why_a_lone_note_scores_low(cli_env, capsys):
     score = float(lines[0].split()[1])
     assert score < 0.3, out
     assert any("calibrated (a pool of 1: min-max alone reads" in line for line in lines), out
+
+
+def test_a_store_of_a_few_documents_keeps_its_keyword_evidence():
+    """FTS5 floors IDF at 1e-6 for a term in half the documents or more: in a store of two notes
+    every bm25 is about 1e-6. The note holding the query's term must not lose to the one that only
+    resembles it, as it did while the floored bm25 read as "no keyword evidence"."""
+    holds = scored(1, vector=0.54, bm25=8.2e-07)  # holds the term; the vector leg finds it weak
+    resembles = scored(2, vector=0.73, bm25=None)  # found by the vector leg alone
+    pool = ranked([holds, resembles], query="what does cache_clear do")
+    assert pool[0].memory.id == 1, [calibration(c) for c in pool]
+    assert "keyword 1.00" in calibration(pool[0])

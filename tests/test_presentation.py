@@ -12,7 +12,7 @@ import pytest
 from recall_support import cli_error, run_cli
 
 from captain_memo.presentation.chunks import place, snippet
-from captain_memo.presentation.text import COMPACT_TEXT_CHARS, compact_hit, fitted, recall_text, terminal_hit
+from captain_memo.presentation.text import COMPACT_TEXT_CHARS, compact_hit, fit_compact, recall_text, terminal_hit
 from captain_memo.presentation.words import counted, explain_lines
 from captain_memo.records import Memory, Source
 from captain_memo.sources.markdown import parse
@@ -184,7 +184,7 @@ def test_a_compact_answer_fits_its_budget_whatever_its_header_holds():
     answer = {"query": "team store down", "detail": "compact", "legs": ["vector", "keyword"], "stores": ["local"]}
     answer.update(failed_legs={}, notice="read against 2026-04-09 " * 12, project="/" + "p" * 200, hits=hits)
     assert len(recall_text(answer)) > COMPACT_TEXT_CHARS  # as the hits come: too long
-    fit = recall_text(fitted(answer))
+    fit = recall_text(fit_compact(answer))
     assert len(fit) <= COMPACT_TEXT_CHARS
     assert all(f"#{i} [memory]" in fit for i in range(10)), "every hit keeps its id and title"
 

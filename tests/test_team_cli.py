@@ -71,6 +71,7 @@ def test_shared_notes_and_memories_reach_the_team_store(cli_env, tmp_path, monke
     assert out.strip() == f"published #{local_id} as #t5 (moved to the team store)"
     assert "no memory with id" in cli_error(capsys, *db, "show", str(local_id))
     assert "is not a memory id" in cli_error(capsys, *db, "show", "tx")
+    assert "no memory with id t99" in cli_error(capsys, *db, "show", "t99")  # a team id keeps its t
     assert "a team memory can be superseded only by a team memory" in cli_error(
         capsys, *db, "supersede", "t4", str(local_id)
     )

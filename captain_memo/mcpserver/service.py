@@ -34,7 +34,7 @@ def origin_of(client_name: str | None) -> str:
 def recall_answer(found: dict, scope: dict, detail: str, explain: bool) -> dict:
     """A recall's JSON (presentation/views.py) as an agent receives it: compact hits by default (id,
     kind, heading path, age, store, the matching lines), the full ones with ``detail: "full"``."""
-    from captain_memo.presentation.text import compact_hit, fitted, full_hit
+    from captain_memo.presentation.text import compact_hit, fit_compact, full_hit
     from captain_memo.presentation.words import explain_lines
 
     now = time.time()
@@ -56,7 +56,7 @@ def recall_answer(found: dict, scope: dict, detail: str, explain: bool) -> dict:
     if detail == "full":
         answer.update(profile=found["profile"], elapsed_ms=found["elapsed_ms"])
         return {**answer, **scope, "hits": hits}
-    return fitted({**answer, **scope, "hits": hits})
+    return fit_compact({**answer, **scope, "hits": hits})
 
 
 def open_warm_memo(db: str | None) -> Memo:

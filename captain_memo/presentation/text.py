@@ -100,7 +100,7 @@ def compact_hit(hit: dict, now: float) -> dict:
     return {key: value for key, value in data.items() if value not in (None, "")}
 
 
-def fitted(answer: dict, budget: int = COMPACT_TEXT_CHARS) -> dict:
+def fit_compact(answer: dict, budget: int = COMPACT_TEXT_CHARS) -> dict:
     """A compact answer whose text fits ``budget``: the matching lines are cut shorter, every hit's
     alike, until it does (a long header or notice leaves them less room); ids and titles stay whole."""
     limit = COMPACT_SNIPPET_CHARS

@@ -42,6 +42,11 @@ IDENTIFIER_KEYWORD_WEIGHT = 0.6
 FULL_POOL = 10
 COSINE_NONE, COSINE_FULL = 0.15, 0.75
 BM25_HALF = 2.0
+# FTS5 floors a term's IDF at 1e-6 when half the documents or more hold it, so in a store of a few
+# documents every bm25 is about 1e-6 whatever the match (2 documents, the term in 1: log(1.5/1.5) = 0).
+# Below this the raw score says nothing, and the keyword leg's own judgement is whether the chunk
+# holds the query's terms at all: its score in the pool.
+BM25_FLOORED = 1e-3
 
 
 def leg_weights(cfg: RankConfig, shape: QueryShape | None) -> tuple[float, float]:
@@ -114,8 +119,12 @@ def own_vector(similarity: float | None) -> float:
     return min(1.0, max(0.0, (cosine - COSINE_NONE) / (COSINE_FULL - COSINE_NONE)))
 
 
-def own_keyword(bm25: float | None) -> float:
-    return 0.0 if not bm25 or bm25 <= 0 else bm25 / (bm25 + BM25_HALF)
+def own_keyword(bm25: float | None, in_pool: float) -> float:
+    """A bm25 on its own scale; ``in_pool`` (the candidate's keyword score in the pool) when FTS5's
+    IDF floor left the bm25 meaningless (BM25_FLOORED)."""
+    if not bm25 or bm25 <= 0:
+        return 0.0
+    return in_pool if bm25 < BM25_FLOORED else bm25 / (bm25 + BM25_HALF)
 
 
 def calibrated(
@@ -135,11 +144,12 @@ def calibrated(
             w_vector, w_keyword = 1.0, 0.0
         elif not has_vector:
             w_vector, w_keyword = 0.0, 1.0
-        own = w_vector * own_vector(c.vector) + w_keyword * own_keyword(c.bm25)
+        keyword = own_keyword(c.bm25, c.keyword or 0.0)
+        own = w_vector * own_vector(c.vector) + w_keyword * keyword
         target = trust * c.fused + (1 - trust) * own
         why = (
             f"a pool of {n}: min-max alone reads {c.fused:.3f}; on their own scales the legs give {own:.3f}"
-            f" (vector {own_vector(c.vector):.2f}, keyword {own_keyword(c.bm25):.2f}), weighed {1 - trust:.0%}"
+            f" (vector {own_vector(c.vector):.2f}, keyword {keyword:.2f}), weighed {1 - trust:.0%}"
         )
         if c.fused > 0:
             out.append(c.times("calibrated", target / c.fused, why))
