@@ -144,7 +144,9 @@ def mcp_front_end(store: str, env: dict, results: Results) -> threading.Thread:
                 "mcp",
                 results,
                 lambda text: server.tool("remember", {"text": text, "kind": "memory"}),
-                lambda query: [h["excerpt"] for h in server.tool("recall", {"query": query, "limit": 30})["hits"]],
+                lambda query: [
+                    h["excerpt"] for h in server.tool("recall", {"query": query, "limit": 30, "detail": "full"})["hits"]
+                ],
             )
         finally:
             server.close()

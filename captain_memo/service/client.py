@@ -43,7 +43,7 @@ CONTROL_TIMEOUT = 10.0  # status and stop: a service that is there answers them 
 # Requests that may run twice: a recall changes nothing, and a remember carries a key that makes
 # its second run find the first one's memory (app.py). One whose answer does not come in time,
 # or is lost after the service took it, is run again here.
-READ_ONLY = {"recall", "status"}
+READ_ONLY = {"recall", "status", "agent_read"}
 
 
 class _NotAccepted(Exception):
@@ -66,10 +66,12 @@ class _Lost(Exception):
     """The service took the request and then went away: it may or may not have run."""
 
 
-def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None:
+def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
     """The service's answer to ``request``, or None to run it here. A failure the service reports
-    (a bad input, a damaged store) is raised as CaptainMemoError, exactly as running it here would."""
+    (a bad input, a damaged store) is raised as CaptainMemoError, exactly as running it here would.
+    ``say``: where to tell why it runs here (default: stderr)."""
     env = os.environ if env is None else env
+    _say = say or _print
     if not runtime.enabled(env):
         return None
     try:
@@ -78,7 +80,7 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None
         for _ in range(2):  # once more when a service exiting for idleness dropped the request unread
             sock = _connect(path)
             if sock is None:
-                sock, started = _start(path, db, env), True
+                sock, started = _start(path, db, env, _say), True
             if sock is None:
                 return None
             try:
@@ -189,7 +191,7 @@ def _connect(path: Path) -> socket.socket | None:
     return sock
 
 
-def _start(path: Path, db, env) -> socket.socket | None:
+def _start(path: Path, db, env, _say) -> socket.socket | None:
     """Start a service for ``db`` and connect to it; None when it does not come up in time."""
     import subprocess
 
@@ -268,5 +270,5 @@ def _exchange(
     return reply["result"]
 
 
-def _say(message: str) -> None:
+def _print(message: str) -> None:
     print(f"captain-memo: {message}", file=sys.stderr)
