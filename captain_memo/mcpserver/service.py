@@ -109,7 +109,9 @@ class MemoryService:
                 self.drop_memo()  # the service is back: one engine per store again
             return answer
         self._local_until = time.monotonic() + RETRY_SERVICE_S
-        self._fell_back(said)
+        # The client's words name the request and end with what it does next; here the agent
+        # knows its call by the tool's name, and the notice says where it runs.
+        self._fell_back([line.replace(f"`{op}`", f"`{tool}`").split("; running")[0] for line in said])
         return None
 
     def _fell_back(self, said: list[str]) -> None:
