@@ -77,6 +77,7 @@ def test_an_agent_is_answered_by_the_service_the_shell_started(env, tmp_path):
     assert "beta: the agent learned" in answer.stdout
     seen = status(env)
     assert seen["pid"] == service and seen["clients"]["mcp:test-agent"] == 2
+    assert "(cli 2, mcp:test-agent 2)" in cli("service", "status", env=env).stdout
     assert ENGINE_LIBRARY in maps_of(service)
     assert bodies(env, "beta") == ["beta: the agent learned the rounding rule"]
 
