@@ -15,6 +15,7 @@ import sqlite3
 import anyio
 import pytest
 from embed_support import MODEL, GatedEmbedder, cli, provider_env, start_server, stop_server
+from mcp.shared.exceptions import MCPError
 from mcp_support import children_named, connect, maps_of, run
 from service_support import alive, status, stop_all
 
@@ -71,13 +72,16 @@ def test_an_agent_is_answered_by_the_service_the_shell_started(env, tmp_path):
             stored = await client.call_tool("remember", {"text": "beta: the agent learned the rounding rule"})
             assert not stored.is_error and stored.structured_content["id"] == "2"
             assert ENGINE_LIBRARY not in maps_of(mcp_pid()), "the MCP server must not open the store itself"
+            with pytest.raises(MCPError) as missing:  # the service's "no such memory" stays one
+                await client.read_resource("captain-memo://memory/99")
+            assert missing.value.error.code == -32002
 
     run(body)
     answer = cli("recall", "agent rounding rule", env=env)
     assert "beta: the agent learned" in answer.stdout
     seen = status(env)
-    assert seen["pid"] == service and seen["clients"]["mcp:test-agent"] == 2
-    assert "(cli 2, mcp:test-agent 2)" in cli("service", "status", env=env).stdout
+    assert seen["pid"] == service and seen["clients"]["mcp:test-agent"] == 3
+    assert "(cli 2, mcp:test-agent 3)" in cli("service", "status", env=env).stdout
     assert ENGINE_LIBRARY in maps_of(service)
     assert bodies(env, "beta") == ["beta: the agent learned the rounding rule"]
 

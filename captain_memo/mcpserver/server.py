@@ -157,7 +157,7 @@ class MemoryServer:
     async def list_resources(self, ctx, params) -> types.ListResourcesResult:
         await self._refresh_roots(ctx)
         try:
-            rows = await self._on_worker(lambda: self.service.call("recent", {}, self.workspace))
+            rows = await self._on_worker(lambda: self.service.call("recent", {}, self.workspace, client_name(ctx)))
         except Exception as exc:
             raise MCPError(types.INTERNAL_ERROR, self._failure("resources/list", exc)) from None
         return types.ListResourcesResult(
@@ -184,7 +184,9 @@ class MemoryServer:
             )
         await self._refresh_roots(ctx)
         try:
-            data = await self._on_worker(lambda: self.service.call("read", {"id": match[1]}, self.workspace))
+            data = await self._on_worker(
+                lambda: self.service.call("read", {"id": match[1]}, self.workspace, client_name(ctx))
+            )
         except NotFoundError as exc:
             raise MCPError(RESOURCE_NOT_FOUND, one_line(str(exc)), data={"uri": uri}) from None
         except Exception as exc:

@@ -117,7 +117,10 @@ def deadline(op: str, request: dict, env) -> float:
         base = float(env.get(runtime.TIMEOUT_ENV) or DEFAULT_DEADLINE)
     except ValueError:
         base = DEFAULT_DEADLINE
-    text = request.get("text") if op == "remember" else None
+    # An agent's remember carries its text among the tool's arguments.
+    text = (
+        request.get("text") if op == "remember" else (request.get("args") or {}).get("text") if op == "agent" else None
+    )
     return round(base + (len(text) / 1e6 * SECONDS_PER_MB if isinstance(text, str) else 0.0), 1)
 
 
@@ -266,8 +269,19 @@ def _exchange(
     if reply.get("internal"):
         raise _Lost(reply.get("error") or "the service failed without saying why")
     if not reply.get("ok"):
-        raise CaptainMemoError(reply.get("error") or "the service failed without saying why")
+        raise _failure(reply)
     return reply["result"]
+
+
+def _failure(reply: dict) -> CaptainMemoError:
+    """The error the service reported, as the kind it was (errors.py), so that a caller handles it
+    as it would the same failure in its own process (a missing memory is not a refusal)."""
+    from captain_memo import errors
+
+    kind = getattr(errors, str(reply.get("kind")), None)
+    if not (isinstance(kind, type) and issubclass(kind, CaptainMemoError)):
+        kind = CaptainMemoError
+    return kind(reply.get("error") or "the service failed without saying why")
 
 
 def _print(message: str) -> None:

@@ -145,8 +145,8 @@ class Service:
             if expires is not None and (isinstance(expires, bool) or not isinstance(expires, (int, float))):
                 raise CaptainMemoError("expires must be a time in seconds since 1970")
             return {"ok": True, "result": op(message.get("request"), expires)}
-        except CaptainMemoError as exc:
-            return {"ok": False, "error": str(exc)}
+        except CaptainMemoError as exc:  # its kind too: a client tells "no such memory" from a refusal
+            return {"ok": False, "error": str(exc), "kind": type(exc).__name__}
         except Exception as exc:
             from captain_memo.memo import readable_error
 
