@@ -50,7 +50,14 @@ ARGUMENTS = {
     "supersede": {"old": _ID, "new": _ID, "undo": fields.flag()},
     "forget": {"id": _ID},
 }
-REQUIRED = {"recall": ("query",), "remember": ("text",), "show": ("id",), "read": ("id",), "forget": ("id",)}
+REQUIRED = {
+    "recall": ("query",),
+    "remember": ("text",),
+    "show": ("id",),
+    "read": ("id",),
+    "supersede": ("old",),
+    "forget": ("id",),
+}
 DEFAULTS: dict[str, dict] = {
     "recall": {"limit": 10, "all_projects": False, "explain": False, "detail": "compact"},
     "remember": {"title": "", "kind": "observation", "team": False},

@@ -164,3 +164,17 @@ def test_an_agent_call_the_service_reads_is_checked_field_by_field(request_, nam
 
     with pytest.raises(InputError, match=named):
         checked_envelope(request_)
+
+
+def test_the_service_checks_an_agent_call_with_the_rules_its_tool_shows():
+    """The service's copy of each tool's arguments (agent_tools.py) has the schema's rules, so a
+    call the MCP server lets through is never refused by the service, nor the other way round."""
+    from captain_memo.agent_tools import ARGUMENTS, DEFAULTS, REQUIRED
+    from captain_memo.mcpserver.tools import TOOLS
+
+    rules = ("type", "minimum", "maximum", "minLength", "maxLength", "enum", "pattern")
+    for name, tool in TOOLS.items():
+        shown = {arg: {k: spec[k] for k in rules if k in spec} for arg, spec in tool.properties.items()}
+        checked = {arg: {k: spec[k] for k in rules if k in spec} for arg, spec in ARGUMENTS[name].items()}
+        assert checked == shown, name
+        assert REQUIRED.get(name, ()) == tool.required and DEFAULTS.get(name, {}) == tool.defaults, name
