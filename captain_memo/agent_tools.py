@@ -240,7 +240,7 @@ def origin_of(client_name: str | None) -> str:
 def recall_answer(found: dict, scope: dict, detail: str, explain: bool) -> dict:
     """A recall's JSON (presentation/views.py) as an agent receives it: compact hits by default (id,
     kind, heading path, age, store, the matching lines), the full ones with ``detail: "full"``."""
-    from captain_memo.presentation.text import compact_hit, full_hit
+    from captain_memo.presentation.text import compact_hit, fitted, full_hit
     from captain_memo.presentation.words import explain_lines
 
     now = time.time()
@@ -257,10 +257,12 @@ def recall_answer(found: dict, scope: dict, detail: str, explain: bool) -> dict:
         "legs": found["legs"],
         "stores": found["stores"],
         "failed_legs": found["failures"],
+        "notice": found.get("notice"),  # a question about time: its window, or the date it was read against
     }
     if detail == "full":
         answer.update(profile=found["profile"], elapsed_ms=found["elapsed_ms"])
-    return {**answer, **scope, "hits": hits}
+        return {**answer, **scope, "hits": hits}
+    return fitted({**answer, **scope, "hits": hits})
 
 
 def memory_json(memory, ctx: GitContext) -> dict:

@@ -61,6 +61,11 @@ class RankConfig:
     temporal_pool: int = 0
     # Temporal intent also from "recently", "currently" and "lately" (ranking/query.py).
     temporal_word_forms: bool = False
+    # A change question ("latest change to capture", "what changed last week") is answered from the
+    # changes touching its topic, newest first, inside its time window (ranking/changes.py, window.py).
+    changes_first: bool = False
+    # Leg scores of a small pool lean on each score's own scale, not on min-max alone (ranking/union.py).
+    calibrated_scores: bool = False
     tide: bool = True
     tide_initial_stability: float = 7.0
     tide_max_stability: float = 365.0
@@ -110,6 +115,8 @@ PROFILES: dict[str, RankConfig] = {
         recency_span_share=0.33,
         temporal_pool=25,
         temporal_word_forms=True,
+        changes_first=True,
+        calibrated_scores=True,
         tide_rule="use",
         tide_gain_auto=0.1,
         tide_gain_search=0.2,

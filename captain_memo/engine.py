@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from captain_memo import secrets, validation
+from captain_memo import change_plan, secrets, validation
+from captain_memo.change_plan import ChangePlan
 from captain_memo.chunking import chunk_texts, content_hash
 from captain_memo.config import RankConfig, db_path, embed_config, rank_config
 from captain_memo.embeddings import make_embedder
@@ -207,6 +208,7 @@ class Engine:
             created_at=memory.created_at,
             source_key=memory.source_key,
             tags=memory.tags,
+            touched=memory.touched,
         )
         return clean, chunks
 
@@ -278,9 +280,10 @@ class Engine:
         cfg = request.cfg or rank_config(request.profile)
         scope = Scope(request.project, request.all_projects)
         shape = analyse(query, cfg.rare_token_min_length, cfg.temporal_word_forms)
+        changes = self._change_plan(query, shape, scope, cfg)
         team_job = team.search(query, request, cfg, shape.temporal) if team is not None else None
         try:
-            local, answered, failures = self.search(query, scope, cfg, request.legs, shape.temporal)
+            local, answered, failures = self.search(query, scope, cfg, request.legs, shape.temporal, changes)
             parts = [local]
         except RecallError as exc:
             if team_job is None:
@@ -295,7 +298,9 @@ class Engine:
             if not parts:
                 raise RecallError("; ".join(f"{k}: {v}" for k, v in failures.items()))
         pool = pool_of(parts, scale_keyword=not fusion_for(cfg).scores_union)
-        req = RankRequest(shape, request.branch, self.clock(), limit or cfg.result_limit)
+        touching = {(LOCAL, mid): why for mid, why in changes.touching.items()} if changes else {}
+        window = changes.window if changes else None
+        req = RankRequest(shape, request.branch, self.clock(), limit or cfg.result_limit, touching, window)
         ranked = rank_pool(pool, req, cfg)
         hits = cut(ranked, req.limit)
         if request.record:  # Tide is this user's: team memories are not reordered by one user's lookups
@@ -304,15 +309,37 @@ class Engine:
             # The embedder answers again: give chunks saved while it was down their vectors.
             self._backfill_quietly()
         elapsed = (time.perf_counter() - started) * 1000
-        return RecallResult(query, cfg.profile, tuple(hits), answered, failures, elapsed, len(pool), stores)
+        notice = changes.notice if changes else ""
+        return RecallResult(query, cfg.profile, tuple(hits), answered, failures, elapsed, len(pool), stores, notice)
 
-    def search(self, query: str, scope: Scope, cfg: RankConfig, legs: tuple[Leg, ...], temporal: bool):
+    def _change_plan(self, query: str, shape, scope: Scope, cfg: RankConfig) -> ChangePlan | None:
+        """A change question's touching changes and window (change_plan.py); None for any other."""
+        try:
+            return change_plan.plan(self.store, query, shape, scope, cfg, self.clock())
+        except Exception as exc:  # the legs meet the same failure and report it
+            log.warning("changes touching the topic: %s", self._describe_failure(exc))
+            return None
+
+    def search(
+        self,
+        query: str,
+        scope: Scope,
+        cfg: RankConfig,
+        legs: tuple[Leg, ...],
+        temporal: bool,
+        changes: ChangePlan | None = None,
+    ):
         """Both legs over this store: (StoreHits, the legs that answered, failures by leg).
 
         A temporal query over dated observations of its topic is searched by its topic: the time
-        words are recency's job, and "change" or "latest" in a commit message says nothing."""
-        newest = self._newest(query, scope, cfg) if temporal and Leg.KEYWORD in legs else []
-        searched = (topic(query) or query) if newest else query
+        words are recency's job, and "change" or "latest" in a commit message says nothing. The
+        changes a change question touches join the keyword leg's hits (``changes``)."""
+        # Searched by its topic only when changes touch it: a window over notes keeps its words.
+        asked = changes.query if changes and changes.touching else query
+        newest = self._newest(asked, scope, cfg) if temporal and Leg.KEYWORD in legs else []
+        searched = (topic(asked) or asked) if newest else asked
+        if changes and changes.chunk_ids and Leg.KEYWORD in legs:
+            newest = list(dict.fromkeys([*changes.chunk_ids, *newest]))
         return self.leg_hits(searched, scope, cfg, legs, newest)
 
     def _newest(self, query: str, scope: Scope, cfg: RankConfig) -> list[int]:

@@ -61,6 +61,7 @@ class NewMemory:
     source_key: str | None = None
     tags: tuple[str, ...] = ()
     chunks: tuple[str, ...] = ()
+    touched: tuple[str, ...] = ()  # every path a commit touched (store/touched.py), searchable
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ vim.api.nvim_create_user_command("CaptainMemo", function(cmd)
 end, {
   nargs = "*",
   range = true,
-  desc = "Captain Memo: lookup, recall, save, note, explain, ambient, log",
+  desc = "Captain Memo: lookup, recall, changes, save, note, explain, ambient, log",
   complete = function(...)
     return require("captain_memo.commands").complete(...)
   end,
@@ -38,6 +38,9 @@ end, "Captain Memo: recall")
 plug({ "n" }, "CaptainMemoNote", function()
   require("captain_memo").note()
 end, "Captain Memo: write a note")
+plug({ "n" }, "CaptainMemoChanges", function()
+  require("captain_memo").changes()
+end, "Captain Memo: what changed in this file lately")
 
 -- Re-index a note file after it is written (:help captain-memo.index_on_write). The suffixes are
 -- the library's NOTE_SUFFIXES (captain_memo/sources/settings.py); writing any other file runs

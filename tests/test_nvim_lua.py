@@ -96,7 +96,7 @@ def test_startup_loads_nothing_until_first_use(tmp_path):
         )
         assert channels == []
         completion = editor.lua("return vim.fn.getcompletion('CaptainMemo ', 'cmdline')")
-        assert completion == ["ambient", "build", "explain", "log", "lookup", "note", "recall", "save"]
+        assert completion == ["ambient", "build", "changes", "explain", "log", "lookup", "note", "recall", "save"]
         assert editor.lua("return vim.fn.getcompletion('CaptainMemo note s', 'cmdline')") == ["skill"]
     finally:
         close(editor)

@@ -12,7 +12,7 @@ import pytest
 from recall_support import cli_error, run_cli
 
 from captain_memo.presentation.chunks import place, snippet
-from captain_memo.presentation.text import compact_hit, terminal_hit
+from captain_memo.presentation.text import COMPACT_TEXT_CHARS, compact_hit, fitted, recall_text, terminal_hit
 from captain_memo.presentation.words import counted, explain_lines
 from captain_memo.records import Memory, Source
 from captain_memo.sources.markdown import parse
@@ -178,6 +178,17 @@ def test_a_compact_hit_keeps_what_a_model_needs_and_leaves_out_nulls():
     }
 
 
+def test_a_compact_answer_fits_its_budget_whatever_its_header_holds():
+    words = " ".join(f"word{i} team store down" for i in range(40))
+    hits = [compact_hit(hit_json(id=i, chunk={**hit_json()["chunk"], "snippet": words}), now=0.0) for i in range(10)]
+    answer = {"query": "team store down", "detail": "compact", "legs": ["vector", "keyword"], "stores": ["local"]}
+    answer.update(failed_legs={}, notice="read against 2026-04-09 " * 12, project="/" + "p" * 200, hits=hits)
+    assert len(recall_text(answer)) > COMPACT_TEXT_CHARS  # as the hits come: too long
+    fit = recall_text(fitted(answer))
+    assert len(fit) <= COMPACT_TEXT_CHARS
+    assert all(f"#{i} [memory]" in fit for i in range(10)), "every hit keeps its id and title"
+
+
 @pytest.mark.parametrize(
     "count, noun, expected",
     [(1, "memory", "1 memory"), (2, "memory", "2 memories"), (1, "file", "1 file"), (0, "file", "0 files")],
@@ -236,3 +247,13 @@ def test_a_line_between_two_chunks_opens_the_next_and_a_line_outside_is_refused(
     assert part["line_start"] == before.file_start
     with pytest.raises(InputError, match="line 1 is not in it"):
         memory_at(memory, list(chunks), 1)
+
+
+def test_a_missing_team_grant_is_not_called_a_failed_leg():
+    from captain_memo.commands.recall import failure_line
+
+    why = "your role bob has no grant for project 'shop'; ask the store's owner to run: INSERT ..."
+    assert failure_line("team grant", why) == f"team store: {why}"
+    answer = {"query": "q", "detail": "compact", "legs": ["vector", "keyword"], "stores": ["local", "team"]}
+    text = recall_text({**answer, "failed_legs": {"team grant": why}, "hits": []})
+    assert "leg failed" not in text and "these results are local only: your role bob has no grant" in text

@@ -411,6 +411,8 @@ def test_legacy_profile_values_are_frozen():
         "recency_span_share": 0.0,
         "temporal_pool": 0,
         "temporal_word_forms": False,
+        "changes_first": False,
+        "calibrated_scores": False,
         "tide_rule": "seed",
     }
 

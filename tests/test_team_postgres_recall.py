@@ -201,3 +201,24 @@ def test_stats_counts_only_what_the_developer_may_read(tmp_path, granted, hash_e
     }
     with _memo(tmp_path, "bob", granted.dsn("bob"), hash_embedder) as memo:
         assert memo.stats()["team"]["memories"] == 0
+
+
+def test_a_change_question_with_a_team_store_keeps_its_window(tmp_path, shop, granted, hash_embedder):
+    """The team store keeps no touched paths: its observations are ranked by relevance and recency
+    after the local changes touching the topic, and a window still holds only those dated inside it."""
+    day = 86400.0
+    with _memo(tmp_path, "alice", granted.dsn("alice"), hash_embedder) as memo:
+        project = str(shop.resolve())
+        now = time.time()
+        memo.remember(
+            NewMemory("Retry the payment client three times", kind="observation", project=project, created_at=now - day)
+        )
+        memo.remember_team(
+            NewMemory("Retry budget raised to five", kind="observation", project=project, created_at=now - 30 * day)
+        )
+        result = memo.recall(RecallRequest("what changed in retry last week", project=project))
+        assert result.stores == (LOCAL, TEAM) and result.failures == {}
+        assert [h.memory.body for h in result.hits if h.memory.kind == "observation"] == [
+            "Retry the payment client three times"
+        ]
+        assert "last week" in result.notice

@@ -57,6 +57,8 @@ def searched(project: str | None, all_projects: bool) -> str:
 
 def failure_line(name: str, why: str) -> str:
     """``vector leg failed: ...``, ``team store failed: ...``, ``team vector leg failed: ...``."""
+    if name.endswith("grant"):  # the team store answered, but this role may read nothing in it
+        return f"team store: {one_line(why)}"
     what = "team store" if name == "team" else ("local store" if name == "local" else f"{name} leg")
     return f"{what} failed: {one_line(why)}"
 
@@ -64,7 +66,7 @@ def failure_line(name: str, why: str) -> str:
 def render(result: dict, explain: bool = False, scope: str | None = None) -> str:
     """A recall's JSON (presentation/views.py ``recall_json``) as the lines the terminal shows."""
     now = time.time()
-    lines = []
+    lines = [one_line(result["notice"])] if result.get("notice") else []
     for hit in result["hits"]:
         lines.extend(terminal_hit(hit, now, explain, flat=one_line))
     if not result["hits"]:

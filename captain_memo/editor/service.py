@@ -111,6 +111,7 @@ class EditorService:
         self._log_files: set[str] = set()
         self.ops = {
             "recall": self.recall,
+            "changes": self.changes,
             "hint": self.hint,
             "check": self.check,
             "save": self.save,
@@ -259,6 +260,17 @@ class EditorService:
         data = locate_hits(recall_json(result, time.time()), ctx)
         data["context"] = _context_json(ctx)
         return data
+
+    def changes(self, settings: EditorSettings, args: dict) -> dict:
+        """ "What changed in this file lately": the buffer's file (``args['context']``) asked about by
+        its path inside the repository, answered as any change question (newest touching first)."""
+        from captain_memo.touches import file_question
+
+        file, ctx = args.get("context") or "", self.context(settings, args)
+        if not file or ctx.root is None:
+            raise InputError(f"{file or 'this buffer'} is not a file inside a git repository: no changes to list")
+        inside = Path(file).resolve().relative_to(Path(ctx.root).resolve()).as_posix()
+        return self.recall(settings, {**args, "query": file_question(inside)})
 
     def hint(self, settings: EditorSettings, args: dict) -> dict:
         """How many memories name ``token`` exactly: keyword leg only, recorded nowhere (cheap)."""

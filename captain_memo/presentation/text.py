@@ -9,6 +9,7 @@ from captain_memo.presentation.words import age, counted, explain_lines, ref, st
 EXCERPT_CHARS = 600
 COMPACT_TITLE_CHARS = 90
 COMPACT_SNIPPET_CHARS = 130
+COMPACT_TEXT_CHARS = 2_500  # a compact answer's text for 10 hits: what a model reads before asking for more
 
 
 def clip(text: str, limit: int) -> str:
@@ -99,6 +100,18 @@ def compact_hit(hit: dict, now: float) -> dict:
     return {key: value for key, value in data.items() if value not in (None, "")}
 
 
+def fitted(answer: dict, budget: int = COMPACT_TEXT_CHARS) -> dict:
+    """A compact answer whose text fits ``budget``: the matching lines are cut shorter, every hit's
+    alike, until it does (a long header or notice leaves them less room); ids and titles stay whole."""
+    limit = COMPACT_SNIPPET_CHARS
+    while len(recall_text(answer)) > budget and limit > 40:
+        limit -= 15
+        for hit in answer["hits"]:
+            if "lines" in hit:
+                hit["lines"] = clip(hit["lines"], limit)
+    return answer
+
+
 def full_hit(hit: dict, now: float) -> dict:
     """A hit with what a model may want before opening it: score, branch, project, where it is (the
     file found in this tree, the chunk's own lines) and the chunk's text without its heading."""
@@ -124,6 +137,8 @@ def recall_text(data: dict) -> str:
         f"{counted(len(hits), 'memory')} for {data['query']!r} in {_where(data)} "
         f"(stores searched: {_stores(data)}; legs: {' + '.join(data['legs'])}{more})"
     ]
+    if data.get("notice"):  # a question about time: its window, or the date it was read against
+        lines.append(data["notice"])
     lines.extend(_warning(failed, why) for failed, why in data["failed_legs"].items())
     for hit in hits:
         lines.extend(_model_hit(hit, full))
@@ -141,6 +156,8 @@ def _stores(data: dict) -> str:
 
 def _warning(failed: str, why: str) -> str:
     """A failed store says which store the hits come from; a failed leg, which legs ranked them."""
+    if failed.endswith("grant"):  # the team store answered, but this role may read nothing in it
+        return f"WARNING: the team store gives this role nothing to read, so these results are local only: {why}"
     if failed in ("local", "team"):
         rest = "team" if failed == "local" else "local"
         return f"WARNING: the {failed} store did not answer, so these results are {rest} only: {why}"

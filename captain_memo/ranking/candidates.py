@@ -11,7 +11,7 @@ from captain_memo.records import Memory
 class Factor:
     """One multiplier that changed a candidate's score, and why."""
 
-    name: str  # identifier | rare_token | branch | superseded | recency | tide
+    name: str  # identifier | rare_token | branch | superseded | recency | tide | touches | calibrated
     value: float
     detail: str = ""
 
@@ -31,6 +31,9 @@ class Candidate:
     fused: float = 0.0
     score: float = 0.0
     factors: tuple[Factor, ...] = ()
+    # Ranks before every score: a change touching what a change question asks about carries its
+    # date here, so those come first, newest first (ranking/changes.py); 0 for everything else.
+    precedence: float = 0.0
 
     @property
     def key(self) -> tuple[str, int]:
@@ -38,7 +41,7 @@ class Candidate:
         return self.memory.store, self.chunk_id
 
     def fuse(self, fused: float) -> Candidate:
-        return replace(self, fused=fused, score=fused, factors=())
+        return replace(self, fused=fused, score=fused, factors=(), precedence=0.0)
 
     def times(self, name: str, value: float, detail: str = "") -> Candidate:
         """This candidate with one more multiplier recorded in its trace."""
@@ -53,5 +56,6 @@ class Candidate:
 
 
 def by_score(candidates: list[Candidate]) -> list[Candidate]:
-    """Best first; ties broken by fused score, then by store and chunk id for a stable order."""
-    return sorted(candidates, key=lambda c: (-c.score, -c.fused, c.key))
+    """Best first: by precedence (changes touching a change question's topic, newest first), then by
+    score; ties broken by fused score, then by store and chunk id for a stable order."""
+    return sorted(candidates, key=lambda c: (-c.precedence, -c.score, -c.fused, c.key))

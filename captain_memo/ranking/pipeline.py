@@ -5,18 +5,22 @@
 3. query-aware boosts: identifier, rare token, branch, superseded
 4. recency, only on temporal intent, over the top N
 5. Tide over the whole pool
-6. the cut: best chunk per memory, then the top ``limit``
+6. a change question: the changes touching its topic first, newest first; its window keeps the
+   observations dated inside it (ranking/changes.py, window.py)
+7. the cut: best chunk per memory, then the top ``limit``
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from captain_memo.config import RankConfig
-from captain_memo.ranking import boosts, lifecycle
+from captain_memo.ranking import boosts, changes, lifecycle
 from captain_memo.ranking.candidates import Candidate, by_score
 from captain_memo.ranking.fusion import fuse
 from captain_memo.ranking.query import QueryShape
+from captain_memo.ranking.window import Window, inside
 
 
 @dataclass(frozen=True)
@@ -25,15 +29,20 @@ class RankRequest:
     branch: str | None
     now: float
     limit: int
+    # (store, memory id) -> what it touched, for the changes a change question asks about.
+    touching: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    window: Window | None = None
 
 
 def rank_pool(candidates: list[Candidate], req: RankRequest, cfg: RankConfig) -> list[Candidate]:
-    """Stages 2-5: every candidate scored and traced, none removed, best first."""
+    """Stages 2-6: every candidate scored and traced, best first; only a window removes any (the
+    observations dated outside it)."""
     pool = fuse(candidates, cfg, req.shape)
     pool = boosts.apply_boosts(pool, req.shape, req.branch, cfg)
     pool = lifecycle.recency(pool, req.shape.temporal, req.now, cfg)
     pool = lifecycle.tide(pool, req.now, cfg)
-    return by_score(pool)
+    pool = changes.changes_first(pool, req.touching)
+    return by_score(inside(pool, req.window))
 
 
 def cut(pool: list[Candidate], limit: int) -> list[Candidate]:

@@ -21,6 +21,9 @@ class RecallResult:
     elapsed_ms: float = 0.0
     pool_size: int = 0
     stores: tuple[str, ...] = ("local",)  # the stores that answered: local, and team when one is set
+    # What the answer was read against, for a question about time: its window and the date its
+    # relative words were read against, or that the window was empty (engine.py, change_plan.py).
+    notice: str = ""
 
     @property
     def degraded(self) -> bool:
@@ -71,5 +74,6 @@ def result_json(result: RecallResult, now: float) -> dict:
         "stores": list(result.stores),
         "elapsed_ms": round(result.elapsed_ms, 2),
         "pool_size": result.pool_size,
+        "notice": result.notice,
         "hits": [hit_json(c, i + 1, now) for i, c in enumerate(result.hits)],
     }

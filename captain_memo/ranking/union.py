@@ -33,6 +33,15 @@ from captain_memo.ranking.query import QueryShape
 
 # With shape_weighting on: the keyword leg's weight for a query holding a code-shaped token.
 IDENTIFIER_KEYWORD_WEIGHT = 0.6
+# Calibration. Min-max says where a score stands among the others, which means nothing in a pool of
+# one or two: there a lone candidate is "best" whatever it is. Below FULL_POOL candidates each leg's
+# score is a blend: min-max weighted (n - 1) / (FULL_POOL - 1), the score on its own scale the rest.
+# Own scales: cosine similarity from COSINE_NONE (unrelated texts of MiniLM sit at 0-0.15) to
+# COSINE_FULL (a paraphrase); bm25 saturating as bm25 / (bm25 + BM25_HALF). Every pool of the eval
+# sets holds 25+ candidates, so their figures do not move (doc/benchmarks.md).
+FULL_POOL = 10
+COSINE_NONE, COSINE_FULL = 0.15, 0.75
+BM25_HALF = 2.0
 
 
 def leg_weights(cfg: RankConfig, shape: QueryShape | None) -> tuple[float, float]:
@@ -63,12 +72,20 @@ def code_weights(
 
 
 def union_fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None) -> list[Candidate]:
-    """``w_v × minmax(vector) + w_k × minmax(bm25)`` over the union; with one leg, that leg's order."""
+    """``w_v × minmax(vector) + w_k × minmax(bm25)`` over the union; with one leg, that leg's order.
+    In a small pool, each leg's score leans on its own scale too (``calibrated``)."""
     vec = min_max({c.key: c.vector for c in candidates if c.vector is not None})
-    kw = min_max({c.key: (c.bm25 or 0.0) for c in candidates})
+    bm25 = {c.key: (c.bm25 or 0.0) for c in candidates}
+    # No candidate holds a query word: no keyword evidence, not "all tied for best".
+    kw = min_max(bm25) if any(value > 0 for value in bm25.values()) else dict.fromkeys(bm25, 0.0)
     usual = leg_weights(cfg, shape)
-    has_vector = bool(vec)
     keyword_answered = any(c.bm25 is not None for c in candidates)
+    out = _fused(candidates, cfg, shape, vec, kw, usual, keyword_answered)
+    return calibrated(out, cfg, shape, usual, keyword_answered) if cfg.calibrated_scores else out
+
+
+def _fused(candidates, cfg, shape, vec, kw, usual, keyword_answered) -> list[Candidate]:
+    has_vector = bool(vec)
     # When no candidate holds a query word, min-max gives every keyword score 1.0: there is no
     # keyword evidence to weigh apart, and doing so would put code under prose the vector leg ranks lower.
     keyword_tells = keyword_answered and len(set(kw.values())) > 1
@@ -83,5 +100,49 @@ def union_fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape |
         if code is not None:
             c = replace(c, code_vector_weight=code[0])
         w_vector, w_keyword = code or usual
+        if not keyword_answered:  # the keyword leg did not answer: the vector leg's score alone
+            w_vector, w_keyword = 1.0, 0.0
         out.append(c.fuse(w_vector * vec.get(c.key, 0.0) + w_keyword * kw.get(c.key, 0.0)))
+    return out
+
+
+def own_vector(similarity: float | None) -> float:
+    """A similarity (1 - d²/4 = (1 + cos) / 2) on its own scale: 0 unrelated, 1 a paraphrase."""
+    if similarity is None:
+        return 0.0
+    cosine = 2.0 * similarity - 1.0
+    return min(1.0, max(0.0, (cosine - COSINE_NONE) / (COSINE_FULL - COSINE_NONE)))
+
+
+def own_keyword(bm25: float | None) -> float:
+    return 0.0 if not bm25 or bm25 <= 0 else bm25 / (bm25 + BM25_HALF)
+
+
+def calibrated(
+    candidates: list[Candidate], cfg: RankConfig, shape: QueryShape | None, usual, keyword_answered: bool
+) -> list[Candidate]:
+    """In a pool under FULL_POOL, each fused score times what its legs' own scales make of it; the
+    factor's detail says why (explain)."""
+    n = len(candidates)
+    if n >= FULL_POOL or n == 0:
+        return candidates
+    trust = (n - 1) / (FULL_POOL - 1)
+    has_vector = any(c.vector is not None for c in candidates)
+    out = []
+    for c in candidates:
+        w_vector, w_keyword = (c.code_vector_weight, 1 - c.code_vector_weight) if c.code_vector_weight else usual
+        if not keyword_answered:
+            w_vector, w_keyword = 1.0, 0.0
+        elif not has_vector:
+            w_vector, w_keyword = 0.0, 1.0
+        own = w_vector * own_vector(c.vector) + w_keyword * own_keyword(c.bm25)
+        target = trust * c.fused + (1 - trust) * own
+        why = (
+            f"a pool of {n}: min-max alone reads {c.fused:.3f}; on their own scales the legs give {own:.3f}"
+            f" (vector {own_vector(c.vector):.2f}, keyword {own_keyword(c.bm25):.2f}), weighed {1 - trust:.0%}"
+        )
+        if c.fused > 0:
+            out.append(c.times("calibrated", target / c.fused, why))
+        else:
+            out.append(c.fuse(target).times("calibrated", 1.0, why))
     return out

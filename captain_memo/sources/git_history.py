@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_memo import secrets
+from captain_memo.change_plan import tag_key
 from captain_memo.errors import InputError
 from captain_memo.progress import Progress
 from captain_memo.records import NewMemory, Source
@@ -126,7 +127,8 @@ def observation(commit: Commit, project: str | None, branch: str | None, max_cha
         more = len(commit.files) - MAX_FILES_LISTED
         body += f"\n\nFiles: {listed}" + (f" and {more} more" if more > 0 else "")
     title = commit.subject[:MAX_TITLE_CHARS]
-    # One touched file is the source to open; several are listed in the text, where both legs find them.
+    # One touched file is the source to open; the body lists the first 20 for people, and every path
+    # is stored as searchable data (``touched``, store/touched.py), where change questions find it.
     path = commit.files[0] if len(commit.files) == 1 else None
     return NewMemory(
         body=body,
@@ -137,6 +139,7 @@ def observation(commit: Commit, project: str | None, branch: str | None, max_cha
         source=Source(path=path, commit=commit.sha, origin="git"),
         created_at=commit.committed_at,
         source_key=KEY_PREFIX + commit.sha,
+        touched=commit.files,
     )
 
 
@@ -219,10 +222,29 @@ def index_history(
             bar.advance(min(BATCH_COMMITS, len(todo) - start), tally.note())
     if bar is not None:
         bar.close()
-    if commits or last != ctx.commit:
+    tags = read_tags(root)
+    if commits or last != ctx.commit or tags:
         with engine.store.write() as conn:
             engine.store.set_meta(conn, key, ctx.commit)
+            for name, stamp in tags.items():  # "since 8.0" reads the tag's date here (change_plan.py)
+                engine.store.set_meta(conn, tag_key(ctx.project, name), repr(stamp))
     return tally.report()
+
+
+def read_tags(root: Path) -> dict[str, float]:
+    """Tag name -> the date of the commit it names (an annotated tag's commit, not the tag's own)."""
+    done = _git(
+        root,
+        "for-each-ref",
+        "refs/tags",
+        f"--format=%(refname:short){FIELD}%(*committerdate:unix){FIELD}%(committerdate:unix)",
+    )
+    tags = {}
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        name, peeled, own = (line.split(FIELD) + ["", ""])[:3]
+        if (stamp := peeled or own).strip().isdigit():
+            tags[name] = float(stamp)
+    return tags
 
 
 def _store_batch(

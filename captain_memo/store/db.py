@@ -284,6 +284,16 @@ def _m006_portable_projects(conn) -> None:
             conn.execute("INSERT INTO projects VALUES (?, ?)", (path, portable_id(path)))
 
 
+def _m007_touched_paths(conn) -> None:
+    # Every path a commit touched, as rows the search reads ("latest change to capture" is answered
+    # by the commits whose paths name capture): the body lists only the first 20. Commits stored
+    # before keep what their body listed (and their one source path).
+    from captain_memo.store.touched import TOUCHED_TABLE, backfill_from_bodies
+
+    _run_script(conn, TOUCHED_TABLE)
+    backfill_from_bodies(conn)
+
+
 MIGRATIONS = [
     (1, _m001_tables),
     (2, _m002_vector_changes),
@@ -291,10 +301,11 @@ MIGRATIONS = [
     (4, _m004_last_opened),
     (5, _m005_source_files_and_reindex),
     (6, _m006_portable_projects),
+    (7, _m007_touched_paths),
 ]
 # Migrations whose tables only writers use (indexing, reindex): a read-only store without them is
 # read as it is.
-WRITERS_ONLY = {5}
+WRITERS_ONLY = {5, 7}  # 7: a read-only store without touched paths finds changes by their text
 # The SQLite header's application id marks a file as a Captain Memo store ("CMEM"), so `--db` on
 # another application's database is refused before a byte of it is changed.
 APPLICATION_ID = 0x434D454D

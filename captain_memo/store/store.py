@@ -15,6 +15,7 @@ from captain_memo.records import Chunk, Memory, NewMemory, Source, Superseded
 from captain_memo.store.db import vector_blob
 from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, setting, text_row
 from captain_memo.store.sync import SourceRows
+from captain_memo.store.touched import insert_touched
 
 # What SQLite can bind: a larger id raised OverflowError; no memory can have it.
 SQLITE_INTEGERS = range(-(2**63), 2**63)
@@ -110,6 +111,8 @@ class Store(SourceRows):
         )
         memory_id = cur.lastrowid
         self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)
+        if memory.touched:
+            insert_touched(conn, memory_id, memory.touched)
         return memory_id
 
     def replace_body(

@@ -34,17 +34,19 @@ local function leave_visual()
   end
 end
 
----Recall `query` and show the answer in the results window.
----@param query string
-function M.search(query)
-  local origin = ui.origin_window()
-  local context = context_of(origin)
-  bridge.request("recall", { query = query, context = context }, {
+---Send a request whose answer is a recall (`recall`, `changes`) and show it in the results window.
+---@param op string
+---@param label string what the window says it is searching for
+local function ask(op, args, label, origin, context)
+  bridge.request(op, args, {
     channel = "results",
     on_slow = function()
-      ui.searching(query, origin)
+      ui.searching(label, origin)
     end,
     on_result = function(result)
+      if result.notice and result.notice ~= "" then
+        log.info(result.notice) -- a question about time: its window, or the date it was read against
+      end
       ui.show(result, origin, context)
     end,
     on_error = function()
@@ -53,6 +55,25 @@ function M.search(query)
       end
     end,
   })
+end
+
+---Recall `query` and show the answer in the results window.
+---@param query string
+function M.search(query)
+  local origin = ui.origin_window()
+  local context = context_of(origin)
+  ask("recall", { query = query, context = context }, query, origin, context)
+end
+
+---What changed in the current buffer's file lately: the newest observations touching it.
+function M.changes()
+  local origin = ui.origin_window()
+  local file = buffer_file(vim.api.nvim_win_get_buf(origin))
+  if not file then
+    log.warn("this buffer has no file: no changes to list")
+    return
+  end
+  ask("changes", { context = file }, "changes to " .. vim.fn.fnamemodify(file, ":t"), origin, file)
 end
 
 ---The token under the cursor, or the selection in Visual mode (or after a `:'<,'>` range).

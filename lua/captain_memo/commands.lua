@@ -19,6 +19,12 @@ M.subcommands = {
       memo().recall(table.concat(args, " "))
     end,
   },
+  changes = {
+    desc = "what changed in this file lately: the newest observations touching it",
+    run = function()
+      memo().changes()
+    end,
+  },
   save = {
     desc = "save the selected lines as a memory",
     run = function(_, cmd)

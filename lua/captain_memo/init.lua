@@ -73,8 +73,11 @@ local function check(opts)
     end
   end
   for action in pairs(opts.keymaps or {}) do
-    if M.defaults.keymaps[action] == nil and action ~= "note" then
-      error(("captain_memo.setup: unknown keymap %q; use lookup, save, recall or note"):format(tostring(action)), 0)
+    if M.defaults.keymaps[action] == nil and action ~= "note" and action ~= "changes" then
+      error(
+        ("captain_memo.setup: unknown keymap %q; use lookup, save, recall, note or changes"):format(tostring(action)),
+        0
+      )
     end
   end
   if opts.secrets ~= nil and not vim.tbl_contains(M.SECRET_POLICIES, opts.secrets) then
@@ -115,6 +118,11 @@ end
 ---@param query string|nil
 function M.recall(query)
   require("captain_memo.actions").recall(query)
+end
+
+---What changed in the current buffer's file lately (the newest observations touching it).
+function M.changes()
+  require("captain_memo.actions").changes()
 end
 
 ---Save the selected lines (or lines `line1`..`line2`) as a memory.

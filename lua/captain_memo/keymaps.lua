@@ -7,6 +7,7 @@ M.actions = {
   save = { modes = { "x" }, plug = "<Plug>(CaptainMemoSave)", desc = "Captain Memo: save the selection" },
   recall = { modes = { "n" }, plug = "<Plug>(CaptainMemoRecall)", desc = "Captain Memo: recall" },
   note = { modes = { "n" }, plug = "<Plug>(CaptainMemoNote)", desc = "Captain Memo: write a note" },
+  changes = { modes = { "n" }, plug = "<Plug>(CaptainMemoChanges)", desc = "Captain Memo: what changed in this file lately" },
 }
 
 local applied = {} ---@type {mode: string, lhs: string}[]
