@@ -178,7 +178,7 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
         memory_id: int | str = str(memo.remember_team(memory))
         pending = 0
     else:
-        memory_id, pending = _remember_once(memo, memory), memo.pending_vectors()
+        memory_id, pending = remember_once(memo, memory), memo.pending_vectors()
     return {"id": memory_id, "pending_vectors": pending, "kept_secrets": [finding.describe() for finding in kept]}
 
 
@@ -188,7 +188,7 @@ def new_request_key() -> str:
     return os.urandom(16).hex()
 
 
-def _remember_once(memo, memory) -> int:
+def remember_once(memo, memory) -> int:
     """Save ``memory`` unless the same request (its key) was saved already: by the service before
     it stopped answering, or by the client that then ran it itself."""
     if memory.source_key is None:

@@ -23,8 +23,10 @@ IDLE_ENV = ENV_PREFIX + "SERVICE_IDLE"  # seconds without a request before the s
 RUNTIME_ENV = ENV_PREFIX + "RUNTIME_DIR"  # sockets, the service log, back-off state
 TIMEOUT_ENV = ENV_PREFIX + "SERVICE_TIMEOUT"  # seconds a client waits for an answer (service/client.py)
 DEFAULT_IDLE = 600.0
-# Settings that change where or how long the service runs, not what it answers.
-UNKEYED = {SERVICE_ENV, IDLE_ENV, RUNTIME_ENV, TIMEOUT_ENV}
+# Settings that change where or how long the service runs, not what it answers; and the store's
+# path, which is in the key as the absolute path however it was named (a shell that uses the
+# default store and an agent configured with its path share one service).
+UNKEYED = {SERVICE_ENV, IDLE_ENV, RUNTIME_ENV, TIMEOUT_ENV, ENV_PREFIX + "DB"}
 
 
 class UnsafeRuntimeError(CaptainMemoError):

@@ -201,9 +201,12 @@ class WarmMemo:
         except Exception as exc:
             log.warning("recording a recall for Tide failed: %s", exc)
 
-    def _context(self, folder: str, fresh: bool):
+    def context(self, folder: str, fresh: bool, share_worktrees: bool = True):
+        """The git context of ``folder`` (cached while its HEAD is unchanged unless ``fresh``)."""
         with self._contexts_lock:
-            return self._contexts.get(folder, share_worktrees=True, fresh=fresh)
+            return self._contexts.get(folder, share_worktrees=share_worktrees, fresh=fresh)
+
+    _context = context
 
     def _drop(self) -> None:
         memo, self._memo, self._opened_on = self._memo, None, None

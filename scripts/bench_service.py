@@ -11,8 +11,12 @@
    720 KB remember goes through the same service; and while `captain-memo index --git` runs on
    ``--git`` (default: this repository) in its own process.
 3. Spawns ``--mcp`` `captain-memo mcp` servers on the store with the MCP SDK's stdio client and
-   times spawn -> first tools/list and spawn -> first answered recall.
+   times spawn -> first tools/list and the first recall after it; twice: as thin clients of the
+   warm service (the default), and each with an engine of its own (CAPTAIN_MEMO_SERVICE=0 for the
+   servers, as every MCP server ran before it asked the service).
 4. Sums the resident memory (VmRSS) of the service and the MCP servers, beside one service alone.
+
+``--no-load`` leaves out step 2's recalls under load (the memory and spawn figures only).
 """
 
 from __future__ import annotations
@@ -102,8 +106,9 @@ def line(name: str, values: list[float], idle_p95: float | None = None) -> str:
     return f"  {name:<28} n {len(values):3d}  p50 {statistics.median(values):7.1f} ms  p95 {p95:7.1f} ms{ratio}"
 
 
-async def mcp_spawns(db: Path, count: int) -> tuple[list[tuple[float, float]], float]:
-    """(ms to first tools/list, ms to first recall) per server; the servers are kept running."""
+async def mcp_spawns(db: Path, count: int, env: dict) -> tuple[list[tuple[float, float]], float]:
+    """(ms spawn -> first tools/list, ms of the first recall after it) per server, and the servers'
+    summed resident memory once all run."""
     import mcp_types as types
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -114,7 +119,7 @@ async def mcp_spawns(db: Path, count: int) -> tuple[list[tuple[float, float]], f
         done = anyio.Event()
 
         async def one(i: int):
-            params = StdioServerParameters(command=str(script), args=["mcp"], cwd=str(REPO), env=dict(os.environ))
+            params = StdioServerParameters(command=str(script), args=["mcp"], cwd=str(REPO), env={**os.environ, **env})
             with open(os.devnull, "w") as errlog:
                 started = time.perf_counter()
                 async with Client(
@@ -124,9 +129,9 @@ async def mcp_spawns(db: Path, count: int) -> tuple[list[tuple[float, float]], f
                     client_info=types.Implementation(name="bench", version="1"),
                 ) as session:
                     await session.list_tools()
-                    listed = (time.perf_counter() - started) * 1000
+                    listed = time.perf_counter()
                     await session.call_tool("recall", {"query": identifier(i + 3)})
-                    times.append((listed, (time.perf_counter() - started) * 1000))
+                    times.append(((listed - started) * 1000, (time.perf_counter() - listed) * 1000))
                     pids.extend(mcp_children())
                     await done.wait()
 
@@ -155,28 +160,7 @@ def mcp_children() -> list[int]:
     return found
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--memories", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=40)
-    parser.add_argument("--mcp", type=int, default=3)
-    parser.add_argument("--db", type=Path)
-    parser.add_argument("--git", type=Path, default=REPO)
-    args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="captain-memo-bench-service-"))
-    db = args.db or folder / "memo.db"
-    os.environ["CAPTAIN_MEMO_DB"] = str(db)
-    os.environ["CAPTAIN_MEMO_RUNTIME_DIR"] = str(folder / "run")
-    os.environ["CAPTAIN_MEMO_SERVICE_TIMEOUT"] = "600"
-    fill(db, args.memories, "random", str(REPO))
-
-    from captain_memo.service.client import control
-
-    print("service: starting and warming up")
-    for i in range(5):
-        recall_ms(db, identifier(i))
-    time.sleep(3)  # the in-memory index builds in the background
-    service = control("status", db)
+def recalls_under_load(db: Path, args) -> None:
     queries = [identifier(100 + i) for i in range(args.runs * 20)]
     idle = timed_recalls(db, queries[: args.runs])
     print("recall latency over the service's socket (client round trip):")
@@ -193,16 +177,45 @@ def main() -> int:
     busy.join()
     print(line("during index --git", during, base))
 
-    service_mb = rss_mb(service["pid"])
-    times, mcp_mb = anyio.run(mcp_spawns, db, args.mcp)
-    print("MCP servers (own engine each), spawn -> first tools/list and -> first recall, with the service warm:")
-    for listed, recalled in times:
-        print(f"  tools/list {listed:7.0f} ms   first recall {recalled:7.0f} ms")
-    print(
-        f"resident memory at {args.memories:,} memories: service {service_mb:.0f} MB, "
-        f"{args.mcp} MCP servers {mcp_mb:.0f} MB, total {service_mb + mcp_mb:.0f} MB "
-        f"= {(service_mb + mcp_mb) / service_mb:.2f}x one engine"
-    )
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--mcp", type=int, default=3)
+    parser.add_argument("--db", type=Path)
+    parser.add_argument("--git", type=Path, default=REPO)
+    parser.add_argument("--no-load", action="store_true", help="skip the recalls under load")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="captain-memo-bench-service-"))
+    db = args.db or folder / "memo.db"
+    os.environ["CAPTAIN_MEMO_DB"] = str(db)
+    os.environ["CAPTAIN_MEMO_RUNTIME_DIR"] = str(folder / "run")
+    os.environ["CAPTAIN_MEMO_SERVICE_TIMEOUT"] = "600"
+    fill(db, args.memories, "random", str(REPO))
+
+    from captain_memo.service.client import control
+
+    print("service: starting and warming up")
+    for i in range(5):
+        recall_ms(db, identifier(i))
+    time.sleep(3)  # the in-memory index builds in the background
+    print(f"load average: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+    if not args.no_load:
+        recalls_under_load(db, args)
+    service = control("status", db)
+    for title, env in (("thin clients of the service", {}), ("an engine each", {"CAPTAIN_MEMO_SERVICE": "0"})):
+        times, mcp_mb = anyio.run(mcp_spawns, db, args.mcp, env)
+        service_mb = rss_mb(service["pid"])  # after it answered the servers' calls
+        print(f"{args.mcp} MCP servers, {title}: spawn -> first tools/list, then the first recall:")
+        for listed, recalled in times:
+            print(f"  tools/list {listed:7.0f} ms   first recall {recalled:7.0f} ms")
+        total = service_mb + mcp_mb
+        print(
+            f"  resident memory at {args.memories:,} memories: service {service_mb:.0f} MB, "
+            f"MCP servers {mcp_mb:.0f} MB, total {total:.0f} MB = {total / service_mb:.2f}x one engine"
+        )
+    print(f"load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     control("stop", db)
     return 0
 

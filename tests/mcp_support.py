@@ -55,8 +55,14 @@ async def connect(
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     command, args = server_command()
+    # The SDK passes the child only a few of this process's variables: the test's own settings
+    # (conftest.py: its home, the warm service off, in the test's folder) are passed on too.
+    inherited = {name: value for name, value in os.environ.items() if name.startswith("CAPTAIN_MEMO_")}
     params = StdioServerParameters(
-        command=command, args=[*args, *options], cwd=str(cwd), env={"CAPTAIN_MEMO_DB": str(db), **(env or {})}
+        command=command,
+        args=[*args, *options],
+        cwd=str(cwd),
+        env={"CAPTAIN_MEMO_DB": str(db), **inherited, **(env or {})},
     )
     callback = None
     if roots is not None:

@@ -21,6 +21,7 @@ FRONT_ENDS = (
     "captain_memo.editor",
     "captain_memo.mcpserver",
     "captain_memo.app",
+    "captain_memo.agent_tools",  # app.py's operations for an agent's tools
     "captain_memo.warm",
     "captain_memo.service",
 )

@@ -78,7 +78,12 @@ def test_every_request_is_answered_and_stdout_carries_only_protocol_even_for_bro
     and every line back is JSON-RPC."""
     repo = make_repo(tmp_path)
     command, args = server_command()
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db")}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
+        "CAPTAIN_MEMO_SERVICE": "0",  # in its own process, as the test's other front ends (conftest.py)
+    }
     lines = [
         {
             "jsonrpc": "2.0",

@@ -39,7 +39,9 @@ def npx():
 
 
 def inspector(npx: str, tmp_path: Path, repo: Path, *method: str) -> tuple[int, object, str]:
-    settings = {name: os.environ[name] for name in ("CAPTAIN_MEMO_HOME", "CAPTAIN_MEMO_RUNTIME_DIR")}
+    settings = {
+        name: os.environ[name] for name in ("CAPTAIN_MEMO_HOME", "CAPTAIN_MEMO_RUNTIME_DIR", "CAPTAIN_MEMO_SERVICE")
+    }
     settings["CAPTAIN_MEMO_DB"] = str(tmp_path / "memo.db")
     env = [part for name, value in settings.items() for part in ("-e", f"{name}={value}")]
     done = subprocess.run(

@@ -38,10 +38,16 @@ def run(args) -> int:
     else:
         print(
             f"service pid {answer['pid']} for {answer['db']}: model {answer['model'] or 'not loaded yet'}, "
-            f"{answer['requests']} requests, up {time.time() - answer['started']:.0f} s, "
+            f"{answer['requests']} requests{_by_client(answer.get('clients'))}, "
+            f"up {time.time() - answer['started']:.0f} s, "
             f"exits after {answer['idle_exit_seconds']:g} s idle"
         )
     return 0
+
+
+def _by_client(clients: dict | None) -> str:
+    """`` (cli 3, mcp:claude-code 12)``: who the engine served (a service of an older build names none)."""
+    return f" ({', '.join(f'{name} {count}' for name, count in clients.items())})" if clients else ""
 
 
 def _unanswered(answer: dict, db) -> int:

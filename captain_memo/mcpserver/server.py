@@ -1,8 +1,9 @@
-"""The MCP server on stdio: the SDK's low-level server, answering from MemoryService.
+"""The MCP server on stdio: the SDK's low-level server, answering from MemoryService (which asks the
+store's warm service, or runs the call here when there is none).
 
-Everything the store or the model does runs on one worker thread, so the protocol loop keeps
-answering (pings, cancellations, tools/list) while a search or an embedding runs, and the engine
-is only ever used by one thread. stdout carries protocol only: the SDK points file descriptor 1 at
+Every call runs on one worker thread, so the protocol loop keeps answering (pings, cancellations,
+tools/list) while a search or an embedding runs, and an engine opened here is only ever used by
+one thread. stdout carries protocol only: the SDK points file descriptor 1 at
 stderr while it serves, and every log line goes to stderr.
 
 Errors, as the specification has them since 2025-11-25: an unknown tool or a malformed request is
@@ -59,13 +60,13 @@ class MemoryServer:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-mcp")
         self._roots_stale = True
         self._roots_lock = anyio.Lock()
-        # Each tool: (what it runs on the worker, given arguments, git context and client name; its text).
-        self._tools = {
-            "recall": (lambda args, ctx, client: service.recall(args, ctx), render.recall_text),
-            "remember": (service.remember, render.remember_text),
-            "show": (lambda args, ctx, client: service.show(args, ctx), render.memory_text),
-            "supersede": (lambda args, ctx, client: service.supersede(args), render.supersede_text),
-            "forget": (lambda args, ctx, client: service.forget(args), render.forget_text),
+        # Each tool's text; what it does is asked of the service (service.py).
+        self._texts = {
+            "recall": render.recall_text,
+            "remember": render.remember_text,
+            "show": render.memory_text,
+            "supersede": render.supersede_text,
+            "forget": render.forget_text,
         }
 
     def build(self) -> Server:
@@ -127,11 +128,10 @@ class MemoryServer:
         try:
             args = checked_arguments(tool, params.arguments)
             await self._refresh_roots(ctx)
-            run, text_of = self._tools[tool.name]
-            data = await self._on_worker(
-                lambda: run(args, self.workspace.context(fresh=tool.name == "remember"), client_name(ctx))
-            )
-            content: list[types.ContentBlock] = [_text(text_of(data)), *map(_text, self.workspace.take_notices())]
+            client = client_name(ctx)
+            data = await self._on_worker(lambda: self.service.call(tool.name, args, self.workspace, client))
+            notices = [*self.workspace.take_notices(), *self.service.take_notices()]
+            content: list[types.ContentBlock] = [_text(self._texts[tool.name](data)), *map(_text, notices)]
             return types.CallToolResult(content=content, structured_content=render.structured(data))
         except Exception as exc:
             return types.CallToolResult(content=[_text(self._failure(f"tool {tool.name}", exc))], is_error=True)
@@ -157,7 +157,7 @@ class MemoryServer:
     async def list_resources(self, ctx, params) -> types.ListResourcesResult:
         await self._refresh_roots(ctx)
         try:
-            rows = await self._on_worker(lambda: self.service.recent(self.workspace.context()))
+            rows = await self._on_worker(lambda: self.service.call("recent", {}, self.workspace, client_name(ctx)))
         except Exception as exc:
             raise MCPError(types.INTERNAL_ERROR, self._failure("resources/list", exc)) from None
         return types.ListResourcesResult(
@@ -184,7 +184,9 @@ class MemoryServer:
             )
         await self._refresh_roots(ctx)
         try:
-            data = await self._on_worker(lambda: self.service.read(match[1], self.workspace.context()))
+            data = await self._on_worker(
+                lambda: self.service.call("read", {"id": match[1]}, self.workspace, client_name(ctx))
+            )
         except NotFoundError as exc:
             raise MCPError(RESOURCE_NOT_FOUND, one_line(str(exc)), data={"uri": uri}) from None
         except Exception as exc:

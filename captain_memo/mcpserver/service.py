@@ -1,62 +1,30 @@
-"""What each MCP tool does, through the application interface (memo.py), kept warm for the session.
+"""What each MCP tool does: asked of the engine that serves the store, else run here.
 
-The store is opened by the first call that needs it (the model loads with the first embedding, not
-before), with the in-memory vector index the editor host uses: an agent's session is long-lived
-like an editor's. Every method takes checked arguments (tools.py) and the workspace's
-git context, and returns plain JSON-ready data; the server turns it into MCP results. The engine is
-used by one thread at a time (the server runs every call on one worker thread).
+The store's engine is held by one process (the warm service, or the editor's host serving it on
+the same socket): the MCP server sends each call there over the store's socket, starting the
+service as the command line does when none runs, so an agent's session loads no model of its own
+and starts warm. Where no service can be reached or started (a runtime folder that cannot be
+written, another user's socket, a service that does not answer in time), the call runs on an
+engine opened in this process, and the agent is told so once; the service is tried again after
+``RETRY_SERVICE_S``. What a tool does with the store lives in the library (agent_tools.py), the
+same code in either process. The engine here is used by one thread at a time (server.py).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from captain_memo import secrets, validation
-from captain_memo.errors import CaptainMemoError, InputError
+from captain_memo import agent_tools
+from captain_memo.agent_tools import origin_of, string_ids  # noqa: F401 - the MCP server's names for them
 from captain_memo.gitctx import GitContext
 from captain_memo.memo import Memo
-from captain_memo.records import NewMemory, RecallRequest, Source
 
 log = logging.getLogger("captain_memo")
-RECENT_RESOURCES = 50
-MAX_CLIENT_NAME = 64
-
-
-def origin_of(client_name: str | None) -> str:
-    """The stored origin of a memory an MCP client saved: ``mcp:<client name>``, or ``mcp``."""
-    name = " ".join("".join(ch for ch in (client_name or "") if ch.isprintable()).split())[:MAX_CLIENT_NAME]
-    return f"mcp:{name}" if name else "mcp"
-
-
-def recall_answer(found: dict, scope: dict, detail: str, explain: bool) -> dict:
-    """A recall's JSON (presentation/views.py) as an agent receives it: compact hits by default (id,
-    kind, heading path, age, store, the matching lines), the full ones with ``detail: "full"``."""
-    from captain_memo.presentation.text import compact_hit, fit_compact, full_hit
-    from captain_memo.presentation.words import explain_lines
-
-    now = time.time()
-    shaped = full_hit if detail == "full" else compact_hit
-    hits = []
-    for hit in found["hits"]:
-        entry = shaped(hit, now)
-        if explain:
-            entry["explain"] = explain_lines(hit)
-        hits.append(string_ids(entry))
-    answer = {
-        "query": found["query"],
-        "detail": detail,
-        "legs": found["legs"],
-        "stores": found["stores"],
-        "failed_legs": found["failures"],
-        "notice": found.get("notice"),  # a question about time: its window, or the date it was read against
-    }
-    if detail == "full":
-        answer.update(profile=found["profile"], elapsed_ms=found["elapsed_ms"])
-        return {**answer, **scope, "hits": hits}
-    return fit_compact({**answer, **scope, "hits": hits})
+RETRY_SERVICE_S = 60.0  # after a fallback, calls run here this long before the service is tried again
 
 
 def open_warm_memo(db: str | None) -> Memo:
@@ -66,10 +34,18 @@ def open_warm_memo(db: str | None) -> Memo:
 
 
 class MemoryService:
-    def __init__(self, db: str | None = None, open_memo: Callable[[str | None], Memo] = open_warm_memo):
+    """``open_memo``: run every call in this process on the Memo it opens (no service)."""
+
+    def __init__(self, db: str | None = None, open_memo: Callable[[str | None], Memo] | None = None, env=None):
         self.db = db
-        self._open = open_memo
+        self._open = open_memo or open_warm_memo
+        self._remote = open_memo is None
+        self._env = os.environ if env is None else env
         self._memo: Memo | None = None
+        self._local_until = 0.0
+        self._notices: list[str] = []
+        self._told = False
+        self.answered_by = "none yet"  # "service" or "this process": the last call's engine
 
     @property
     def database_path(self) -> Path:
@@ -92,123 +68,81 @@ class MemoryService:
 
     close = drop_memo
 
-    # -- tools ----------------------------------------------------------------------------
+    def take_notices(self) -> list[str]:
+        """What the agent has not been told yet about where its calls run (each said once)."""
+        notices, self._notices = self._notices, []
+        return notices
+
+    # -- a call, wherever it runs -----------------------------------------------------------
+
+    def call(self, tool: str, args: dict, workspace, client: str | None = None):
+        """The answer to a tool call (or ``read``/``recent``) from the folder ``workspace`` is in."""
+        if tool == "recent" and self._memo is None and not self.database_path.exists():
+            return []  # clients list resources as they connect: that must not create a store
+        key = _request_key() if tool == "remember" else None
+        answer = self._ask_service(tool, args, workspace, client, key)
+        if answer is not None:
+            return answer
+        ctx = workspace.context(fresh=tool == "remember")
+        self.answered_by = "this process"
+        return agent_tools.run(self.memo(), tool, args, ctx, client, key)
+
+    def _ask_service(self, tool, args, workspace, client, key):
+        if not self._remote or time.monotonic() < self._local_until:
+            return None
+        from captain_memo.service.client import call
+
+        said: list[str] = []
+        request = {
+            "tool": tool,
+            "args": args,
+            "folder": workspace.folder,
+            "share_worktrees": workspace.share_worktrees,
+            "client": client,
+            "request_key": key,
+        }
+        op = "agent" if tool in agent_tools.WRITES else "agent_read"
+        answer = call(op, request, str(self.database_path.absolute()), self._env, say=said.append)
+        if answer is not None:
+            self.answered_by = "service"
+            if self._memo is not None:
+                self.drop_memo()  # the service is back: one engine per store again
+            return answer
+        self._local_until = time.monotonic() + RETRY_SERVICE_S
+        # The client's words name the request and end with what it does next; here the agent
+        # knows its call by the tool's name, and the notice says where it runs.
+        self._fell_back([line.replace(f"`{op}`", f"`{tool}`").split("; running")[0] for line in said])
+        return None
+
+    def _fell_back(self, said: list[str]) -> None:
+        if not said:  # switched off (CAPTAIN_MEMO_SERVICE=0): the user's choice, nothing to tell
+            return
+        why = "; ".join(said)
+        if self._told:
+            log.info("mcp: running in this process: %s", why)
+            return
+        self._told = True
+        notice = f"Running Captain Memo's engine in this MCP server's own process ({why})."
+        log.warning("mcp: %s", notice)
+        self._notices.append(notice)
+
+    # -- the tools, in this process ---------------------------------------------------------
 
     def recall(self, args: dict, ctx: GitContext) -> dict:
-        from captain_memo.presentation.views import locate_hits, recall_json
-
-        result = self.memo().recall(
-            RecallRequest(
-                args["query"],
-                project=ctx.project,
-                branch=ctx.branch,
-                limit=args["limit"],
-                all_projects=args["all_projects"],
-            )
-        )
-        found = locate_hits(recall_json(result), ctx)
-        scope = {"project": ctx.project, "branch": ctx.branch, "all_projects": args["all_projects"]}
-        return recall_answer(found, scope, args.get("detail") or "compact", args["explain"])
+        return agent_tools.recall(self.memo(), args, ctx)
 
     def remember(self, args: dict, ctx: GitContext, client_name: str | None) -> dict:
-        # No one to ask: what looks like a credential is redacted, and the result says what was.
-        validation.checked_text("text", args["text"], validation.MAX_BODY_CHARS)  # positions as sent
-        validation.checked_text("title", args["title"], validation.MAX_TITLE_CHARS)
-        text, title, found = secrets.redacted_memory(args["text"], args["title"])
-        source = self._source(args, ctx, origin_of(client_name))
-        memory = NewMemory(
-            body=text, kind=args["kind"], title=title, project=ctx.project, branch=ctx.branch, source=source
-        )
-        memo = self.memo()
-        if args["team"]:
-            # The team store embeds what it stores at once or not at all: no vector waits.
-            ref = memo.remember_team(memory)
-            saved, vector = memo.get(ref), True
-        else:
-            local_id = memo.remember(memory)
-            memo.checkpoint()  # the file alone is complete again (a copy or move takes everything)
-            saved, vector = memo.get(local_id), memo.missing_vectors(local_id) == 0
-        return {
-            "id": str(saved.ref),
-            "kind": saved.kind,
-            "title": saved.display_title,
-            "project": saved.project,
-            "branch": saved.branch,
-            "source": self._memory_json(saved, ctx)["source"],
-            "redacted": [finding.describe() for finding in found],
-            "private_left_out": any(validation.private_spans(args[name]) for name in ("text", "title")),
-            "vector": vector,
-            "team": args["team"],
-        }
+        return agent_tools.remember(self.memo(), args, ctx, client_name)
 
     def show(self, args: dict, ctx: GitContext) -> dict:
-        return self._memory_json(self.memo().show(args["id"]), ctx)
-
-    def read(self, memory_id: str, ctx: GitContext) -> dict:
-        """A memory in full without counting as opening it (a client may read resources unasked)."""
-        return self._memory_json(self.memo().get(memory_id), ctx)
-
-    def recent(self, ctx: GitContext, limit: int = RECENT_RESOURCES) -> list[dict]:
-        """The newest memories a recall here would search: this project's and personal notes.
-        Clients list resources as they connect: that must not create a store nobody asked for."""
-        if self._memo is None and not self.database_path.exists():
-            return []
-        memo = self.memo()
-        memories = memo.list_memories(ctx.project, all_projects=False, limit=limit)
-        if memo.team is not None:
-            try:
-                memories += memo.list_team_memories(ctx.project, limit)
-            except CaptainMemoError as exc:  # the team store down: the local ones are still worth listing
-                log.warning("mcp: team memories not listed: %s", exc)
-        return [{"id": str(m.ref), "kind": m.kind, "title": m.display_title} for m in memories]
+        return agent_tools.show(self.memo(), args, ctx)
 
     def supersede(self, args: dict) -> dict:
-        memo = self.memo()
-        if args["undo"]:
-            memo.unsupersede(args["old"])
-            return {"old": args["old"], "superseded_by": None}
-        if args.get("new") is None:
-            raise InputError("supersede: new is required (or set undo to make old current again)")
-        memo.supersede(args["old"], args["new"])
-        return {"old": args["old"], "superseded_by": args["new"]}
+        return agent_tools.supersede(self.memo(), args)
 
     def forget(self, args: dict) -> dict:
-        self.memo().forget(args["id"])
-        return {"forgotten": args["id"]}
-
-    # -- parts ----------------------------------------------------------------------------
-
-    def _source(self, args: dict, ctx: GitContext, origin: str):
-        start, end = args.get("line_start"), args.get("line_end")
-        if end is not None and start is None:
-            raise InputError("remember: line_end needs line_start")
-        if start is not None and end is not None and end < start:
-            raise InputError(f"remember: line_end ({end}) comes before line_start ({start})")
-        file = args.get("file")
-        if not file:
-            if start is not None:
-                raise InputError("remember: line_start needs file")
-            return Source(origin=origin)
-        path = Path(file).expanduser()
-        if not path.is_absolute() and ctx.root:
-            path = Path(ctx.root) / path
-        return Source(
-            path=ctx.relative(path),
-            line_start=start,
-            line_end=end if end is not None else start,
-            commit=ctx.commit,
-            origin=origin,
-        )
-
-    def _memory_json(self, memory, ctx: GitContext) -> dict:
-        from captain_memo.presentation.views import opened_json
-
-        return string_ids(opened_json(memory, ctx))
+        return agent_tools.forget(self.memo(), args)
 
 
-def string_ids(data: dict) -> dict:
-    """``data`` with its ids as strings ("12", "t12"): one id type, the one the tools take."""
-    for key in ("id", "superseded_by"):
-        if data.get(key) is not None:
-            data[key] = str(data[key])
-    return data
+def _request_key() -> str:
+    return os.urandom(16).hex()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from captain_memo import validation
 from captain_memo.errors import InputError
-from captain_memo.fields import ID_PATTERN, MAX_QUERY_CHARS
+from captain_memo.fields import ID_PATTERN, MAX_LINE, MAX_QUERY_CHARS
 from captain_memo.fields import checked_value as _checked_value
 from captain_memo.fields import json_type as _json_type
 from captain_memo.records import KINDS
@@ -122,8 +122,8 @@ REMEMBER = Tool(
         "title": _text("A short title (default: the first line).", validation.MAX_TITLE_CHARS),
         "kind": {"type": "string", "enum": list(KINDS), "description": "observation, memory or skill."},
         "file": _text("The source file it is about, relative to the repository root.", validation.MAX_FIELD_CHARS),
-        "line_start": {"type": "integer", "minimum": 1, "description": "First line in that file."},
-        "line_end": {"type": "integer", "minimum": 1, "description": "Last line in that file."},
+        "line_start": {"type": "integer", "minimum": 1, "maximum": MAX_LINE, "description": "First line in that file."},
+        "line_end": {"type": "integer", "minimum": 1, "maximum": MAX_LINE, "description": "Last line in that file."},
         "team": {"type": "boolean", "description": "Save to the team store instead of this developer's own."},
     },
     required=("text",),

@@ -43,7 +43,7 @@ CONTROL_TIMEOUT = 10.0  # status and stop: a service that is there answers them 
 # Requests that may run twice: a recall changes nothing, and a remember carries a key that makes
 # its second run find the first one's memory (app.py). One whose answer does not come in time,
 # or is lost after the service took it, is run again here.
-READ_ONLY = {"recall", "status"}
+READ_ONLY = {"recall", "status", "agent_read"}
 
 
 class _NotAccepted(Exception):
@@ -66,10 +66,12 @@ class _Lost(Exception):
     """The service took the request and then went away: it may or may not have run."""
 
 
-def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None:
+def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
     """The service's answer to ``request``, or None to run it here. A failure the service reports
-    (a bad input, a damaged store) is raised as CaptainMemoError, exactly as running it here would."""
+    (a bad input, a damaged store) is raised as CaptainMemoError, exactly as running it here would.
+    ``say``: where to tell why it runs here (default: stderr)."""
     env = os.environ if env is None else env
+    _say = say or _print
     if not runtime.enabled(env):
         return None
     try:
@@ -78,7 +80,7 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None) -> dict | None
         for _ in range(2):  # once more when a service exiting for idleness dropped the request unread
             sock = _connect(path)
             if sock is None:
-                sock, started = _start(path, db, env), True
+                sock, started = _start(path, db, env, _say), True
             if sock is None:
                 return None
             try:
@@ -115,7 +117,10 @@ def deadline(op: str, request: dict, env) -> float:
         base = float(env.get(runtime.TIMEOUT_ENV) or DEFAULT_DEADLINE)
     except ValueError:
         base = DEFAULT_DEADLINE
-    text = request.get("text") if op == "remember" else None
+    # An agent's remember carries its text among the tool's arguments.
+    text = (
+        request.get("text") if op == "remember" else (request.get("args") or {}).get("text") if op == "agent" else None
+    )
     return round(base + (len(text) / 1e6 * SECONDS_PER_MB if isinstance(text, str) else 0.0), 1)
 
 
@@ -189,7 +194,7 @@ def _connect(path: Path) -> socket.socket | None:
     return sock
 
 
-def _start(path: Path, db, env) -> socket.socket | None:
+def _start(path: Path, db, env, _say) -> socket.socket | None:
     """Start a service for ``db`` and connect to it; None when it does not come up in time."""
     import subprocess
 
@@ -264,9 +269,20 @@ def _exchange(
     if reply.get("internal"):
         raise _Lost(reply.get("error") or "the service failed without saying why")
     if not reply.get("ok"):
-        raise CaptainMemoError(reply.get("error") or "the service failed without saying why")
+        raise _failure(reply)
     return reply["result"]
 
 
-def _say(message: str) -> None:
+def _failure(reply: dict) -> CaptainMemoError:
+    """The error the service reported, as the kind it was (errors.py), so that a caller handles it
+    as it would the same failure in its own process (a missing memory is not a refusal)."""
+    from captain_memo import errors
+
+    kind = getattr(errors, str(reply.get("kind")), None)
+    if not (isinstance(kind, type) and issubclass(kind, CaptainMemoError)):
+        kind = CaptainMemoError
+    return kind(reply.get("error") or "the service failed without saying why")
+
+
+def _print(message: str) -> None:
     print(f"captain-memo: {message}", file=sys.stderr)

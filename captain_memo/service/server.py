@@ -51,7 +51,15 @@ class Service:
         self._last = time.monotonic()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self.ops = {"recall": self._recall, "remember": self._remember, "status": self._status, "stop": self._stop}
+        self.clients: dict[str, int] = {}  # requests per kind of client ("cli", "mcp:<name>")
+        self.ops = {
+            "recall": self._recall,
+            "remember": self._remember,
+            "agent": self._agent,
+            "agent_read": lambda request, expires: self._agent(request, expires, reads_only=True),
+            "status": self._status,
+            "stop": self._stop,
+        }
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -137,8 +145,8 @@ class Service:
             if expires is not None and (isinstance(expires, bool) or not isinstance(expires, (int, float))):
                 raise CaptainMemoError("expires must be a time in seconds since 1970")
             return {"ok": True, "result": op(message.get("request"), expires)}
-        except CaptainMemoError as exc:
-            return {"ok": False, "error": str(exc)}
+        except CaptainMemoError as exc:  # its kind too: a client tells "no such memory" from a refusal
+            return {"ok": False, "error": str(exc), "kind": type(exc).__name__}
         except Exception as exc:
             from captain_memo.memo import readable_error
 
@@ -155,10 +163,34 @@ class Service:
     # -- the requests -----------------------------------------------------------------------
 
     def _recall(self, request, expires: float | None) -> dict:
+        self._count("cli")
         return self.memo.recall(app.RecallRequest.from_json(request), expires)
 
     def _remember(self, request, expires: float | None) -> dict:
+        self._count("cli")
         return self.memo.remember(app.RememberRequest.from_json(request), expires)
+
+    def _agent(self, request, expires: float | None, reads_only: bool = False):
+        """A call of an MCP server's tool (agent_tools.py), in the folder its agent works in."""
+        from captain_memo import agent_tools
+        from captain_memo.errors import InputError
+
+        call = agent_tools.checked_envelope(request)
+        tool = call["tool"]
+        write = tool in agent_tools.WRITES
+        if reads_only and write:
+            raise InputError(f"agent_read: {tool} writes; send it as agent")
+        self._count(agent_tools.origin_of(call["client"]))
+
+        def work(memo):
+            ctx = self.memo.context(call["folder"], tool == "remember", call["share_worktrees"])
+            return agent_tools.run(memo, tool, call["args"], ctx, call["client"], call["request_key"])
+
+        return self.memo.call(work, write=write, expires=expires)
+
+    def _count(self, client: str) -> None:
+        with self._lock:
+            self.clients[client] = self.clients.get(client, 0) + 1
 
     def _status(self, request, expires: float | None) -> dict:
         return {
@@ -168,6 +200,7 @@ class Service:
             "model": self.memo.model(),
             "started": self.started,
             "requests": self.requests,
+            "clients": dict(self.clients),
             "idle_exit_seconds": self.idle,
             "reopened": self.memo.reopened,
             "package": self.build.rsplit(":", 2)[0],

@@ -1,0 +1,180 @@
+"""`captain-memo mcp` as a thin client of the store's warm service: one engine per store.
+
+Real processes: `captain-memo` commands, the service they start and a `captain-memo mcp` child
+spoken to with the MCP SDK's stdio client. The model is served over HTTP on 127.0.0.1 by this test
+(behind a gate, so the service can be caught inside a request), so no process loads it itself;
+whether a process opened the store's engine shows in its memory map (the sqlite-vec extension).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+
+import anyio
+import pytest
+from embed_support import MODEL, GatedEmbedder, cli, provider_env, start_server, stop_server
+from mcp.shared.exceptions import MCPError
+from mcp_support import children_named, connect, maps_of, run
+from service_support import alive, status, stop_all
+
+ENGINE_LIBRARY = "vec0"  # the sqlite-vec extension: mapped by whichever process opens the store
+READ_ONLY_FOLDER = "/sys/captain-memo-runtime"  # sysfs: no one, root included, may create a folder there
+
+
+@pytest.fixture
+def gate(local_embedder):
+    gated = GatedEmbedder(local_embedder)
+    server = start_server(gated)
+    gated.server = server
+    yield gated
+    gated.release()
+    stop_server(server)
+
+
+@pytest.fixture
+def env(gate, tmp_path):
+    run_folder = tmp_path / "run"
+    settings = {
+        **provider_env("openai", f"http://127.0.0.1:{gate.server.server_address[1]}", MODEL),
+        "CAPTAIN_MEMO_SERVICE": "1",
+        "CAPTAIN_MEMO_RUNTIME_DIR": str(run_folder),
+        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
+    }
+    yield settings
+    stop_all(run_folder)
+
+
+def bodies(env: dict, like: str) -> list[str]:
+    conn = sqlite3.connect(env["CAPTAIN_MEMO_DB"])
+    try:
+        return [r[0] for r in conn.execute("SELECT body FROM memories WHERE body LIKE ?", (f"%{like}%",))]
+    finally:
+        conn.close()
+
+
+def mcp_pid() -> int:
+    [pid] = children_named("captain-memo")
+    return pid
+
+
+def test_an_agent_is_answered_by_the_service_the_shell_started(env, tmp_path):
+    saved = cli("remember", "--project", "none", "alpha: the invoice total is rounded once, at the end", env=env)
+    assert saved.returncode == 0 and "running" not in saved.stderr, saved.stderr
+    service = status(env)["pid"]
+
+    async def body():
+        async with connect(tmp_path / "memo.db", tmp_path, env=env) as client:
+            found = await client.call_tool("recall", {"query": "invoice rounding"})
+            assert not found.is_error and "alpha: the invoice total" in found.content[0].text
+            assert len(found.content) == 1, "no notice: the call was answered by the service"
+            stored = await client.call_tool("remember", {"text": "beta: the agent learned the rounding rule"})
+            assert not stored.is_error and stored.structured_content["id"] == "2"
+            assert ENGINE_LIBRARY not in maps_of(mcp_pid()), "the MCP server must not open the store itself"
+            with pytest.raises(MCPError) as missing:  # the service's "no such memory" stays one
+                await client.read_resource("captain-memo://memory/99")
+            assert missing.value.error.code == -32002
+
+    run(body)
+    answer = cli("recall", "agent rounding rule", env=env)
+    assert "beta: the agent learned" in answer.stdout
+    seen = status(env)
+    assert seen["pid"] == service and seen["clients"]["mcp:test-agent"] == 3
+    assert "(cli 2, mcp:test-agent 3)" in cli("service", "status", env=env).stdout
+    assert ENGINE_LIBRARY in maps_of(service)
+    assert bodies(env, "beta") == ["beta: the agent learned the rounding rule"]
+
+
+def test_where_no_service_can_start_the_agent_is_told_once_and_answered_here(env, tmp_path):
+    local = {**env, "CAPTAIN_MEMO_RUNTIME_DIR": READ_ONLY_FOLDER}
+    log = tmp_path / "mcp.log"
+
+    async def body():
+        async with connect(tmp_path / "memo.db", tmp_path, env=local, stderr=log) as client:
+            first = await client.call_tool("remember", {"text": "gamma: saved with no service to be had"})
+            assert not first.is_error and first.structured_content["id"] == "1"
+            [notice] = [block.text for block in first.content[1:]]
+            assert "own process" in notice and READ_ONLY_FOLDER in notice
+            found = await client.call_tool("recall", {"query": "gamma saved"})
+            assert "gamma: saved" in found.content[0].text and len(found.content) == 1, "said once only"
+            assert ENGINE_LIBRARY in maps_of(mcp_pid())
+
+    run(body)
+    assert log.read_text().count("own process") == 1
+    assert not os.path.exists(READ_ONLY_FOLDER)
+
+
+def test_an_agent_outlives_its_service_killed_mid_remember(env, gate, tmp_path):
+    """SIGKILL while the service embeds the agent's remember: the call is answered (here, under the
+    same request key), saved once; the session goes on and a later call starts a new service."""
+    assert cli("remember", "delta: the service is warm", env=env).returncode == 0
+    service = status(env)["pid"]
+
+    async def body():
+        async with connect(tmp_path / "memo.db", tmp_path, env=env) as client:
+            gate.arm(0)
+            async with anyio.create_task_group() as tasks:
+                answers = []
+
+                async def remember():
+                    answers.append(await client.call_tool("remember", {"text": "eta: saved while it was killed"}))
+
+                tasks.start_soon(remember)
+                assert await anyio.to_thread.run_sync(gate.reached.wait, 60)
+                os.kill(service, signal.SIGKILL)
+                gate.release()
+            [saved] = answers
+            assert not saved.is_error and saved.structured_content["id"] == "2"
+            assert any("own process" in block.text for block in saved.content[1:])
+            found = await client.call_tool("recall", {"query": "eta killed"})
+            assert not found.is_error and "eta: saved" in found.content[0].text
+
+    run(body)
+    assert not alive(service)
+    assert bodies(env, "eta:") == ["eta: saved while it was killed"]
+    again = cli("recall", "eta killed", env=env)
+    assert "eta: saved" in again.stdout and status(env)["pid"] != service
+
+
+def test_one_store_named_two_ways_has_one_service(tmp_path):
+    """The shell on the default store and an agent configured with its path share one service."""
+    from captain_memo import runtime
+
+    home = {"CAPTAIN_MEMO_HOME": str(tmp_path)}
+    store = tmp_path / "memo.db"
+    assert runtime.service_key(store, home) == runtime.service_key(store, {**home, "CAPTAIN_MEMO_DB": str(store)})
+    assert runtime.service_key(store, home) != runtime.service_key(tmp_path / "other.db", home)
+
+
+@pytest.mark.parametrize(
+    "request_, named",
+    [
+        ({"tool": "recall", "args": {"query": "x", "limit": "10"}, "folder": "/"}, "recall: limit must be an integer"),
+        ({"tool": "remember", "args": {"text": "x", "line_start": "abc"}, "folder": "/"}, "line_start"),
+        ({"tool": "remember", "args": {"text": "x", "created_at": 1}, "folder": "/"}, "unknown argument"),
+        ({"tool": "forget", "args": {"id": "12; drop"}, "folder": "/"}, "not a memory id"),
+        ({"tool": "recall", "args": {"query": "x"}, "folder": 7}, "folder must be a string"),
+        ({"tool": "exec", "args": {}, "folder": "/"}, "tool must be one of"),
+    ],
+)
+def test_an_agent_call_the_service_reads_is_checked_field_by_field(request_, named):
+    from captain_memo.agent_tools import checked_envelope
+    from captain_memo.errors import InputError
+
+    with pytest.raises(InputError, match=named):
+        checked_envelope(request_)
+
+
+def test_the_service_checks_an_agent_call_with_the_rules_its_tool_shows():
+    """The service's copy of each tool's arguments (agent_tools.py) has the schema's rules, so a
+    call the MCP server lets through is never refused by the service, nor the other way round."""
+    from captain_memo.agent_tools import ARGUMENTS, DEFAULTS, REQUIRED
+    from captain_memo.mcpserver.tools import TOOLS
+
+    rules = ("type", "minimum", "maximum", "minLength", "maxLength", "enum", "pattern")
+    for name, tool in TOOLS.items():
+        shown = {arg: {k: spec[k] for k in rules if k in spec} for arg, spec in tool.properties.items()}
+        checked = {arg: {k: spec[k] for k in rules if k in spec} for arg, spec in ARGUMENTS[name].items()}
+        assert checked == shown, name
+        assert REQUIRED.get(name, ()) == tool.required and DEFAULTS.get(name, {}) == tool.defaults, name
