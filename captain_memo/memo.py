@@ -22,6 +22,10 @@ from captain_memo.records import TEAM, Memory, MemoryRef, NewMemory, RecallReque
 if TYPE_CHECKING:
     from captain_memo.sources.report import IndexReport
 
+# doctor's and stats' look at the team store: long enough to connect (store/postgres CONNECT_TIMEOUT_S),
+# short of the 30 s a save waits for a store coming back, so a store that is down is reported promptly.
+TEAM_CHECK_S = 6.0
+
 
 def _translated(method):
     """Re-raise a SQLite failure as the store's readable error (anything else passes unchanged)."""
@@ -645,7 +649,7 @@ class Memo:
         if self.team is None:
             return []
         try:
-            checks = [("team", True, self.team.call("checking the team store", _team_health))]
+            checks = [("team", True, self.team.call("checking the team store", _team_health, timeout=TEAM_CHECK_S))]
             if (problem := self.team.grant_check(project)) is not None:
                 checks.append(("team grant", False, problem))
             return checks
@@ -687,7 +691,7 @@ class Memo:
 
         assert self.team is not None
         try:
-            counts = self.team.call("counting the team store", _team_counts)
+            counts = self.team.call("counting the team store", _team_counts, timeout=TEAM_CHECK_S)
         except CaptainMemoError as exc:
             return {"error": str(exc)}
         return {key: counts.get(key, 0) for key in ("memories", *KINDS, "chunks", "vectors", "pending_vectors")}
