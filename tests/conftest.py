@@ -151,3 +151,17 @@ def pg_server():
 def team_db(pg_server):
     """A new, empty database on the session's PostgreSQL (tests/team_support.py's TeamDatabase)."""
     return pg_server.new_database()
+
+
+@pytest.fixture
+def gate(local_embedder):
+    """The real model served over HTTP on 127.0.0.1 behind a gate (embed_support.GatedEmbedder), so a
+    test can catch a process inside a request and signal it there."""
+    from embed_support import GatedEmbedder, start_server, stop_server
+
+    gated = GatedEmbedder(local_embedder)
+    server = start_server(gated)
+    gated.server = server
+    yield gated
+    gated.release()
+    stop_server(server)

@@ -14,23 +14,13 @@ import sqlite3
 
 import anyio
 import pytest
-from embed_support import MODEL, GatedEmbedder, cli, provider_env, start_server, stop_server
+from embed_support import MODEL, cli, provider_env
 from mcp.shared.exceptions import MCPError
 from mcp_support import children_named, connect, maps_of, run
 from service_support import alive, status, stop_all
 
 ENGINE_LIBRARY = "vec0"  # the sqlite-vec extension: mapped by whichever process opens the store
 READ_ONLY_FOLDER = "/sys/captain-memo-runtime"  # sysfs: no one, root included, may create a folder there
-
-
-@pytest.fixture
-def gate(local_embedder):
-    gated = GatedEmbedder(local_embedder)
-    server = start_server(gated)
-    gated.server = server
-    yield gated
-    gated.release()
-    stop_server(server)
 
 
 @pytest.fixture

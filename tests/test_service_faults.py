@@ -16,20 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from embed_support import MODEL, REPO, GatedEmbedder, cli, provider_env, start_server, stop_server
+from embed_support import MODEL, REPO, cli, provider_env
 from service_support import alive, status, stop_all, wait_for
 
 DEADLINE = "2"  # CAPTAIN_MEMO_SERVICE_TIMEOUT: seconds a client waits for a taken request
-
-
-@pytest.fixture
-def gate(local_embedder):
-    gated = GatedEmbedder(local_embedder)
-    server = start_server(gated)
-    gated.server = server
-    yield gated
-    gated.release()
-    stop_server(server)
 
 
 @pytest.fixture
