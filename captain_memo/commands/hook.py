@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 
 from captain_memo import app
@@ -114,7 +113,7 @@ def memory_block(args, event: dict) -> str:
     request = app.RecallRequest(query, folder, limit=max(1, args.limit), how="auto")
     result = run_request(args, "recall", request)
     hits = [hit for hit in result["hits"] if not hit.get("superseded_by")]
-    return fitted(f"{FRAME} Found for this prompt; open one with the recall or show tool:", hits, args.budget, query)
+    return fitted(f"{FRAME} Found for this prompt; open one with the recall or show tool:", hits, args.budget)
 
 
 def worth_looking_up(prompt: str) -> str:
@@ -142,22 +141,20 @@ def session_block(args, folder: str) -> str:
             if m.superseded_by is None
         ]
     newest.sort(key=lambda m: m.created_at, reverse=True)
-    hits = [
-        {"id": m.id, "kind": m.kind, "title": m.display_title, "created_at": m.created_at, "text": ""} for m in newest
-    ]
+    hits = [{"id": m.id, "kind": m.kind, "title": m.display_title, "created_at": m.created_at} for m in newest]
     return fitted(
         f"{FRAME} The newest decisions and skills saved here; recall finds more:", hits[: args.limit], args.budget
     )
 
 
-def fitted(heading: str, hits: list[dict], budget: int, query: str = "") -> str:
+def fitted(heading: str, hits: list[dict], budget: int) -> str:
     """The heading and as many hits as fit in ``budget`` characters, each whole; "" when none does."""
     import time
 
     now, lines = time.time(), [heading]
     used = len(heading)
     for hit in hits:
-        entry = hit_lines(hit, now, query)
+        entry = hit_lines(hit, now)
         size = sum(len(line) + 1 for line in entry)
         if used + size > budget:
             entry = entry[:1]  # the title alone, when the snippet does not fit
@@ -169,33 +166,17 @@ def fitted(heading: str, hits: list[dict], budget: int, query: str = "") -> str:
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
-def hit_lines(hit: dict, now: float, query: str = "") -> list[str]:
+def hit_lines(hit: dict, now: float) -> list[str]:
+    """A hit's title line and, under it, the lines of its chunk that hold the prompt's words (the
+    snippet every front end shows, presentation/chunks.py)."""
     meta = [age(now - hit["created_at"]), (hit.get("source") or {}).get("label")]
     title = f"- #{hit['id']} [{hit['kind']}] {one_line(hit['title'])} ({' · '.join(m for m in meta if m)})"
-    snippet = one_line(" ".join(best_line(_without_title(hit.get("text") or "", hit["title"]), query).split()))
+    snippet = one_line(" ".join(((hit.get("chunk") or {}).get("snippet") or "").split()))
     if not snippet:
         return [title]
     if len(snippet) > SNIPPET_CHARS:
         snippet = snippet[: SNIPPET_CHARS - 1].rstrip() + "…"
     return [title, "  " + snippet]
-
-
-def best_line(text: str, query: str) -> str:
-    """The chunk's line holding the most of the query's words (its first line when none does), and
-    the lines after it: the snippet shows where the match is, not the chunk's start."""
-    words = {w for w in re.findall(r"\w{3,}", query.lower())}
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return ""
-    scores = [len(words & set(re.findall(r"\w{3,}", line.lower()))) for line in lines]
-    start = scores.index(max(scores)) if max(scores) else 0
-    return " ".join(lines[start:])
-
-
-def _without_title(text: str, title: str) -> str:
-    """The chunk without the title line every chunk starts with (the entry shows the title)."""
-    text = text.strip()
-    return text[len(title) + 1 :].strip() if title and text.startswith(title + "\n") else text
 
 
 def shaped(block: str, event: dict, form: str) -> str:

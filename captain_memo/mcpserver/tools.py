@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from captain_memo import validation
 from captain_memo.errors import InputError
-from captain_memo.fields import ID_PATTERN, MAX_LINE, MAX_QUERY_CHARS
+from captain_memo.fields import ID_PATTERN, MAX_LINE, MAX_QUERY_CHARS, short
 from captain_memo.fields import checked_value as _checked_value
 from captain_memo.fields import json_type as _json_type
 from captain_memo.records import KINDS
@@ -179,7 +179,7 @@ TOOLS = {tool.name: tool for tool in (RECALL, REMEMBER, SHOW, SUPERSEDE, FORGET)
 def tool_named(name: str) -> Tool:
     tool = TOOLS.get(name)
     if tool is None:
-        raise InputError(f"unknown tool {_short(name)!r}; the tools are {', '.join(TOOLS)}")
+        raise InputError(f"unknown tool {short(name)!r}; the tools are {', '.join(TOOLS)}")
     return tool
 
 
@@ -190,7 +190,7 @@ def checked_arguments(tool: Tool, arguments) -> dict:
         raise InputError(f"{tool.name}: the arguments must be an object, not {_json_type(arguments)}")
     unknown = sorted(set(arguments) - set(tool.properties))
     if unknown:
-        raise InputError(f"{tool.name}: unknown argument {_short(unknown[0])!r}; it takes {', '.join(tool.properties)}")
+        raise InputError(f"{tool.name}: unknown argument {short(unknown[0])!r}; it takes {', '.join(tool.properties)}")
     checked = dict(tool.defaults)
     for name, value in arguments.items():
         if value is not None:
@@ -199,8 +199,3 @@ def checked_arguments(tool: Tool, arguments) -> dict:
     if missing:
         raise InputError(f"{tool.name}: {missing[0]} is required")
     return checked
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "…"
