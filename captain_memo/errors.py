@@ -49,3 +49,8 @@ class RecallError(CaptainMemoError):
 class TeamModelMismatchError(ModelMismatchError, EmbeddingError):
     """The team store's vectors come from another model: its vector leg and new vectors are
     refused, its keywords still answer and new text is stored for keyword search."""
+
+
+class UnknownRequestError(CaptainMemoError):
+    """A process serving the store was sent a request it does not answer (the editor's, sent to a
+    service started from the shell)."""

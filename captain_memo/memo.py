@@ -794,6 +794,26 @@ def index_written_file(
     return IndexReport() if folder is None else memo.index_folder(folder, settings)
 
 
+def written_file_needs_store(path: str, project: str | None, branch: str | None, store: Path) -> bool:
+    """Whether ``index_written_file`` would open the store at ``store`` for ``path``: only for a
+    note, under a configured folder or beside a store that exists. A cheap look first (most files
+    written are not notes), so a holder can skip the store's threads for them."""
+    from captain_memo.sources.folders import is_note
+    from captain_memo.sources.indexer import written_folder
+    from captain_memo.sources.settings import source_settings
+
+    if not is_note(Path(path).expanduser()):
+        return False
+    return Path(store).exists() or written_folder(path, project, branch, source_settings()) is not None
+
+
+def nothing_indexed():
+    """The report of a written file that was not re-indexed (no store was needed for it)."""
+    from captain_memo.sources.report import IndexReport
+
+    return IndexReport()
+
+
 def _named_folder_of(open_memo: Callable[[], Memo], path: str, project: str | None, branch: str | None):
     """(the Memo, the one-file folder) for a note written under a folder named before, else (None, None)."""
     from captain_memo.sources.folders import is_note, repository_root

@@ -75,17 +75,14 @@ def private_dir(env=None) -> Path:
     return folder
 
 
-PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__))
-
-
 def service_key(db: str | os.PathLike, env=None) -> str:
     env = os.environ if env is None else env
     settings = sorted((k, v) for k, v in env.items() if k.startswith(ENV_PREFIX) and k not in UNKEYED)
     # Two 32-bit checksums rather than hashlib, whose OpenSSL import costs the thin path ~5 ms; the
     # name only has to tell a user's few configurations apart, in a folder nobody else can enter.
-    # The installation is part of the key: two environments with the same store run a service
-    # each, rather than make each other's step down (service/build.py).
-    material = repr((os.path.abspath(os.path.expanduser(str(db))), settings, PACKAGE_FOLDER, team_identity(env)))
+    # The installation is not: the editor plugin's own environment and the shell's installation
+    # share one engine per store when they run the same code (service/build.py).
+    material = repr((os.path.abspath(os.path.expanduser(str(db))), settings, team_identity(env)))
     encoded = material.encode("utf-8")
     return f"{zlib.crc32(encoded):08x}{zlib.adler32(encoded):08x}"
 

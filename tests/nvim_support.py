@@ -68,6 +68,8 @@ def child_env(tmp: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CAPTAIN_MEMO_", "NVIM"))}
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env[name] = str(tmp / name.lower())
+    # The host serves its engine on the store's socket: in the test's own runtime folder.
+    env["CAPTAIN_MEMO_RUNTIME_DIR"] = str(tmp / "run")
     env["NVIM_RPLUGIN_MANIFEST"] = str(rplugin_manifest())
     env.update(extra)
     return env

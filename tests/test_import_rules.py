@@ -32,8 +32,14 @@ SEPARATE_FRONT_ENDS = {
     "MCP server": ("captain_memo.mcpserver",),
     "warm service": ("captain_memo.service",),
 }
-# A front end's door for the others: the warm service's client (what the command line asks it with).
-FRONT_END_DOORS = ("captain_memo.service.client", "captain_memo.service.wire")
+# A front end's door for the others: the warm service's client (what the command line asks it with),
+# and its server and handover, with which the editor's host serves the engine it holds.
+FRONT_END_DOORS = (
+    "captain_memo.service.client",
+    "captain_memo.service.wire",
+    "captain_memo.service.server",
+    "captain_memo.service.handover",
+)
 # `captain-memo mcp` starts the MCP server: the one command that runs another front end.
 LAUNCHERS = {
     ("captain_memo.commands.mcp", "captain_memo.mcpserver.server"),

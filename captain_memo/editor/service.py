@@ -6,15 +6,18 @@ Requests arrive from the remote plugin (``rplugin/python3/captain_memo_nvim.py``
 
 and every answer goes back through the ``deliver`` callable as a plain dict: ``{"id", "op", "ok",
 "result"}`` or ``{"id", "op", "ok": False, "error"}`` (one readable line; an unexpected failure's
-traceback goes to the log). All work runs on one worker thread, so the editor never waits for an
-embedding, a search or a write, and an engine is only ever used by one thread at a time. A request
-that a newer one on the same channel replaced before it started is skipped: the editor would throw
-its answer away anyway.
+traceback goes to the log). Requests are taken in turn by one worker thread, so the editor never
+waits for an embedding, a search or a write; each store's engine (editor/engines.py) runs them on
+its own threads, beside the requests of the command line and agents it serves on the store's
+socket. A request that a newer one on the same channel replaced before it started is skipped: the
+editor would throw its answer away anyway. When another editor's host serves the store, the whole
+request is sent there and its answer delivered here.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,8 +26,9 @@ from pathlib import Path
 
 from captain_memo import secrets
 from captain_memo.contexts import ContextCache
+from captain_memo.editor.engines import Engines, Forward
 from captain_memo.editor.settings import SECRET_POLICIES, EditorSettings, _choice
-from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, StoreError
+from captain_memo.errors import CaptainMemoError, InputError, StoreError, UnknownRequestError
 from captain_memo.gitctx import GitContext
 from captain_memo.memo import Memo
 from captain_memo.presentation.views import locate_hits, opened_json
@@ -40,9 +44,6 @@ from captain_memo.records import (
 )
 
 log = logging.getLogger("captain_memo")
-# Requests that write: the WAL is written into the file after each (a copy or move of an idle
-# store takes everything).
-WRITES = {"save", "forget", "supersede", "index"}
 # Hints ask for more than a page of results: they count every memory naming the token.
 HINT_LIMIT = 50
 
@@ -100,11 +101,24 @@ def _ref_json(ref: MemoryRef) -> int | str:
 class EditorService:
     """Runs the plugin's requests on a worker thread and hands each answer to ``deliver``."""
 
-    def __init__(self, deliver: Callable[[dict], None], memo_factory: Callable[[EditorSettings], Memo] = open_memo):
+    def __init__(
+        self,
+        deliver: Callable[[dict], None],
+        memo_factory: Callable[[EditorSettings], Memo] = open_memo,
+        serve: bool | None = None,
+    ):
+        """``serve``: offer each store's engine on its socket (by default when the engine is the
+        real one, not a test's)."""
         self.deliver = deliver
-        self.memo_factory = memo_factory
         self.contexts = ContextCache()
-        self._memos: dict[tuple, Memo] = {}
+        self._contexts_lock = threading.Lock()
+        self.engines = Engines(
+            memo_factory,
+            serve=memo_factory is open_memo if serve is None else serve,
+            say=lambda text: self.deliver({"event": "notice", "level": "warn", "text": text}),
+            status=lambda text: self.deliver({"event": "status", "text": text}),
+            ops={"editor": self._forwarded},
+        )
         self._latest: dict[str, int] = {}
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
@@ -147,24 +161,29 @@ class EditorService:
         except Exception:  # the editor went away; nobody is left to tell
             log.exception("could not deliver the answer to request %s", request.get("id"))
 
-    def handle(self, request: dict) -> dict:
-        """Answer one request now, on the calling thread."""
+    def handle(self, request: dict, forwarded: bool = False, tries: int = 2) -> dict:
+        """Answer one request now, on the calling thread (``forwarded``: sent by another editor,
+        so answered here; ``tries``: how often it may still be sent to another editor)."""
         base = {"id": request.get("id"), "op": request.get("op")}
         settings = None
         try:
             settings = EditorSettings.from_dict(request.get("settings"))
-            self._attach_log(settings.log_file)
+            if not forwarded:
+                self._attach_log(settings.log_file)
             op = self.ops.get(str(request.get("op")))
             if op is None:
                 raise InputError(f"unknown request {request.get('op')!r}")
-            result = op(settings, request.get("args") or {})
-            if base["op"] in WRITES and settings.engine_key in self._memos:
-                self._memos[settings.engine_key].checkpoint()  # the file alone is complete again
-            return {**base, "ok": True, "result": result}
+            elsewhere = None if forwarded else self.engines.served_elsewhere(settings)
+            if elsewhere is None:
+                try:
+                    return {**base, "ok": True, "result": op(settings, request.get("args") or {})}
+                except Forward as forward:
+                    if forwarded or tries <= 0:
+                        raise CaptainMemoError("the store is served by another editor; try again") from None
+                    elsewhere = forward.path
+            return self._forward(elsewhere, request, settings, tries)
         except CaptainMemoError as exc:
             log.info("%s failed: %s", base["op"], exc)
-            if isinstance(exc, DatabaseDamagedError) and settings is not None:
-                self._drop(settings)
             return {**base, "ok": False, "error": one_line(str(exc))}
         except Exception as exc:
             error = self._database_failure(exc, settings)
@@ -174,60 +193,58 @@ class EditorService:
             log.exception("%s failed unexpectedly", base["op"])
             return {**base, "ok": False, "internal": True, "error": one_line(f"{type(exc).__name__}: {exc}")}
 
+    def _forward(self, path, request: dict, settings: EditorSettings, tries: int) -> dict:
+        """The answer of the editor serving the store; when it went away, the store is claimed
+        again and the request runs here (or there, once more, if yet another editor serves it)."""
+        from captain_memo.service.client import NotServed, ask, deadline
+
+        args = request.get("args") or {}
+        wait = deadline("remember", {"text": args.get("text")}, os.environ)
+        try:
+            return ask(path, "editor", request, wait)
+        except NotServed as exc:
+            if exc.gone:
+                self.engines.forget(settings, str(exc))
+            else:
+                self.engines.run_here(settings, str(exc))
+        except UnknownRequestError:  # a service from the shell took the socket since: take it over
+            self.engines.forget(settings, "a service took the store's socket")
+        return self.handle(request, tries=tries - 1)
+
+    def _forwarded(self, request, expires: float | None) -> dict:
+        """A request another editor's host sent to the engine this host serves."""
+        if not isinstance(request, dict):
+            raise InputError("an editor request must be a JSON object")
+        return self.handle(request, forwarded=True)
+
     def _database_failure(self, exc: Exception, settings: EditorSettings | None) -> StoreError | None:
         """A SQLite error met mid-request (a damaged page, a lock held too long) as a message naming
-        the file and what to do; None for anything else. The engine of a damaged file is dropped, so
-        the next request opens the file afresh (restored from a backup, or moved away)."""
+        the file and what to do; None for anything else (the engine drops a damaged file's
+        connections itself, so the next request opens the file afresh)."""
         if settings is None:
             return None
         from captain_memo.memo import readable_error
 
-        error = readable_error(exc, settings.database_path())
-        if isinstance(error, DatabaseDamagedError):
-            self._drop(settings)
-        return error
-
-    def _drop(self, settings: EditorSettings) -> None:
-        memo = self._memos.pop(settings.engine_key, None)
-        if memo is not None:
-            memo.close()
+        return readable_error(exc, settings.database_path())
 
     def close(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)
-        for memo in self._memos.values():
-            memo.close()
-        self._memos.clear()
+        self.engines.close()
 
     # -- shared parts -------------------------------------------------------------------
 
-    def memo(self, settings: EditorSettings):
-        key = settings.engine_key
-        if key in self._memos and self._memos[key].file_moved():
-            # Moved away, deleted or replaced (a backup put back): closing writes the last writes
-            # into the file that left, and the file now at the path is opened (store/held_file.py).
-            log.info("%s is no longer the file this editor opened; opening it afresh", settings.database_path())
-            self._drop(settings)
-        if key not in self._memos:
-            self.deliver({"event": "status", "text": "opening the database (the model loads on first search)…"})
-            memo = self.memo_factory(settings)
-            reason = memo.read_only_reason  # opens the store
-            self._memos[key] = memo
-            if reason is not None:
-                # Said once per database: every later recall would otherwise repeat it.
-                self.deliver(
-                    {
-                        "event": "notice",
-                        "level": "warn",
-                        "text": (
-                            f"read-only {memo.path}: lookups work, saves fail, recalls are not recorded ({reason})"
-                        ),
-                    }
-                )
-        return self._memos[key]
+    def read(self, settings: EditorSettings, work: Callable[[Memo], object]):
+        """``work(memo)`` on the store's engine, beside other reads."""
+        return self.engines.held(settings).call(work)
+
+    def write(self, settings: EditorSettings, work: Callable[[Memo], object]):
+        """``work(memo)`` on the store's engine, one write at a time; the file alone is complete after."""
+        return self.engines.held(settings).call(work, write=True)
 
     def context(self, settings: EditorSettings, args: dict, fresh: bool = False) -> GitContext:
         """Git context of the buffer's file (``args['context']``), not of the editor's folder."""
-        return self.contexts.get(args.get("context") or None, settings.share_worktrees, fresh)
+        with self._contexts_lock:  # other editors' requests come in on the serving threads
+            return self.contexts.get(args.get("context") or None, settings.share_worktrees, fresh)
 
     def _attach_log(self, path: str | None) -> None:
         """Send library log lines to the plugin's log file rather than to the host's stderr."""
@@ -247,16 +264,15 @@ class EditorService:
         from captain_memo.presentation.views import recall_json
 
         ctx = self.context(settings, args)
-        result = self.memo(settings).recall(
-            RecallRequest(
-                args.get("query", ""),
-                project=ctx.project,
-                branch=ctx.branch,
-                limit=_int(args, "limit", required=False) or settings.limit,
-                profile=args.get("profile") or settings.profile,
-                how=_surfacing(args.get("how")),
-            )
+        request = RecallRequest(
+            args.get("query", ""),
+            project=ctx.project,
+            branch=ctx.branch,
+            limit=_int(args, "limit", required=False) or settings.limit,
+            profile=args.get("profile") or settings.profile,
+            how=_surfacing(args.get("how")),
         )
+        result = self.read(settings, lambda memo: memo.recall(request))
         data = locate_hits(recall_json(result, time.time()), ctx)
         data["context"] = _context_json(ctx)
         return data
@@ -280,7 +296,7 @@ class EditorService:
         if not is_identifier(token):  # before any database is opened: most words under a cursor are not
             return {"token": token, "count": 0, "ids": []}
         ctx = self.context(settings, args)
-        ids = self.memo(settings).naming(token, ctx.project, ctx.branch, HINT_LIMIT)
+        ids = self.read(settings, lambda memo: memo.naming(token, ctx.project, ctx.branch, HINT_LIMIT))
         return {"token": token, "count": len(ids), "ids": ids}
 
     def check(self, settings: EditorSettings, args: dict) -> dict:
@@ -337,9 +353,10 @@ class EditorService:
             branch=ctx.branch,
             source=source,
         )
-        memo = self.memo(settings)
         where = _choice(args, "store", (LOCAL, TEAM)) or LOCAL
-        memory_id = memo.remember(memory) if where == LOCAL else _ref_json(memo.remember_team(memory))
+        memory_id = self.write(
+            settings, lambda memo: memo.remember(memory) if where == LOCAL else _ref_json(memo.remember_team(memory))
+        )
         return {
             "saved": True,
             "id": memory_id,
@@ -357,28 +374,32 @@ class EditorService:
     def index(self, settings: EditorSettings, args: dict) -> dict:
         """Re-index a file just written; nothing happens (no database opened) outside the note and
         skill folders."""
-        from captain_memo.memo import index_written_file
+        from captain_memo.memo import index_written_file, nothing_indexed, written_file_needs_store
 
         path = args.get("path")
         if not isinstance(path, str) or not path:
             raise InputError("path must name the file that was written")
-        ctx = self.contexts.get(path, settings.share_worktrees)
-        report = index_written_file(
-            lambda: self.memo(settings), path, ctx.project, ctx.branch, store=settings.database_path()
+        ctx = self.context(settings, {"context": path})
+        store = settings.database_path()
+        if not written_file_needs_store(path, ctx.project, ctx.branch, store):
+            return {"path": path, **nothing_indexed().to_json()}
+        report = self.write(
+            settings, lambda memo: index_written_file(lambda: memo, path, ctx.project, ctx.branch, store=store)
         )
         return {"path": path, **report.to_json()}
 
     def open(self, settings: EditorSettings, args: dict) -> dict:
         """A memory in full; this counts as the strongest surfacing for Tide."""
-        memory = self.memo(settings).show(_ref(args, "id"))
+        ref = _ref(args, "id")
+        memory = self.write(settings, lambda memo: memo.show(ref))  # Tide's record of it is a write
         return opened_json(memory, self.context(settings, args))
 
     def forget(self, settings: EditorSettings, args: dict) -> dict:
         memory_id = _ref(args, "id")
-        self.memo(settings).forget(memory_id)
+        self.write(settings, lambda memo: memo.forget(memory_id))
         return {"id": _ref_json(memory_id)}
 
     def supersede(self, settings: EditorSettings, args: dict) -> dict:
         old, new = _ref(args, "old"), _ref(args, "new")
-        self.memo(settings).supersede(old, new)
+        self.write(settings, lambda memo: memo.supersede(old, new))
         return {"old": _ref_json(old), "new": _ref_json(new)}

@@ -17,7 +17,7 @@ from pathlib import Path
 from captain_memo import runtime
 from captain_memo.errors import CaptainMemoError
 from captain_memo.service import wire
-from captain_memo.service.build import build_id
+from captain_memo.service.build import build_id, code_id
 
 # A first start imports the engine (~1 s on an idle machine, several on a busy one) before the
 # socket exists; past this, the command runs in its own process rather than wait longer.
@@ -54,6 +54,10 @@ class _Stale(_NotAccepted):
     """The service runs another installation of captain-memo and has stepped down."""
 
 
+class _Declined(Exception):
+    """The editor's host serves the store with other code than this command's, and serves on."""
+
+
 class _Unanswered(Exception):
     """The service did not take the request, or did not answer it, in time (stopped, stuck)."""
 
@@ -78,7 +82,7 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
         path = runtime.socket_path(db, env)
         started = False
         for _ in range(2):  # once more when a service exiting for idleness dropped the request unread
-            sock = _connect(path)
+            sock = connect(path)
             if sock is None:
                 sock, started = _start(path, db, env, _say), True
             if sock is None:
@@ -87,6 +91,9 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
                 # A service this command just started loads the engine first: allow for it.
                 wait = deadline(op, request, env) + (START_TIMEOUT if started else 0.0)
                 return _exchange(sock, op, request, deadline=wait)
+            except _Declined as exc:
+                _say(f"{exc}; running here")
+                return None
             except _Stale:
                 if started:  # it runs other code than this command even though this command started it
                     _say("the service it started runs another installation of captain-memo; running without it")
@@ -111,6 +118,32 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
     return None
 
 
+class NotServed(Exception):
+    """Nobody serves the socket now (``gone``: its server exited), or its server does not take or
+    answer a request in time."""
+
+    def __init__(self, message: str, gone: bool):
+        super().__init__(message)
+        self.gone = gone
+
+
+def ask(path: Path, op: str, request: dict, wait: float) -> dict:
+    """The answer of whoever serves ``path`` to a request that must run there (the editor's host
+    forwarding to the host serving the store). NotServed when nobody serves it or the server does
+    not take or answer it in time; the server's own refusals are raised as CaptainMemoError."""
+    sock = connect(path)
+    if sock is None:
+        raise NotServed("nobody serves the store now", gone=True)
+    try:
+        return _exchange(sock, op, request, deadline=wait)
+    except (_NotAccepted, _Lost) as exc:
+        raise NotServed(str(exc) or "the store's server went away", gone=True) from None
+    except (_Unanswered, _Declined) as exc:
+        raise NotServed(str(exc), gone=False) from None
+    finally:
+        sock.close()
+
+
 def deadline(op: str, request: dict, env) -> float:
     """Seconds the service has to answer ``request`` once it took it."""
     try:
@@ -129,7 +162,7 @@ def control(op: str, db: str | os.PathLike, env=None) -> dict | None:
     A service that does not answer in time is named with its pid (``{"unanswered": ...}``); ``stop``
     then ends it with signals."""
     path = runtime.socket_path(db, env)
-    sock = _connect(path)
+    sock = connect(path)
     if sock is None:
         return None
     try:
@@ -178,7 +211,7 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-def _connect(path: Path) -> socket.socket | None:
+def connect(path: Path) -> socket.socket | None:
     if not runtime.check_socket(path):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -215,7 +248,7 @@ def _start(path: Path, db, env, _say) -> socket.socket | None:
         log.close()
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
-        sock = _connect(path)
+        sock = connect(path)
         if sock is not None:
             return sock
         code = child.poll()
@@ -244,7 +277,7 @@ def _exchange(
         try:
             message = {"op": op, "request": request, "expires": time.time() + accept + deadline}
             if installation:
-                message["build"] = build_id()
+                message["build"], message["code"] = build_id(), code_id()
             wire.send(sock, message)
             first = wire.receive(reader)
         except TimeoutError:
@@ -253,6 +286,8 @@ def _exchange(
             raise _NotAccepted() from None
         if first is None:
             raise _NotAccepted()
+        if first.get("stays"):
+            raise _Declined(first.get("error") or "the editor's engine runs other code")
         if first.get("stale"):  # it has stepped down: start one of this installation
             raise _Stale()
         if not first.get("accepted"):

@@ -1,9 +1,12 @@
-"""The warm service process: holds one store's engine and answers the command line over a socket.
+"""The warm service: one store's engine, answering the command line and agents over a socket.
 
-Started by the first command that finds no service (``python -m captain_memo.service.server``);
-exits after ``CAPTAIN_MEMO_SERVICE_IDLE`` seconds without a request (600 by default), on
-``captain-memo service stop``, or on SIGTERM. Only one service runs per socket: the one that holds
-the lock file next to it. A service killed outright leaves its socket behind; the next one to start
+Two kinds of process serve a store this way. The editor's host (editor/service.py) serves the
+engine it holds for Neovim while Neovim runs. With no editor open, the first command that finds no
+service starts one of its own (``python -m captain_memo.service.server``), which exits after
+``CAPTAIN_MEMO_SERVICE_IDLE`` seconds without a request (600 by default), on ``captain-memo service
+stop``, or on SIGTERM; when an editor opens the store it hands its socket over (service/handover.py)
+and exits once the requests it took are answered. Only one process serves a socket: the one that
+holds the lock file next to it. One killed outright leaves its socket behind; the next one to start
 takes the lock and replaces it.
 """
 
@@ -24,7 +27,7 @@ from pathlib import Path
 from captain_memo import app, runtime
 from captain_memo.errors import CaptainMemoError
 from captain_memo.service import wire
-from captain_memo.service.build import build_id
+from captain_memo.service.build import build_id, installation, same_code
 
 log = logging.getLogger("captain_memo")
 ACCEPT_POLL = 0.5  # seconds between idle checks while nobody connects
@@ -35,17 +38,38 @@ LOCK_WAIT = 30.0  # seconds a new service waits for an exiting one to finish its
 READ_TIMEOUT = 30.0
 
 
+SERVICE, EDITOR = "service", "editor"  # who serves: a process of its own, or the editor's host
+
+
 class Service:
-    def __init__(self, path: Path, db: Path, idle: float):
+    """Serves ``memo`` (a WarmMemo) on the socket at ``path``. ``host``: SERVICE steps down for a
+    client of newer code and hands its socket to an editor; EDITOR does neither (it lives as long as
+    Neovim) and answers the extra ``ops`` the editor gives it. ``lock``: the lock file's descriptor,
+    handed on with the socket."""
+
+    def __init__(
+        self,
+        path: Path,
+        db: Path,
+        idle: float,
+        memo=None,
+        host: str = SERVICE,
+        lock: int | None = None,
+        ops: dict | None = None,
+    ):
         from captain_memo.warm import WarmMemo
 
         self.path = path
         self.db = db
         self.idle = idle
-        self.memo = WarmMemo(db)
+        self.memo = memo if memo is not None else WarmMemo(db)
+        self.host = host
+        self.lock = lock
         self.started = time.time()
         self.build = build_id()
         self.bound: int | None = None
+        self.listener: socket.socket | None = None
+        self.handed_over = False
         self.requests = 0
         self._active = 0
         self._last = time.monotonic()
@@ -59,12 +83,14 @@ class Service:
             "agent_read": lambda request, expires: self._agent(request, expires, reads_only=True),
             "status": self._status,
             "stop": self._stop,
+            **(ops or {}),
         }
 
     # -- the loop ---------------------------------------------------------------------------
 
     def serve(self, listener: socket.socket) -> None:
-        self.bound = bound = os.lstat(self.path).st_ino
+        self.listener = listener
+        self.bound = bound = os.fstat(listener.fileno()).st_ino
         listener.settimeout(ACCEPT_POLL)
         threading.Thread(target=self._warm_up, name="captain-memo-warm-up", daemon=True).start()
         while not self._stopping.is_set() and not self._idle_too_long():
@@ -72,14 +98,17 @@ class Service:
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
+            except OSError:  # closed by stop(): the editor is exiting
+                break
             with self._lock:
                 self._active += 1
                 self._last = time.monotonic()
             threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
         # New clients find no socket and start a new service, which waits for this one's lock;
         # connections not yet accepted are reset unanswered (their clients may safely retry);
-        # those accepted finish before the exit.
-        remove_socket(self.path, bound)
+        # those accepted finish before the exit. A socket handed over stays: it is the editor's now.
+        if not self.handed_over:
+            remove_socket(self.path, bound)
         listener.close()
         while self._active_count():
             time.sleep(0.01)
@@ -108,12 +137,14 @@ class Service:
                 message = wire.receive(reader)
                 if message is None:
                     return
-                if self._stale_for(message):
-                    wire.send(
-                        conn, {"accepted": False, "stale": True, "error": "the service runs another installation"}
-                    )
+                if message.get("op") == "handover":
+                    self._hand_over(conn)
                     return
-                wire.send(conn, {"accepted": True})
+                refusal = self._refusal_for(message)
+                if refusal is not None:
+                    wire.send(conn, refusal)
+                    return
+                wire.send(conn, {"accepted": True, "host": self.host})
                 wire.send(conn, self.answer(message))
         except (OSError, wire.WireError) as exc:
             log.info("a client connection failed: %s", exc)
@@ -122,25 +153,50 @@ class Service:
                 self._active -= 1
                 self._last = time.monotonic()
 
-    def _stale_for(self, message: dict) -> bool:
-        """A client of another installation (an upgrade since this service started): step down.
-        The socket goes first, so the client's retry starts a service of its own installation,
-        which takes over once this one has finished the requests it accepted."""
+    def _refusal_for(self, message: dict) -> dict | None:
+        """A client of other code (an upgrade since this service started, another release): a
+        service steps down. The socket goes first, so the client's retry starts a service of its
+        own code, which takes over once this one has finished the requests it accepted. The
+        editor's host serves on; the client runs the request in its own process."""
         build = message.get("build")
-        if build is None or build == self.build:
-            return False
-        log.info("a client of another installation (%s; this is %s): stepping down", build, self.build)
+        if same_code(build, message.get("code")):
+            return None
+        if self.host == EDITOR:
+            return {
+                "accepted": False,
+                "stale": True,
+                "stays": True,
+                "error": f"the editor's engine (pid {os.getpid()}) runs captain-memo from "
+                f"{installation(self.build)}, other code than {installation(str(build))}",
+            }
+        log.info("a client of other code (%s; this is %s): stepping down", build, self.build)
         if self.bound is not None:
             remove_socket(self.path, self.bound)
         self._stopping.set()
-        return True
+        return {"accepted": False, "stale": True, "error": "the service runs another installation"}
+
+    def _hand_over(self, conn: socket.socket) -> None:
+        """An editor opened the store: give it the listening socket and the lock with it, so no
+        client ever finds the store unserved, then finish the requests taken and exit. Another
+        editor's host keeps serving; the asking editor becomes its client."""
+        from captain_memo.service import handover
+
+        if self.host == EDITOR or self.listener is None or self.lock is None or self._stopping.is_set():
+            wire.send(conn, {"handover": False, "host": self.host, "pid": os.getpid()})
+            return
+        handover.send(conn, self.listener, self.lock)
+        self.handed_over = True
+        self._stopping.set()
+        log.info("handed the socket to the editor; exiting once the requests taken are answered")
 
     def answer(self, message: dict) -> dict:
         op = self.ops.get(str(message.get("op")))
         self.requests += 1
         try:
             if op is None:
-                raise CaptainMemoError(f"the service does not know the request {message.get('op')!r}")
+                from captain_memo.errors import UnknownRequestError
+
+                raise UnknownRequestError(f"the service does not know the request {message.get('op')!r}")
             expires = message.get("expires")
             if expires is not None and (isinstance(expires, bool) or not isinstance(expires, (int, float))):
                 raise CaptainMemoError("expires must be a time in seconds since 1970")
@@ -203,14 +259,16 @@ class Service:
             "clients": dict(self.clients),
             "idle_exit_seconds": self.idle,
             "reopened": self.memo.reopened,
-            "package": self.build.rsplit(":", 2)[0],
+            "package": installation(self.build),
+            "host": self.host,
         }
 
     def _stop(self, request, expires: float | None) -> dict:
         self._stopping.set()
-        return {"pid": os.getpid()}
+        return {"pid": os.getpid(), "host": self.host}
 
     def stop(self) -> None:
+        """Stop taking connections; the ones taken are answered (serve() waits for them)."""
         self._stopping.set()
 
 
@@ -237,6 +295,12 @@ def take_lock(path: Path, wait: float = LOCK_WAIT):
                 os.close(fd)
                 return None
             time.sleep(0.02)
+
+
+def write_pid(lock: int) -> None:
+    """For a client to name (or end) a service that does not answer."""
+    os.ftruncate(lock, 0)
+    os.pwrite(lock, f"{os.getpid()}\n".encode(), 0)
 
 
 def answering(path: Path) -> bool:
@@ -287,11 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     if lock is None:
         log.info("another service holds %s; leaving it to answer", path)
         return 0
-    os.ftruncate(lock, 0)
-    os.write(lock, f"{os.getpid()}\n".encode())  # for a client to name (or end) a service that does not answer
+    write_pid(lock)
     os.chdir("/")  # hold no folder of the caller's
     listener = listen(path)
-    service = Service(path, Path(args.db), runtime.idle_seconds())
+    service = Service(path, Path(args.db), runtime.idle_seconds(), lock=lock)
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
     log.info("serving %s on %s", args.db, path)
     try:

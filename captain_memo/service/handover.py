@@ -1,0 +1,112 @@
+"""The editor's host takes a store's socket: from nobody, from the service, or not at all.
+
+One engine per store: while Neovim runs, its host serves the engine it holds on the store's
+socket. When the host first needs the store it claims the socket:
+
+- nobody holds its lock: the host takes the lock and binds the socket;
+- a service started from the shell holds it: the service passes the listening socket and the
+  lock over the connection itself (SCM_RIGHTS), so no client ever finds the store unserved, and
+  exits once the requests it took are answered;
+- another editor's host holds it: this host becomes its client (editor/service.py forwards);
+- the holder does not answer (stopped, stuck): the host runs its own engine unserved.
+
+Both sides live here; the service's side is ``send``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from captain_memo.service import server
+from captain_memo.service.build import build_id, code_id
+from captain_memo.service.client import ACCEPT_TIMEOUT, connect
+
+CLAIM_WAIT = 30.0  # a service starting up or exiting holds the lock a moment; past this, run unserved
+POLL = 0.02
+MAX_REPLY = 4096
+
+
+@dataclass
+class Claim:
+    """What claiming a store's socket gave: a socket to serve (with its lock), the pid of another
+    editor's host serving it, or why neither (the host then runs an engine of its own, unserved)."""
+
+    listener: socket.socket | None = None
+    lock: int | None = None
+    served_by: int | None = None
+    reason: str | None = None
+
+
+def send(conn: socket.socket, listener: socket.socket, lock: int) -> None:
+    """The service's side: the listening socket and the lock file, with one line saying so."""
+    line = json.dumps({"handover": True, "host": server.SERVICE, "pid": os.getpid()}).encode() + b"\n"
+    socket.send_fds(conn, [line], [listener.fileno(), lock])
+
+
+def claim(path: Path, wait: float = CLAIM_WAIT) -> Claim:
+    deadline = time.monotonic() + wait
+    while True:
+        lock = _free_lock(path)
+        if lock is not None:
+            server.write_pid(lock)
+            return Claim(listener=server.listen(path), lock=lock)
+        try:
+            answer, fds = _ask(path)
+        except TimeoutError:
+            pid = _pid_in(path)
+            return Claim(reason=f"the process serving it{f' (pid {pid})' if pid else ''} does not answer")
+        if len(fds) == 2 and answer.get("handover"):
+            listener = socket.socket(fileno=fds[0])
+            server.write_pid(fds[1])
+            return Claim(listener=listener, lock=fds[1])
+        for fd in fds:  # anything else passed is not ours to keep
+            os.close(fd)
+        if answer.get("host") == server.EDITOR:
+            return Claim(served_by=answer.get("pid"))
+        if time.monotonic() > deadline:
+            return Claim(reason=f"its service did not hand it over within {wait:g} s")
+        time.sleep(POLL)  # a service starting (not serving yet) or exiting (lock not yet free)
+
+
+def _free_lock(path: Path) -> int | None:
+    import fcntl
+
+    fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+        return None
+
+
+def _ask(path: Path) -> tuple[dict, list[int]]:
+    """The holder's answer to a handover request, and what it passed; ({}, []) when nothing answers
+    on the socket (not bound yet, or gone). TimeoutError: something holds it and does not answer."""
+    sock = connect(path)
+    if sock is None:
+        return {}, []
+    with sock:
+        sock.settimeout(ACCEPT_TIMEOUT)
+        try:
+            sock.sendall(json.dumps({"op": "handover", "build": build_id(), "code": code_id()}).encode() + b"\n")
+            data, fds, _, _ = socket.recv_fds(sock, MAX_REPLY, 2)
+        except (ConnectionResetError, BrokenPipeError):
+            return {}, []
+    try:
+        answer = json.loads(data.split(b"\n", 1)[0] or b"{}")
+    except ValueError:
+        answer = {}
+    return (answer if isinstance(answer, dict) else {}), list(fds)
+
+
+def _pid_in(path: Path) -> int | None:
+    try:
+        return int(Path(f"{path}.lock").read_text().strip())
+    except (OSError, ValueError):
+        return None
