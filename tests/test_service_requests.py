@@ -47,7 +47,7 @@ def ask(env: dict, op: str, request) -> dict:
         sock.connect(str(path))
         sock.sendall(json.dumps({"op": op, "request": request}).encode() + b"\n")
         with sock.makefile("rb") as reader:
-            assert json.loads(reader.readline()) == {"accepted": True}
+            assert json.loads(reader.readline()) == {"accepted": True, "host": "service"}
             return json.loads(reader.readline())
 
 

@@ -83,14 +83,14 @@ class Service:
             "agent_read": lambda request, expires: self._agent(request, expires, reads_only=True),
             "status": self._status,
             "stop": self._stop,
-            **(ops or {}),
+            **{name: self._counted(name, op) for name, op in (ops or {}).items()},
         }
 
     # -- the loop ---------------------------------------------------------------------------
 
     def serve(self, listener: socket.socket) -> None:
         self.listener = listener
-        self.bound = bound = os.fstat(listener.fileno()).st_ino
+        self.bound = bound = os.lstat(self.path).st_ino
         listener.settimeout(ACCEPT_POLL)
         threading.Thread(target=self._warm_up, name="captain-memo-warm-up", daemon=True).start()
         while not self._stopping.is_set() and not self._idle_too_long():
@@ -243,6 +243,13 @@ class Service:
             return agent_tools.run(memo, tool, call["args"], ctx, call["client"], call["request_key"])
 
         return self.memo.call(work, write=write, expires=expires)
+
+    def _counted(self, client: str, op):
+        def run(request, expires: float | None):
+            self._count(client)
+            return op(request, expires)
+
+        return run
 
     def _count(self, client: str) -> None:
         with self._lock:

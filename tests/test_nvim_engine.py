@@ -1,0 +1,114 @@
+"""One engine per store with the editor open: real Neovim hosts, a real service started from the
+shell, real `captain-memo` commands, the model served over HTTP on 127.0.0.1.
+
+The editor's host serves the engine it holds on the store's socket: a service started earlier
+hands its socket over and exits, the command line is answered by the editor's host, a second
+Neovim sends its requests to the first one's host and serves the store itself once the first quits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from embed_support import REPO, cli
+from nvim_support import child_env, close, requires_nvim, start_editor
+from service_support import alive, status, wait_for
+
+pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.slow]
+
+
+def editor_env(tmp_path, service_env: dict) -> dict:
+    """The shell's settings (so the editor's host names the same socket as the commands)."""
+    shell = {k: v for k, v in os.environ.items() if k.startswith("CAPTAIN_MEMO_")}
+    return child_env(tmp_path, **{**shell, **service_env})
+
+
+def host_pid(editor) -> int:
+    return editor.lua("return vim.fn.jobpid(require('captain_memo.host').job())")
+
+
+def recall_in(editor, query: str) -> str:
+    """The results window's text after a recall, with what the editor was told (on a failure)."""
+    editor.lua("vim.g.captain_memo_test_results = nil")
+    editor.nvim.command(f"CaptainMemo recall {query}")
+    return "\n".join(editor.results()) + f"\n{editor.notifications()}"
+
+
+def served(env: dict) -> dict:
+    answer = status(env)
+    answer.pop("clients", None)
+    return answer
+
+
+def test_the_editor_takes_the_store_from_the_service_and_serves_the_shell(service_env, tmp_path):
+    first = cli("remember", "Invoices are rounded half-even at the end of the month.", env=service_env)
+    assert first.returncode == 0, first.stderr
+    shell_service = status(service_env)
+    assert shell_service["host"] == "service"
+
+    editor = start_editor(tmp_path, editor_env(tmp_path, service_env), cwd=REPO)
+    try:
+        assert "rounded half-even" in (rows := recall_in(editor, "how are invoices rounded")), rows
+        host = host_pid(editor)
+        assert wait_for(lambda: not alive(shell_service["pid"])), "the service exits once it handed over"
+        now = status(service_env)
+        assert (now["host"], now["pid"]) == ("editor", host), now
+
+        # The shell is answered by the editor's engine: nothing runs in the command's own process.
+        saved = cli("remember", "Refunds go back to the card they came from.", env=service_env)
+        assert saved.returncode == 0 and "running" not in saved.stderr, saved.stderr
+        found = cli("recall", "invoices rounded", env=service_env)
+        assert "rounded half-even" in found.stdout and "running" not in found.stderr, found.stderr
+        assert status(service_env)["clients"].get("cli") == 2
+        # What the shell saved through it, the editor finds at once.
+        assert "back to the card" in (rows := recall_in(editor, "where do refunds go")), rows
+        assert served(service_env)["pid"] == host
+    finally:
+        close(editor)
+
+    # Neovim gone: its socket is gone with it, and the next command starts a service of its own.
+    assert wait_for(lambda: not alive(host))
+    after = cli("recall", "refunds card", env=service_env)
+    assert after.returncode == 0 and "back to the card" in after.stdout, after.stderr
+    assert status(service_env)["host"] == "service"
+
+
+def test_a_second_editor_uses_the_first_ones_engine_then_serves_when_it_quits(service_env, tmp_path):
+    assert cli("remember", "Deploys freeze on Fridays after noon.", env=service_env).returncode == 0
+    cli("service", "stop", env=service_env)
+    env = editor_env(tmp_path, service_env)
+    one = start_editor(tmp_path, env, cwd=REPO)
+    two = None
+    try:
+        assert "Deploys freeze" in (rows := recall_in(one, "when do deploys freeze")), rows
+        first_host = host_pid(one)
+        assert status(service_env)["pid"] == first_host
+        two = start_editor(tmp_path, env, cwd=REPO)
+        assert "Deploys freeze" in (rows := recall_in(two, "deploys fridays")), rows
+        second_host = host_pid(two)
+        answer = status(service_env)
+        assert answer["pid"] == first_host and answer["clients"].get("editor") == 1, answer
+        # The second host holds no engine: it never loaded the model or opened the store's file.
+        maps = open(f"/proc/{second_host}/maps").read()
+        assert "memo.db" not in maps and str(service_env["CAPTAIN_MEMO_DB"]) not in _open_files(second_host)
+
+        close(one)
+        assert wait_for(lambda: not alive(first_host))
+        assert "Deploys freeze" in (rows := recall_in(two, "deploys after noon")), rows
+        assert status(service_env)["pid"] == second_host, "the second editor serves the store now"
+    finally:
+        close(one)
+        if two is not None:
+            close(two)
+
+
+def _open_files(pid: int) -> str:
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return json.dumps(found)
