@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import threading
+from pathlib import Path
 
 import pytest
 from embed_support import REPO, cli
+from mcp_support import CLIENT, connect, run
 from nvim_support import child_env, close, requires_nvim, start_editor
 from service_support import alive, status, wait_for
 
@@ -48,31 +52,69 @@ def test_the_editor_takes_the_store_from_the_service_and_serves_the_shell(servic
     shell_service = status(service_env)
     assert shell_service["host"] == "service"
 
+    # Saves keep coming from the shell before, while and after the editor takes the store over:
+    # each is stored once.
+    saves: list[str] = []
+    results: list = []
+
+    def keep_saving() -> None:
+        served_by_editor = 0
+        while served_by_editor < 3 and len(saves) < 80:
+            saves.append(f"Batch note {len(saves)}: the nightly export writes to bucket {len(saves)}.")
+            results.append(cli("remember", saves[-1], env=service_env))
+            served_by_editor += status(service_env)["host"] == "editor"
+
+    saver = threading.Thread(target=keep_saving)
+    saver.start()
     editor = start_editor(tmp_path, editor_env(tmp_path, service_env), cwd=REPO)
     try:
         assert "rounded half-even" in (rows := recall_in(editor, "how are invoices rounded")), rows
         host = host_pid(editor)
+        saver.join()
+        assert [done.returncode for done in results] == [0] * len(saves), [d.stderr for d in results]
         assert wait_for(lambda: not alive(shell_service["pid"])), "the service exits once it handed over"
         now = status(service_env)
-        assert (now["host"], now["pid"]) == ("editor", host), now
+        assert (now["host"], now["pid"], now["idle_exit_seconds"]) == ("editor", host, None), now
 
         # The shell is answered by the editor's engine: nothing runs in the command's own process.
+        before = status(service_env)["clients"].get("cli", 0)
         saved = cli("remember", "Refunds go back to the card they came from.", env=service_env)
         assert saved.returncode == 0 and "running" not in saved.stderr, saved.stderr
         found = cli("recall", "invoices rounded", env=service_env)
         assert "rounded half-even" in found.stdout and "running" not in found.stderr, found.stderr
-        assert status(service_env)["clients"].get("cli") == 2
-        # What the shell saved through it, the editor finds at once.
+        assert status(service_env)["clients"].get("cli") == before + 2
+        # What the shell saved through it, the editor finds at once; and an agent's MCP server too.
         assert "back to the card" in (rows := recall_in(editor, "where do refunds go")), rows
-        assert served(service_env)["pid"] == host
+        agent = run(agent_recall, Path(service_env["CAPTAIN_MEMO_DB"]), service_env, "refunds card")
+        assert "back to the card" in agent, agent
+        answer = status(service_env)
+        assert answer["pid"] == host and answer["clients"].get(f"mcp:{CLIENT}", 0) >= 1, answer
+        text = cli("service", "status", env=service_env).stdout
+        assert text.startswith(f"Neovim's host (pid {host}) serves its engine") and "while Neovim runs" in text
     finally:
         close(editor)
 
+    bodies_now = stored_bodies(Path(service_env["CAPTAIN_MEMO_DB"]))
+    assert all(bodies_now.count(text) == 1 for text in saves), bodies_now
     # Neovim gone: its socket is gone with it, and the next command starts a service of its own.
     assert wait_for(lambda: not alive(host))
     after = cli("recall", "refunds card", env=service_env)
     assert after.returncode == 0 and "back to the card" in after.stdout, after.stderr
     assert status(service_env)["host"] == "service"
+
+
+async def agent_recall(db: Path, env: dict, query: str) -> str:
+    async with connect(db, REPO, env=env) as client:
+        result = await client.call_tool("recall", {"query": query})
+        return str(result.content[0].text)
+
+
+def stored_bodies(db: Path) -> list[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return [row[0] for row in conn.execute("SELECT body FROM memories")]
+    finally:
+        conn.close()
 
 
 def test_a_second_editor_uses_the_first_ones_engine_then_serves_when_it_quits(service_env, tmp_path):

@@ -11,7 +11,8 @@ def register(sub) -> None:
     p = sub.add_parser(
         "service",
         help="the warm service behind recall and remember (status, stop)",
-        description="recall and remember start a small service on first use that keeps the "
+        description="recall and remember use the store's engine where one runs: Neovim's host while "
+        "the editor has the store open, else a small service started on first use that keeps the "
         "model and index loaded, and exits after CAPTAIN_MEMO_SERVICE_IDLE seconds "
         "(600) without a request. CAPTAIN_MEMO_SERVICE=0 or --no-service turns it off.",
     )
@@ -33,16 +34,31 @@ def run(args) -> int:
         print(f"no service is running for {db}")
     elif "unanswered" in answer:
         return _unanswered(answer, db)
+    elif args.action == "stop" and answer.get("host") == "editor":
+        print(
+            f"Neovim's host (pid {answer['pid']}) stopped serving {db}; it keeps its engine for the editor "
+            "and serves the store again on the editor's next request"
+        )
     elif args.action == "stop":
         print(f"stopped the service (pid {answer['pid']}) for {db}")
     else:
         print(
-            f"service pid {answer['pid']} for {answer['db']}: model {answer['model'] or 'not loaded yet'}, "
+            f"{_who(answer)} for {answer['db']}: model {answer['model'] or 'not loaded yet'}, "
             f"{answer['requests']} requests{_by_client(answer.get('clients'))}, "
-            f"up {time.time() - answer['started']:.0f} s, "
-            f"exits after {answer['idle_exit_seconds']:g} s idle"
+            f"up {time.time() - answer['started']:.0f} s, {_lifetime(answer)}"
         )
     return 0
+
+
+def _who(answer: dict) -> str:
+    if answer.get("host") == "editor":
+        return f"Neovim's host (pid {answer['pid']}) serves its engine"
+    return f"service pid {answer['pid']}"
+
+
+def _lifetime(answer: dict) -> str:
+    idle = answer.get("idle_exit_seconds")
+    return "while Neovim runs" if idle is None else f"exits after {idle:g} s idle"
 
 
 def _by_client(clients: dict | None) -> str:
@@ -53,12 +69,13 @@ def _by_client(clients: dict | None) -> str:
 def _unanswered(answer: dict, db) -> int:
     """A service that holds the socket and answers nothing (stopped with SIGSTOP, or stuck)."""
     pid = answer["pid"]
-    who = f"the service (pid {pid})" if pid else "the service"
+    who = f"the service (pid {pid})" if pid else "the process serving the store"
     if "signalled" in answer:
         print(f"{who} for {db} did not answer ({answer['unanswered']}); ended it with {answer['signalled']}")
         return 0
+    # Only a service of its own is ended by `stop`; a Neovim host stopped or busy is the user's editor.
+    ending = ", and `captain-memo service stop` ends it" if pid else ""
     print(
-        f"{who} for {db} does not answer: {answer['unanswered']}; commands run in their own process "
-        "meanwhile, and `captain-memo service stop` ends it"
+        f"{who} for {db} does not answer: {answer['unanswered']}; commands run in their own process meanwhile{ending}"
     )
     return 1

@@ -264,7 +264,7 @@ class Service:
             "started": self.started,
             "requests": self.requests,
             "clients": dict(self.clients),
-            "idle_exit_seconds": self.idle,
+            "idle_exit_seconds": self.idle if self.idle != float("inf") else None,
             "reopened": self.memo.reopened,
             "package": installation(self.build),
             "host": self.host,
