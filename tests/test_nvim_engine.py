@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import threading
 from pathlib import Path
@@ -154,3 +155,35 @@ def _open_files(pid: int) -> str:
         except OSError:
             pass
     return json.dumps(found)
+
+
+def test_an_editor_host_that_stops_answering_leaves_the_others_working(service_env, tmp_path):
+    """The first editor's host is stopped (SIGSTOP) while it serves the store: a command and a second
+    editor each run the request themselves, say so once, and lose nothing; the first resumes."""
+    assert cli("remember", "Backups run at 02:00 and are kept 35 days.", env=service_env).returncode == 0
+    cli("service", "stop", env=service_env)
+    env = editor_env(tmp_path, service_env)
+    one = start_editor(tmp_path, env, cwd=REPO)
+    two = None
+    try:
+        assert "Backups run" in (rows := recall_in(one, "how long are backups kept")), rows
+        first_host = host_pid(one)
+        os.kill(first_host, signal.SIGSTOP)
+        try:
+            found = cli("recall", "backups kept", env=service_env)
+            assert "Backups run" in found.stdout and "running it here" in found.stderr, found.stderr
+            two = start_editor(tmp_path, env, cwd=REPO)
+            assert "Backups run" in (rows := recall_in(two, "backups kept days")), rows
+            said = [n["msg"] for n in two.notifications() if "in this editor" in n["msg"]]
+            assert len(said) == 1 and f"(pid {first_host}) does not answer" in said[0], two.notifications()
+            saved = cli("--no-service", "remember", "Restores are tested every quarter.", env=service_env)
+            assert saved.returncode == 0, saved.stderr
+            assert "tested every quarter" in (rows := recall_in(two, "how often are restores tested")), rows
+        finally:
+            os.kill(first_host, signal.SIGCONT)
+        assert "tested every quarter" in (rows := recall_in(one, "restores tested quarter")), rows
+        assert status(service_env)["pid"] == first_host
+    finally:
+        close(one)
+        if two is not None:
+            close(two)

@@ -107,7 +107,7 @@ class Engines:
 
     def run_here(self, settings: EditorSettings, why: str) -> None:
         """The editor serving this store does not answer: hold an engine here, unserved, for a while."""
-        self._say_once(f"{why}; running the engine in this editor")
+        self._say_once(f"the store's engine could not be reached: {why}; running it in this editor")
         with self._lock:
             engine = Engine(warm=self._warm(settings))
             engine.path = self._engines[settings.engine_key].remote  # claimed again after a while
