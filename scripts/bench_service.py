@@ -14,7 +14,9 @@
    times spawn -> first tools/list and the first recall after it; twice: as thin clients of the
    warm service (the default), and each with an engine of its own (CAPTAIN_MEMO_SERVICE=0 for the
    servers, as every MCP server ran before it asked the service).
-4. Sums the resident memory (VmRSS) of the service and the MCP servers, beside one service alone.
+4. Reads each MCP server's resident memory (VmRSS) after its first tools/list and after its first
+   recall, and sums the service's and the servers' (VmRSS, and Pss: shared pages such as
+   libpython's divided among the processes that map them, so the sum is what they hold together).
 
 ``--no-load`` leaves out step 2's recalls under load (the memory and spawn figures only).
 """
@@ -42,10 +44,18 @@ REMEMBER_BYTES = 720_000
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return _kb(Path(f"/proc/{pid}/status"), "VmRSS:") / 1024
+
+
+def pss_mb(pid: int) -> float:
+    return _kb(Path(f"/proc/{pid}/smaps_rollup"), "Pss:") / 1024
+
+
+def _kb(path: Path, field: str) -> int:
+    for line in path.read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1])
+    return 0
 
 
 def recall_ms(db: Path, query: str) -> float:
@@ -106,9 +116,9 @@ def line(name: str, values: list[float], idle_p95: float | None = None) -> str:
     return f"  {name:<28} n {len(values):3d}  p50 {statistics.median(values):7.1f} ms  p95 {p95:7.1f} ms{ratio}"
 
 
-async def mcp_spawns(db: Path, count: int, env: dict) -> tuple[list[tuple[float, float]], float]:
-    """(ms spawn -> first tools/list, ms of the first recall after it) per server, and the servers'
-    summed resident memory once all run."""
+async def mcp_spawns(db: Path, count: int, env: dict) -> tuple[list[tuple[float, ...]], float, float]:
+    """Per server: ms spawn -> first tools/list, ms of the first recall after it, and its VmRSS (MB)
+    after each; then the servers' summed VmRSS and Pss once all run."""
     import mcp_types as types
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -130,9 +140,12 @@ async def mcp_spawns(db: Path, count: int, env: dict) -> tuple[list[tuple[float,
                 ) as session:
                     await session.list_tools()
                     listed = time.perf_counter()
+                    [pid] = set(mcp_children()) - set(pids)
+                    rss_listed = rss_mb(pid)
                     await session.call_tool("recall", {"query": identifier(i + 3)})
-                    times.append(((listed - started) * 1000, (time.perf_counter() - listed) * 1000))
-                    pids.extend(mcp_children())
+                    recalled = (time.perf_counter() - listed) * 1000
+                    times.append(((listed - started) * 1000, recalled, rss_listed, rss_mb(pid)))
+                    pids.append(pid)
                     await done.wait()
 
         for i in range(count):
@@ -140,12 +153,13 @@ async def mcp_spawns(db: Path, count: int, env: dict) -> tuple[list[tuple[float,
             while len(times) <= i:  # one at a time: each spawn timed alone
                 await anyio.sleep(0.05)
         await anyio.sleep(1)
-        memory = sum(rss_mb(pid) for pid in set(pids))
+        rss, pss = sum(map(rss_mb, pids)), sum(map(pss_mb, pids))
         done.set()
-    return times, memory
+    return times, rss, pss
 
 
 def mcp_children() -> list[int]:
+    """This process's children running `captain-memo mcp` (an argument "mcp", not a path holding it)."""
     me = str(os.getpid())
     found = []
     for entry in Path("/proc").iterdir():
@@ -155,7 +169,7 @@ def mcp_children() -> list[int]:
                 command = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if stat[1] == me and b"mcp" in command:
+            if stat[1] == me and b"mcp" in command.split(b"\0"):
                 found.append(int(entry.name))
     return found
 
@@ -205,16 +219,18 @@ def main() -> int:
         recalls_under_load(db, args)
     service = control("status", db)
     for title, env in (("thin clients of the service", {}), ("an engine each", {"CAPTAIN_MEMO_SERVICE": "0"})):
-        times, mcp_mb = anyio.run(mcp_spawns, db, args.mcp, env)
-        service_mb = rss_mb(service["pid"])  # after it answered the servers' calls
-        print(f"{args.mcp} MCP servers, {title}: spawn -> first tools/list, then the first recall:")
-        for listed, recalled in times:
-            print(f"  tools/list {listed:7.0f} ms   first recall {recalled:7.0f} ms")
-        total = service_mb + mcp_mb
-        print(
-            f"  resident memory at {args.memories:,} memories: service {service_mb:.0f} MB, "
-            f"MCP servers {mcp_mb:.0f} MB, total {total:.0f} MB = {total / service_mb:.2f}x one engine"
-        )
+        times, mcp_mb, mcp_pss = anyio.run(mcp_spawns, db, args.mcp, env)
+        service_mb, service_pss = rss_mb(service["pid"]), pss_mb(service["pid"])  # after the servers' calls
+        print(f"{args.mcp} MCP servers, {title}: spawn -> first tools/list, then the first recall (VmRSS after each):")
+        for listed, recalled, rss_listed, rss_recalled in times:
+            print(
+                f"  tools/list {listed:7.0f} ms {rss_listed:5.1f} MB   first recall {recalled:7.0f} ms {rss_recalled:5.1f} MB"
+            )
+        for what, one, servers in (("VmRSS", service_mb, mcp_mb), ("Pss", service_pss, mcp_pss)):
+            print(
+                f"  {what} at {args.memories:,} memories: service {one:.0f} MB, MCP servers {servers:.0f} MB, "
+                f"total {one + servers:.0f} MB = {(one + servers) / one:.2f}x one engine"
+            )
     print(f"load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     control("stop", db)
     return 0

@@ -21,6 +21,13 @@ from service_support import alive, status, stop_all
 
 ENGINE_LIBRARY = "vec0"  # the sqlite-vec extension: mapped by whichever process opens the store
 READ_ONLY_FOLDER = "/sys/captain-memo-runtime"  # sysfs: no one, root included, may create a folder there
+# What a server answered by the service has no use for: the engine's libraries (store, model, git)
+# and the SDK's client, high-level server and HTTP client (a stdio server on `Server` runs none).
+NOT_IN_A_THIN_SERVER = (
+    *("numpy", "onnxruntime", "tokenizers", "sqlite3", "sqlean", "sqlite_vec", "git", "httpx", "httpx2"),
+    *("cryptography", "mcp.client", "mcp.server.mcpserver", "mcp.server.fastmcp"),
+)
+ENGINE_SHARED_LIBRARIES = ("vec0", "onnxruntime", "_multiarray_umath")  # sqlite-vec, the model, numpy
 
 
 @pytest.fixture
@@ -74,6 +81,37 @@ def test_an_agent_is_answered_by_the_service_the_shell_started(env, tmp_path):
     assert "(cli 2, mcp:test-agent 3)" in cli("service", "status", env=env).stdout
     assert ENGINE_LIBRARY in maps_of(service)
     assert bodies(env, "beta") == ["beta: the agent learned the rounding rule"]
+
+
+def imported_modules(log) -> set[str]:
+    """The modules a Python process imported, from the lines PYTHONPROFILEIMPORTTIME had it write
+    to stderr (``import time: self | cumulative | name``)."""
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:") and "|" in line}
+
+
+def test_a_server_the_service_answers_loads_no_engine_and_no_unused_part_of_the_sdk(env, tmp_path):
+    assert cli("remember", "--project", "none", "gamma: the ledger closes at midnight", env=env).returncode == 0
+    log = tmp_path / "mcp-imports.log"
+
+    async def body():
+        async with connect(
+            tmp_path / "memo.db", tmp_path, env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, stderr=log
+        ) as client:
+            assert len((await client.list_tools()).tools) == 5
+            found = await client.call_tool("recall", {"query": "ledger midnight"})
+            assert not found.is_error and "gamma: the ledger" in found.content[0].text
+            saved = await client.call_tool("remember", {"text": "delta: the ledger reopens at six"})
+            assert not saved.is_error and saved.structured_content["id"] == "2"
+            assert [len(found.content), len(saved.content)] == [1, 1], "no notice: the service answered both"
+            return maps_of(mcp_pid())
+
+    maps = run(body)
+    imported = imported_modules(log)
+    assert "mcp.server.lowlevel.server" in imported and "captain_memo.mcpserver.server" in imported
+    unused = [name for name in imported if any(name == p or name.startswith(p + ".") for p in NOT_IN_A_THIN_SERVER)]
+    assert sorted(unused) == []
+    assert [library for library in ENGINE_SHARED_LIBRARIES if library in maps] == []
 
 
 def test_where_no_service_can_start_the_agent_is_told_once_and_answered_here(env, tmp_path):

@@ -24,15 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from captain_memo import __version__
 from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, NotFoundError
 from captain_memo.mcpserver import render, wire
+from captain_memo.mcpserver.sdk import MCPError, Server, SessionMessage, stdio_server
 from captain_memo.mcpserver.service import MemoryService
 from captain_memo.mcpserver.tools import TOOLS, checked_arguments, tool_named
 from captain_memo.mcpserver.workspace import Workspace
