@@ -41,9 +41,13 @@ FRONT_END_DOORS = (
     "captain_memo.service.handover",
 )
 # `captain-memo mcp` starts the MCP server: the one command that runs another front end.
+# The process serving a store holds agents' MCP sessions for their relays (service/relay.py).
 LAUNCHERS = {
     ("captain_memo.commands.mcp", "captain_memo.mcpserver.server"),
     ("captain_memo.commands.mcp", "captain_memo.mcpserver.server.serve"),
+    ("captain_memo.service.server", "captain_memo.mcpserver.hosted"),
+    ("captain_memo.service.server", "captain_memo.mcpserver.hosted.checked_request"),
+    ("captain_memo.service.server", "captain_memo.mcpserver.hosted.serve_session"),
 }
 
 

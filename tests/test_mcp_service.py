@@ -17,15 +17,15 @@ import pytest
 from embed_support import MODEL, cli, provider_env
 from mcp.shared.exceptions import MCPError
 from mcp_support import children_named, connect, maps_of, run
-from service_support import alive, status, stop_all
+from service_support import alive, status, stop_all, wait_for
 
 ENGINE_LIBRARY = "vec0"  # the sqlite-vec extension: mapped by whichever process opens the store
 READ_ONLY_FOLDER = "/sys/captain-memo-runtime"  # sysfs: no one, root included, may create a folder there
-# What a server answered by the service has no use for: the engine's libraries (store, model, git)
-# and the SDK's client, high-level server and HTTP client (a stdio server on `Server` runs none).
-NOT_IN_A_THIN_SERVER = (
+# What a relayed session's process has no use for: the engine's libraries (store, model, git), and
+# the MCP SDK and what it builds on, since the session itself is held by the store's engine.
+NOT_IN_A_RELAY = (
     *("numpy", "onnxruntime", "tokenizers", "sqlite3", "sqlean", "sqlite_vec", "git", "httpx", "httpx2"),
-    *("cryptography", "mcp.client", "mcp.server.mcpserver", "mcp.server.fastmcp"),
+    *("cryptography", "mcp", "mcp_types", "pydantic", "anyio", "captain_memo.mcpserver"),
 )
 ENGINE_SHARED_LIBRARIES = ("vec0", "onnxruntime", "_multiarray_umath")  # sqlite-vec, the model, numpy
 
@@ -90,7 +90,7 @@ def imported_modules(log) -> set[str]:
     return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:") and "|" in line}
 
 
-def test_a_server_the_service_answers_loads_no_engine_and_no_unused_part_of_the_sdk(env, tmp_path):
+def test_a_session_the_service_holds_loads_no_engine_and_no_sdk_in_the_agents_process(env, tmp_path):
     assert cli("remember", "--project", "none", "gamma: the ledger closes at midnight", env=env).returncode == 0
     log = tmp_path / "mcp-imports.log"
 
@@ -108,8 +108,8 @@ def test_a_server_the_service_answers_loads_no_engine_and_no_unused_part_of_the_
 
     maps = run(body)
     imported = imported_modules(log)
-    assert "mcp.server.lowlevel.server" in imported and "captain_memo.mcpserver.server" in imported
-    unused = [name for name in imported if any(name == p or name.startswith(p + ".") for p in NOT_IN_A_THIN_SERVER)]
+    assert "captain_memo.service.relay" in imported
+    unused = [name for name in imported if any(name == p or name.startswith(p + ".") for p in NOT_IN_A_RELAY)]
     assert sorted(unused) == []
     assert [library for library in ENGINE_SHARED_LIBRARIES if library in maps] == []
 
@@ -134,8 +134,9 @@ def test_where_no_service_can_start_the_agent_is_told_once_and_answered_here(env
 
 
 def test_an_agent_outlives_its_service_killed_mid_remember(env, gate, tmp_path):
-    """SIGKILL while the service embeds the agent's remember: the call is answered (here, under the
-    same request key), saved once; the session goes on and a later call starts a new service."""
+    """SIGKILL while the service embeds the agent's remember: the agent's relay carries the session
+    over to a new service (the remember replayed under its request key), which answers it; it is
+    saved once, the session goes on, and the agent's process never loads an engine."""
     assert cli("remember", "delta: the service is warm", env=env).returncode == 0
     service = status(env)["pid"]
 
@@ -153,16 +154,38 @@ def test_an_agent_outlives_its_service_killed_mid_remember(env, gate, tmp_path):
                 os.kill(service, signal.SIGKILL)
                 gate.release()
             [saved] = answers
-            assert not saved.is_error and saved.structured_content["id"] == "2"
-            assert any("own process" in block.text for block in saved.content[1:])
+            assert not saved.is_error and saved.structured_content["id"] == "2", saved.content
             found = await client.call_tool("recall", {"query": "eta killed"})
             assert not found.is_error and "eta: saved" in found.content[0].text
+            assert ENGINE_LIBRARY not in maps_of(mcp_pid())
 
     run(body)
     assert not alive(service)
     assert bodies(env, "eta:") == ["eta: saved while it was killed"]
-    again = cli("recall", "eta killed", env=env)
-    assert "eta: saved" in again.stdout and status(env)["pid"] != service
+    now = status(env)
+    assert now["pid"] != service and now["clients"]["mcp:test-agent"] == 2
+
+
+def test_a_session_is_carried_over_when_its_service_stops_when_idle(env, tmp_path):
+    """The service exits after its idle time with an agent's session open: the agent's next call
+    starts a new one, which takes the session from where it stood (no second initialize seen)."""
+    idle = {**env, "CAPTAIN_MEMO_SERVICE_IDLE": "1"}
+    assert cli("remember", "--project", "none", "theta: the cache holds ten minutes", env=idle).returncode == 0
+    first = status(idle)["pid"]
+
+    async def body():
+        async with connect(tmp_path / "memo.db", tmp_path, env=idle) as client:
+            found = await client.call_tool("recall", {"query": "cache minutes"})
+            assert "theta: the cache" in found.content[0].text
+            served_by = status(idle)["pid"]
+            assert await anyio.to_thread.run_sync(lambda: wait_for(lambda: not alive(served_by), 30))
+            again = await client.call_tool("recall", {"query": "how long does the cache hold"})
+            assert not again.is_error and "theta: the cache" in again.content[0].text, again.content
+            assert len(again.content) == 1, "answered by the new service: nothing to tell"
+            return served_by
+
+    served_by = run(body)
+    assert served_by == first and status(idle)["pid"] != first
 
 
 def test_one_store_named_two_ways_has_one_service(tmp_path):

@@ -24,12 +24,22 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """The session is held by the store's engine where one runs or can start (this process only
+    relays it, service/relay.py); else, or once it could not be carried over, served here."""
+    import os
     from pathlib import Path
 
     from captain_memo.errors import InputError
-    from captain_memo.mcpserver.server import serve
+    from captain_memo.paths import db_path
+    from captain_memo.service.relay import Resume, relay
 
     if args.folder and not Path(args.folder).expanduser().is_dir():
         raise InputError(f"--folder {args.folder} is not a folder")
     folder = str(Path(args.folder).expanduser().resolve()) if args.folder else None
-    return serve(args.db, folder=folder, share_worktrees=not args.separate_worktrees)
+    share = not args.separate_worktrees
+    relayed = relay(args.db or db_path(), folder or os.getcwd(), share)
+    if isinstance(relayed, int):
+        return relayed
+    from captain_memo.mcpserver.server import serve
+
+    return serve(args.db, folder=folder, share_worktrees=share, resume=relayed if isinstance(relayed, Resume) else None)

@@ -36,6 +36,7 @@ from captain_memo.mcpserver.workspace import Workspace
 from captain_memo.presentation.words import message_line as one_line
 
 log = logging.getLogger("captain_memo")
+REQUEST_KEY = "captain-memo/request-key"  # service/relay.py puts it in a tools/call's _meta
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
 MEMORY_URI = re.compile(r"^captain-memo://memory/(t?[1-9]\d{0,17})$")  # "12", or "t12" in the team store
 # A client that declares roots but never answers must not hold up every first call for long.
@@ -83,16 +84,26 @@ class MemoryServer:
         )
         return server
 
-    async def serve_stdio(self) -> None:
+    async def serve_stdio(self, resume=None) -> None:
+        """On this process's stdin and stdout; ``resume`` (service/relay.py): a session the store's
+        engine held until it went away, carried on here from where it stood."""
+        if resume is None:
+            with wire.claimed_stdin() as stdin:
+                await self.serve_lines(stdin, None)
+            return
+        with wire.claimed_stdin(resume.replay) as stdin, wire.claimed_stdout() as stdout:
+            await self.serve_lines(stdin, wire.Withheld(stdout, resume.swallow))
+
+    async def serve_lines(self, stdin, stdout) -> None:
+        """On lines of text in and out (``stdout`` None: the SDK claims this process's stdout)."""
         server = self.build()
         replies, to_send = anyio.create_memory_object_stream[types.JSONRPCMessage](64)
-        with wire.claimed_stdin() as stdin:
-            lines = wire.AnsweredLines(stdin, replies.send)
-            async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
-                async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(_send_all, to_send, write_stream)
-                    await server.run(read_stream, write_stream, server.create_initialization_options())
-                    tasks.cancel_scope.cancel()
+        lines = wire.AnsweredLines(stdin, replies.send)
+        async with stdio_server(stdin=lines, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(_send_all, to_send, write_stream)
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+                tasks.cancel_scope.cancel()
 
     def close(self) -> None:
         try:
@@ -125,8 +136,8 @@ class MemoryServer:
         try:
             args = checked_arguments(tool, params.arguments)
             await self._refresh_roots(ctx)
-            client = client_name(ctx)
-            data = await self._on_worker(lambda: self.service.call(tool.name, args, self.workspace, client))
+            client, key = client_name(ctx), _request_key(params)
+            data = await self._on_worker(lambda: self.service.call(tool.name, args, self.workspace, client, key))
             notices = [*self.workspace.take_notices(), *self.service.take_notices()]
             content: list[types.ContentBlock] = [_text(self._texts[tool.name](data)), *map(_text, notices)]
             return types.CallToolResult(content=content, structured_content=render.structured(data))
@@ -252,6 +263,14 @@ async def _send_all(messages, write_stream) -> None:
             await write_stream.send(SessionMessage(message))
 
 
+def _request_key(params: types.CallToolRequestParams) -> str | None:
+    """The key the relay gave this call (service/relay.py): the same call carried over to another
+    engine, or to this process, stores its memory once."""
+    meta = params.meta if isinstance(params.meta, dict) else {}
+    key = meta.get(REQUEST_KEY)
+    return key if isinstance(key, str) and 0 < len(key) <= 64 else None
+
+
 def client_name(ctx) -> str | None:
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
@@ -266,10 +285,13 @@ def _snake(annotations: dict) -> dict:
     return {re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower(): value for key, value in annotations.items()}
 
 
-def serve(db: str | None = None, folder: str | None = None, share_worktrees: bool = True) -> int:
-    front = MemoryServer(MemoryService(db), Workspace(folder, share_worktrees=share_worktrees))
+def serve(db: str | None = None, folder: str | None = None, share_worktrees: bool = True, resume=None) -> int:
+    service = MemoryService(db)
+    if resume is not None:
+        service.run_here_for_a_while(resume.why)
+    front = MemoryServer(service, Workspace(folder, share_worktrees=share_worktrees))
     try:
-        anyio.run(front.serve_stdio)
+        anyio.run(front.serve_stdio, resume)
     finally:
         front.close()
     return 0

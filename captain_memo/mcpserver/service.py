@@ -36,10 +36,19 @@ def open_warm_memo(db: str | None) -> Memo:
 class MemoryService:
     """``open_memo``: run every call in this process on the Memo it opens (no service)."""
 
-    def __init__(self, db: str | None = None, open_memo: Callable[[str | None], Memo] | None = None, env=None):
+    def __init__(
+        self,
+        db: str | None = None,
+        open_memo: Callable[[str | None], Memo] | None = None,
+        env=None,
+        engine: Callable[[str, dict], object] | None = None,
+    ):
+        """``engine``: the store's engine in this very process (a session hosted by the service or
+        the editor's host): each call is ``engine(op, request)``, never run elsewhere."""
         self.db = db
         self._open = open_memo or open_warm_memo
         self._remote = open_memo is None
+        self._engine = engine
         self._env = os.environ if env is None else env
         self._memo: Memo | None = None
         self._local_until = 0.0
@@ -75,24 +84,26 @@ class MemoryService:
 
     # -- a call, wherever it runs -----------------------------------------------------------
 
-    def call(self, tool: str, args: dict, workspace, client: str | None = None):
-        """The answer to a tool call (or ``read``/``recent``) from the folder ``workspace`` is in."""
+    def run_here_for_a_while(self, why: str) -> None:
+        """The store's engine went away mid-session and none other could be had: calls run here,
+        the agent is told once, and the service is tried again after RETRY_SERVICE_S."""
+        self._local_until = time.monotonic() + RETRY_SERVICE_S
+        self._fell_back([why])
+
+    def call(self, tool: str, args: dict, workspace, client: str | None = None, key: str | None = None):
+        """The answer to a tool call (or ``read``/``recent``) from the folder ``workspace`` is in;
+        ``key``: the call's request key, when it came with one."""
         if tool == "recent" and self._memo is None and not self.database_path.exists():
             return []  # clients list resources as they connect: that must not create a store
-        key = _request_key() if tool == "remember" else None
+        key = (key or _request_key()) if tool == "remember" else None
         answer = self._ask_service(tool, args, workspace, client, key)
-        if answer is not None:
+        if answer is not None or self._engine is not None:
             return answer
         ctx = workspace.context(fresh=tool == "remember")
         self.answered_by = "this process"
         return agent_tools.run(self.memo(), tool, args, ctx, client, key)
 
     def _ask_service(self, tool, args, workspace, client, key):
-        if not self._remote or time.monotonic() < self._local_until:
-            return None
-        from captain_memo.service.client import call
-
-        said: list[str] = []
         request = {
             "tool": tool,
             "args": args,
@@ -102,6 +113,14 @@ class MemoryService:
             "request_key": key,
         }
         op = "agent" if tool in agent_tools.WRITES else "agent_read"
+        if self._engine is not None:
+            self.answered_by = "this process"
+            return self._engine(op, request)
+        if not self._remote or time.monotonic() < self._local_until:
+            return None
+        from captain_memo.service.client import call
+
+        said: list[str] = []
         answer = call(op, request, str(self.database_path.absolute()), self._env, say=said.append)
         if answer is not None:
             self.answered_by = "service"

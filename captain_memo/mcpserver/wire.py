@@ -14,8 +14,8 @@ import logging
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import contextmanager
-from io import TextIOWrapper
-from typing import Any
+from io import BufferedReader, RawIOBase, TextIOWrapper
+from typing import Any, BinaryIO
 
 import anyio
 import mcp_types as types
@@ -148,16 +148,73 @@ def _said(answer: types.JSONRPCMessage | None) -> str:
 
 
 @contextmanager
-def claimed_stdin():
+def claimed_stdin(prefix: bytes = b""):
     """stdin's lines as UTF-8 text, read from a private copy of file descriptor 0 while fd 0 itself
-    points at the null device, so nothing the server starts can read the wire."""
+    points at the null device, so nothing the server starts can read the wire. ``prefix``: bytes
+    read before (by the relay, service/relay.py) that come first."""
     private = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     try:
-        raw = os.fdopen(private, "rb", closefd=False)
+        raw: BinaryIO = os.fdopen(private, "rb", closefd=False)
+        if prefix:
+            raw = BufferedReader(_Prefixed(prefix, private))
         yield anyio.wrap_file(TextIOWrapper(raw, encoding="utf-8", errors="replace"))
     finally:
         # The copy stays open: a worker thread may still be blocked reading it.
         os.dup2(private, 0)
+
+
+class _Prefixed(RawIOBase):
+    """``prefix``, then what file descriptor ``fd`` gives."""
+
+    def __init__(self, prefix: bytes, fd: int):
+        self.prefix, self.fd = prefix, fd
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.prefix:
+            size = min(len(buffer), len(self.prefix))
+            buffer[:size], self.prefix = self.prefix[:size], self.prefix[size:]
+            return size
+        data = os.read(self.fd, len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class Withheld:
+    """stdout for the SDK's writer, less the answer to one request id (``swallow``): the answer
+    to an ``initialize`` replayed to carry a session over, which the agent had already."""
+
+    def __init__(self, out, swallow: str | None):
+        self.out, self.swallow = out, swallow
+
+    async def write(self, text: str) -> None:
+        if self.swallow is not None:
+            try:
+                message = json.loads(text)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and "method" not in message and json.dumps(message.get("id")) == self.swallow:
+                self.swallow = None
+                return
+        await self.out.write(text)
+
+    async def flush(self) -> None:
+        await self.out.flush()
+
+
+@contextmanager
+def claimed_stdout():
+    """stdout as UTF-8 text, written to a private copy of file descriptor 1 while fd 1 points at
+    stderr, so stray output of anything the server starts misses the wire."""
+    private = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        raw = os.fdopen(private, "wb", closefd=False)
+        yield anyio.wrap_file(TextIOWrapper(raw, encoding="utf-8", write_through=True))
+    finally:
+        os.dup2(private, 1)

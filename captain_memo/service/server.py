@@ -36,6 +36,7 @@ LOCK_WAIT = 30.0  # seconds a new service waits for an exiting one to finish its
 # A client sends its request at once; one that connects and stays silent must not keep the
 # service from ever being idle.
 READ_TIMEOUT = 30.0
+SESSION_GRACE = 0.2  # seconds for answers just made to leave before agents' sessions are closed
 
 
 SERVICE, EDITOR = "service", "editor"  # who serves: a process of its own, or the editor's host
@@ -70,6 +71,7 @@ class Service:
         self.bound: int | None = None
         self.listener: socket.socket | None = None
         self.handed_over = False
+        self._sessions: set[socket.socket] = set()  # agents' MCP sessions held here (mcpserver/hosted.py)
         self.requests = 0
         self._active = 0
         self._last = time.monotonic()
@@ -112,6 +114,20 @@ class Service:
         listener.close()
         while self._active_count():
             time.sleep(0.01)
+        self._end_sessions()
+
+    def _end_sessions(self) -> None:
+        """Agents' sessions end with this process; their relays carry them over to the next engine
+        (service/relay.py). The calls taken have been answered: a moment more lets the answers out."""
+        with self._lock:
+            sessions = list(self._sessions)
+        if sessions:
+            time.sleep(SESSION_GRACE)
+        for conn in sessions:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def _idle_too_long(self) -> bool:
         with self._lock:
@@ -144,10 +160,50 @@ class Service:
                 if refusal is not None:
                     wire.send(conn, refusal)
                     return
+                if message.get("op") == "mcp":
+                    self._host_session(conn, reader, message.get("request"))
+                    return
                 wire.send(conn, {"accepted": True, "host": self.host})
                 wire.send(conn, self.answer(message))
         except (OSError, wire.WireError) as exc:
             log.info("a client connection failed: %s", exc)
+        finally:
+            with self._lock:
+                self._active -= 1
+                self._last = time.monotonic()
+
+    def _host_session(self, conn: socket.socket, reader, request) -> None:
+        """An agent's MCP session, held until its relay or this process ends it. An idle session
+        keeps no service alive: only its calls count as activity."""
+        from captain_memo.errors import CaptainMemoError
+        from captain_memo.mcpserver.hosted import checked_request, serve_session
+
+        try:
+            folder, share = checked_request(request)
+        except CaptainMemoError as exc:
+            wire.send(conn, {"accepted": False, "error": str(exc)})
+            return
+        conn.settimeout(None)
+        wire.send(conn, {"accepted": True, "host": self.host})
+        with self._lock:
+            self._active -= 1
+            self._sessions.add(conn)
+        try:
+            with conn.makefile("wb") as writer:
+                serve_session(reader, writer, folder, share, self._engine_call, self.db)
+        finally:
+            with self._lock:
+                self._sessions.discard(conn)
+                self._active += 1
+
+    def _engine_call(self, op: str, request: dict):
+        """A call of a session held here: run on this process's engine, counted as activity."""
+        with self._lock:
+            self._active += 1
+            self._last = time.monotonic()
+        try:
+            self.requests += 1
+            return self.ops[op](request, None)
         finally:
             with self._lock:
                 self._active -= 1

@@ -1,0 +1,319 @@
+"""`captain-memo mcp`'s thin path: the agent's MCP session, held by the store's engine.
+
+An agent starts one MCP server per session. Where the store's engine runs (the editor's host, or
+the service), this process only relays: it opens an MCP session in the engine's process over the
+store's socket and copies the agent's stdin to it and its answers to stdout, a line at a time. It
+imports neither the MCP SDK nor anything of the engine (about 15 MB instead of 55; tools/list in
+milliseconds). What it keeps in order to carry the session over when the engine goes away:
+
+- the agent's ``initialize`` and ``notifications/initialized``, replayed to the next engine (its
+  answer to the replayed ``initialize`` is not passed on: the agent had one);
+- the requests sent and not yet answered, replayed too. Each ``tools/call`` carries a request key
+  (``_meta``), so a remember the first engine stored is found, not stored again, by the second.
+
+The engine went away (stopped when idle, handed over to an editor, killed) or does not answer a
+request in time: the next engine is asked (started when none runs), at once when requests wait
+for answers, else when the agent next sends one. Where none can be reached, ``relay`` returns a
+``Resume`` and the MCP server runs in this process from where the session stood.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from captain_memo import runtime
+from captain_memo.service import client
+from captain_memo.service.build import build_id, code_id
+
+KEY = "captain-memo/request-key"  # in a tools/call's _meta: the remember it asks for is stored once
+CHUNK = 65536
+MAX_RECONNECTS = 3  # engines lost in a row without an answer between: run the server here instead
+
+
+@dataclass
+class Resume:
+    """Where the session stood when no engine could take it: lines to feed the server first (with
+    the partial line read last), the id of the replayed initialize whose answer is not passed on,
+    and why it runs here."""
+
+    replay: bytes
+    swallow: str | None
+    why: str
+
+
+@dataclass
+class Session:
+    """What the relay knows of the agent's session."""
+
+    initialize: bytes | None = None
+    initialize_id: str | None = None
+    initialized: bytes | None = None
+    answered_initialize: bool = False
+    waiting: dict[str, tuple[bytes, float]] = field(default_factory=dict)  # id -> (line, answer due by)
+    swallow: str | None = None
+
+    def outgoing(self, line: bytes, due: float) -> bytes:
+        """The agent's line as sent on: a tools/call gets its request key; requests are noted."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return line  # the engine's server answers it (wire.py)
+        if not isinstance(message, dict):
+            return line
+        method = message.get("method")
+        params = message.get("params")
+        if method == "tools/call" and isinstance(params, dict):
+            meta = params.setdefault("_meta", {})
+            if isinstance(meta, dict):
+                meta.setdefault(KEY, os.urandom(16).hex())
+                line = json.dumps(message).encode("utf-8") + b"\n"
+        if method == "initialize":
+            self.initialize, self.initialize_id, self.answered_initialize = line, _id(message), False
+        elif method == "notifications/initialized":
+            self.initialized = line
+        if isinstance(method, str) and "id" in message:
+            self.waiting[_id(message)] = (line, due)
+        return line
+
+    def incoming(self, line: bytes) -> bool:
+        """Whether to pass the engine's line on to the agent (not the answer to a replayed initialize)."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return True
+        if not isinstance(message, dict) or "method" in message or "id" not in message:
+            return True
+        key = _id(message)
+        self.waiting.pop(key, None)
+        if key == self.initialize_id:
+            self.answered_initialize = True
+        if self.swallow is not None and key == self.swallow:
+            self.swallow = None
+            return False
+        return True
+
+    def replay(self) -> tuple[bytes, str | None]:
+        """What a new engine is sent before anything else, and the answer it must not pass on."""
+        lines, swallow = [], None
+        if self.initialize is not None and self.answered_initialize:
+            lines.append(self.initialize)
+            swallow = self.initialize_id
+        lines += [self.initialized] if self.initialized is not None else []
+        lines += [line for key, (line, _) in self.waiting.items() if key != swallow]
+        return b"".join(lines), swallow
+
+
+def _id(message: dict) -> str:
+    return json.dumps(message.get("id"))
+
+
+class Relay:
+    def __init__(self, db: str, folder: str, share_worktrees: bool, env=None):
+        self.db = db
+        self.request = {"folder": folder, "share_worktrees": share_worktrees}
+        self.env = os.environ if env is None else env
+        self.session = Session()
+        self.sock: socket.socket | None = None
+        self.said: list[str] = []
+        self.inbox = b""  # the agent's partial line
+        self.outbox = b""  # the engine's partial line
+        self.stdin_open = True
+        self.slack = 0.0  # a service just started loads the model before its first answer
+        self.lost_in_a_row = 0
+
+    def run(self) -> int | Resume | None:
+        """0 when the agent ended the session; None when no engine was reachable at the start (the
+        server then runs here from the start); a Resume when the engine went away mid-session and
+        no other could take over."""
+        self.sock = self._open()
+        if self.sock is None:
+            return None
+        with selectors.DefaultSelector() as selector:
+            self.selector = selector
+            selector.register(0, selectors.EVENT_READ, "agent")
+            selector.register(self.sock, selectors.EVENT_READ, "engine")
+            while True:
+                lost = self._step()
+                if lost is None:
+                    continue
+                if not self.stdin_open and not self.session.waiting:
+                    return 0
+                resumed = self._reconnect(lost)
+                if isinstance(resumed, (int, Resume)):
+                    return resumed
+
+    # -- one turn of the loop ---------------------------------------------------------------
+
+    def _step(self) -> str | None:
+        """Copy what is ready; why the engine was lost, or None while it is there."""
+        due = min((at for _, at in self.session.waiting.values()), default=None)
+        timeout = None if due is None else max(0.0, due - time.monotonic())
+        for key, _ in self.selector.select(timeout):
+            lost = self._from_agent() if key.data == "agent" else self._from_engine()
+            if lost is not None:
+                return lost
+        if due is not None and time.monotonic() > due:
+            return "the store's engine did not answer in time"
+        return None
+
+    def _from_agent(self) -> str | None:
+        data = os.read(0, CHUNK)
+        if not data:
+            self.stdin_open = False
+            self.selector.unregister(0)
+            if self.inbox.strip():
+                self.inbox += b"\n"
+            sent = self._send(self._complete_lines())
+            if sent is None and self.sock is not None:
+                try:
+                    self.sock.shutdown(socket.SHUT_WR)  # the engine's session ends once it answered
+                except OSError:
+                    pass
+            return sent
+        self.inbox += data
+        return self._send(self._complete_lines())
+
+    def _outgoing(self, line: bytes) -> bytes:
+        return self.session.outgoing(line, time.monotonic() + self._allowed(line))
+
+    def _allowed(self, line: bytes) -> float:
+        """Seconds the engine has to answer: a remember's text takes longer to embed."""
+        return client.deadline("remember", {"text": line.decode("utf-8", "replace")}, self.env) + self.slack
+
+    def _send(self, data: bytes) -> str | None:
+        if not data or self.sock is None:
+            return None
+        try:
+            self.sock.sendall(data)
+        except OSError as exc:
+            return f"the store's engine went away ({exc.strerror or exc})"
+        return None
+
+    def _from_engine(self) -> str | None:
+        try:
+            data = self.sock.recv(CHUNK) if self.sock is not None else b""
+        except OSError as exc:
+            return f"the store's engine went away ({exc.strerror or exc})"
+        if not data:
+            return "the store's engine closed the session"
+        self.slack, self.lost_in_a_row = 0.0, 0
+        *lines, self.outbox = (self.outbox + data).split(b"\n")
+        passed = b"".join(line + b"\n" for line in lines if self.session.incoming(line + b"\n"))
+        _write_all(1, passed)
+        return None
+
+    # -- another engine ---------------------------------------------------------------------
+
+    def _reconnect(self, why: str) -> int | Resume | None:
+        self._drop()
+        if not self.session.waiting and not self._agent_speaks():
+            return 0  # the agent ended the session while no engine held it
+        self.lost_in_a_row += 1
+        self.sock = self._open() if self.lost_in_a_row <= MAX_RECONNECTS else None
+        if self.sock is None:
+            replay, swallow = self.session.replay()
+            reasons = "; ".join([why, *self.said])
+            return Resume(replay + self.inbox, swallow, reasons)
+        replay, self.session.swallow = self.session.replay()
+        self.selector.register(self.sock, selectors.EVENT_READ, "engine")
+        now = time.monotonic()
+        self.session.waiting = {k: (line, now + self._allowed(line)) for k, (line, _) in self.session.waiting.items()}
+        lost = self._send(replay) or self._send(self._complete_lines())
+        return None if lost is None else self._reconnect(lost)
+
+    def _agent_speaks(self) -> bool:
+        """Wait for the agent's next bytes (an idle session needs no engine); False at its end."""
+        while self.stdin_open and b"\n" not in self.inbox:
+            self.selector.select(None)
+            data = os.read(0, CHUNK)
+            if not data:
+                self.stdin_open = False
+                self.selector.unregister(0)
+                if self.inbox.strip():
+                    self.inbox += b"\n"
+            self.inbox += data
+        return b"\n" in self.inbox
+
+    def _complete_lines(self) -> bytes:
+        """The agent's whole lines read so far, as sent on; the partial one stays."""
+        *lines, self.inbox = self.inbox.split(b"\n")
+        return b"".join(self._outgoing(line + b"\n") for line in lines if line.strip())
+
+    def _drop(self) -> None:
+        if self.sock is not None:
+            try:
+                self.selector.unregister(self.sock)
+            except (KeyError, ValueError):
+                pass
+            self.sock.close()
+            self.sock = None
+        self.outbox = b""
+
+    def _open(self) -> socket.socket | None:
+        """A session in the store's engine (starting the service when none runs); None when none
+        can be had, with why in ``said``."""
+        self.said = []
+        if not runtime.enabled(self.env):
+            return None
+        try:
+            path = runtime.socket_path(self.db, self.env)
+            for _ in range(2):  # once more when a service exiting for idleness dropped it unread
+                started = False
+                sock = client.connect(path)
+                if sock is None:
+                    sock, started = client._start(path, self.db, self.env, self.said.append), True
+                if sock is None:
+                    return None
+                answer = _opened(sock, self.request, client.START_TIMEOUT if started else client.ACCEPT_TIMEOUT)
+                if answer.get("accepted"):
+                    self.slack = client.START_TIMEOUT if started else 0.0
+                    return sock
+                sock.close()
+                if answer.get("stays") or answer.get("timeout") or (answer.get("stale") and started):
+                    self.said.append(answer.get("error") or "the store's engine refused the session")
+                    return None
+        except runtime.UnsafeRuntimeError as exc:
+            self.said.append(str(exc))
+        except OSError as exc:
+            self.said.append(f"the service is unreachable ({exc})")
+        return None
+
+
+def _opened(sock: socket.socket, request: dict, wait: float) -> dict:
+    """The engine's first line for an ``mcp`` request, read unbuffered (what follows is the session)."""
+    message = {"op": "mcp", "request": request, "build": build_id(), "code": code_id()}
+    sock.settimeout(wait)
+    line = b""
+    try:
+        sock.sendall(json.dumps(message).encode("utf-8") + b"\n")
+        while not line.endswith(b"\n"):
+            byte = sock.recv(1)
+            if not byte:
+                return {}
+            line += byte
+    except TimeoutError:
+        return {"timeout": True, "error": f"the store's engine did not take the session within {wait:g} s"}
+    except OSError:
+        return {}
+    sock.settimeout(None)
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def relay(db: str | os.PathLike, folder: str, share_worktrees: bool) -> int | Resume | None:
+    return Relay(str(Path(db).expanduser().absolute()), folder, share_worktrees).run()
