@@ -12,7 +12,8 @@ command line hold in memory together, and how soon an agent's first recall is an
    holds the engine and serves it on the store's socket; three recalls from the command line;
    ``--mcp`` `captain-memo mcp` servers spawned with the MCP SDK's stdio client, each timed from
    spawn to its first tools/list and its first recall. Resident memory of Neovim, its host, the MCP
-   servers and any service process, plus the largest command line process (ru_maxrss), summed.
+   servers and any service process, plus the largest of the three commands (its peak, from wait4),
+   summed.
 4. Before (each front end an engine of its own, as before the editor served its engine): the
    same, with Neovim's host, the MCP servers (CAPTAIN_MEMO_SERVICE=0) and the command line's warm
    service each holding one.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -38,18 +38,22 @@ from bench_nvim import argv, fill, identifier, nvim_binary  # noqa: E402
 from bench_service import mcp_spawns, rss_mb  # noqa: E402
 
 
-def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run(
+def cli(*args: str, env: dict | None = None) -> float:
+    """Run a command; its peak resident memory in MB (its own, from wait4)."""
+    child = subprocess.Popen(
         [sys.executable, "-m", "captain_memo.cli", *args],
-        capture_output=True,
-        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         env={**os.environ, **(env or {})},
         cwd=REPO,
-        timeout=600,
     )
-    if done.returncode != 0:
-        sys.exit(f"captain-memo {' '.join(args)} failed: {done.stderr}")
-    return done
+    assert child.stderr is not None
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"captain-memo {' '.join(args)} failed: {stderr.decode()}")
+    return usage.ru_maxrss / 1024
 
 
 def service_pids(folder: Path) -> list[int]:
@@ -107,9 +111,7 @@ def arrangement(title: str, nvim: str, db: Path, folder: Path, mcp: int, apart: 
     try:
         editor_pid = editor.exec_lua("return vim.fn.getpid()")
         host_pid = editor.exec_lua("return vim.fn.jobpid(require('captain_memo.host').job())")
-        for i in range(3):
-            cli("recall", "--all-projects", identifier(20 + i))
-        cli_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        cli_mb = max(cli("recall", "--all-projects", identifier(20 + i)) for i in range(3))
         times, mcp_mb = anyio.run(mcp_spawns, db, mcp, {"CAPTAIN_MEMO_SERVICE": "0"} if apart else {})
         services = service_pids(folder)
         service_mb = sum(rss_mb(pid) for pid in services)

@@ -33,12 +33,14 @@ SEPARATE_FRONT_ENDS = {
     "warm service": ("captain_memo.service",),
 }
 # A front end's door for the others: the warm service's client (what the command line asks it with),
-# and its server and handover, with which the editor's host serves the engine it holds.
+# its server and handover, with which the editor's host serves the engine it holds, and the relay
+# `captain-memo mcp` runs to have an agent's session held by the store's engine.
 FRONT_END_DOORS = (
     "captain_memo.service.client",
     "captain_memo.service.wire",
     "captain_memo.service.server",
     "captain_memo.service.handover",
+    "captain_memo.service.relay",
 )
 # `captain-memo mcp` starts the MCP server: the one command that runs another front end.
 # The process serving a store holds agents' MCP sessions for their relays (service/relay.py).
