@@ -35,25 +35,25 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_nvim import argv, fill, identifier, nvim_binary  # noqa: E402
-from bench_service import mcp_spawns, rss_mb  # noqa: E402
+from bench_service import mcp_spawns, pss_mb, rss_mb  # noqa: E402
 
 
 def cli(*args: str, env: dict | None = None) -> float:
-    """Run a command; its peak resident memory in MB (its own, from wait4)."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "captain_memo.cli", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-        cwd=REPO,
-    )
-    assert child.stderr is not None
-    stderr = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        sys.exit(f"captain-memo {' '.join(args)} failed: {stderr.decode()}")
-    return usage.ru_maxrss / 1024
+    """Run a command; its peak resident memory in MB, as GNU time reads it (a fork of this process
+    would count this process's pages until the exec)."""
+    with tempfile.NamedTemporaryFile("r") as peak:
+        timed = ["/usr/bin/time", "-f", "%M", "-o", peak.name] if Path("/usr/bin/time").exists() else []
+        done = subprocess.run(
+            [*timed, sys.executable, "-m", "captain_memo.cli", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+            cwd=REPO,
+            timeout=600,
+        )
+        if done.returncode != 0:
+            sys.exit(f"captain-memo {' '.join(args)} failed: {done.stderr}")
+        return int(peak.read().strip() or 0) / 1024 if timed else 0.0
 
 
 def service_pids(folder: Path) -> list[int]:
@@ -62,14 +62,15 @@ def service_pids(folder: Path) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"captain_memo.service.server" in (entry / "cmdline").read_bytes():
+                command = (entry / "cmdline").read_bytes()
+                if b"captain_memo.service.server" in command and str(folder).encode() in command:
                     found.append(int(entry.name))
             except OSError:
                 continue
     return found
 
 
-def one_engine(db: Path, folder: Path) -> float:
+def one_engine(db: Path, folder: Path) -> tuple[float, float]:
     for i in range(5):
         cli("recall", "--all-projects", identifier(i))
     time.sleep(3)
@@ -77,7 +78,7 @@ def one_engine(db: Path, folder: Path) -> float:
 
     status = control("status", db)
     assert status is not None and status.get("host") == "service", status
-    memory = rss_mb(status["pid"])
+    memory = rss_mb(status["pid"]), pss_mb(status["pid"])
     control("stop", db)
     time.sleep(1)
     return memory
@@ -105,26 +106,33 @@ def start_editor(nvim: str, db: Path, env: dict):
     return editor
 
 
-def arrangement(title: str, nvim: str, db: Path, folder: Path, mcp: int, apart: bool, base: float) -> None:
+def arrangement(title: str, nvim: str, db: Path, folder: Path, mcp: int, apart: bool, base: tuple) -> None:
     """Neovim, the command line and ``mcp`` MCP servers on the store; ``apart``: an engine each."""
     editor = start_editor(nvim, db, {"CAPTAIN_MEMO_SERVICE": "0"} if apart else {})
     try:
         editor_pid = editor.exec_lua("return vim.fn.getpid()")
         host_pid = editor.exec_lua("return vim.fn.jobpid(require('captain_memo.host').job())")
         cli_mb = max(cli("recall", "--all-projects", identifier(20 + i)) for i in range(3))
-        times, mcp_mb = anyio.run(mcp_spawns, db, mcp, {"CAPTAIN_MEMO_SERVICE": "0"} if apart else {})
-        services = service_pids(folder)
-        service_mb = sum(rss_mb(pid) for pid in services)
-        nvim_mb, host_mb = rss_mb(editor_pid), rss_mb(host_pid)
         print(f"{title}:")
-        for listed, recalled in times:
-            print(f"  MCP spawn -> tools/list {listed:6.0f} ms   first recall {recalled:6.0f} ms")
-        total = nvim_mb + host_mb + mcp_mb + service_mb + cli_mb
+        rss: dict[str, float] = {}
+        pss: dict[str, float] = {}
+
+        def measure(servers: list[int]) -> None:
+            parts = {"Neovim": [editor_pid], "its host": [host_pid], "MCP servers": servers}
+            parts["service"] = service_pids(folder)
+            rss.update({name: sum(map(rss_mb, pids)) for name, pids in parts.items()})
+            pss.update({name: sum(map(pss_mb, pids)) for name, pids in parts.items()})
+
+        times, _, _ = anyio.run(mcp_spawns, db, mcp, {"CAPTAIN_MEMO_SERVICE": "0"} if apart else {}, measure)
+        for listed, recalled, _, one in times:
+            print(f"  MCP spawn -> tools/list {listed:6.0f} ms   first recall {recalled:6.0f} ms   {one:5.1f} MB")
+        print("  " + ", ".join(f"{name} {rss[name]:.0f} MB (Pss {pss[name]:.0f})" for name in rss))
+        print(f"  the largest of three commands {cli_mb:.0f} MB at its peak")
+        total, total_pss = sum(rss.values()) + cli_mb, sum(pss.values()) + cli_mb
         print(
-            f"  Neovim {nvim_mb:.0f} MB, its host {host_mb:.0f} MB, {mcp} MCP servers {mcp_mb:.0f} MB, "
-            f"{len(services)} service process(es) {service_mb:.0f} MB, largest command {cli_mb:.0f} MB"
+            f"  total {total:.0f} MB = {total / base[0]:.2f}x one engine; "
+            f"by Pss {total_pss:.0f} MB = {total_pss / base[1]:.2f}x"
         )
-        print(f"  total {total:.0f} MB = {total / base:.2f}x one engine")
     finally:
         editor.close()
         time.sleep(1)
@@ -155,7 +163,7 @@ def main() -> int:
     fill(db, args.memories, "random", str(REPO))
     print(f"{args.memories:,} memories; load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     base = one_engine(db, folder)
-    print(f"one engine (the warm service alone): {base:.0f} MB")
+    print(f"one engine (the warm service alone): {base[0]:.0f} MB (Pss {base[1]:.0f})")
     arrangement("now: Neovim's host serves its engine", nvim, db, folder, args.mcp, apart=False, base=base)
     arrangement("before: an engine in each front end", nvim, db, folder, args.mcp, apart=True, base=base)
     print(f"load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")

@@ -116,9 +116,12 @@ def line(name: str, values: list[float], idle_p95: float | None = None) -> str:
     return f"  {name:<28} n {len(values):3d}  p50 {statistics.median(values):7.1f} ms  p95 {p95:7.1f} ms{ratio}"
 
 
-async def mcp_spawns(db: Path, count: int, env: dict) -> tuple[list[tuple[float, ...]], float, float]:
+async def mcp_spawns(
+    db: Path, count: int, env: dict, while_running=None
+) -> tuple[list[tuple[float, ...]], float, float]:
     """Per server: ms spawn -> first tools/list, ms of the first recall after it, and its VmRSS (MB)
-    after each; then the servers' summed VmRSS and Pss once all run."""
+    after each; then the servers' summed VmRSS and Pss once all run. ``while_running(pids)``: called
+    while they all run (to measure them beside other processes)."""
     import mcp_types as types
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -154,6 +157,8 @@ async def mcp_spawns(db: Path, count: int, env: dict) -> tuple[list[tuple[float,
                 await anyio.sleep(0.05)
         await anyio.sleep(1)
         rss, pss = sum(map(rss_mb, pids)), sum(map(pss_mb, pids))
+        if while_running is not None:
+            while_running(pids)
         done.set()
     return times, rss, pss
 
