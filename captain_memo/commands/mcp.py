@@ -24,9 +24,19 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    import sys
     from pathlib import Path
 
     from captain_memo.errors import InputError
+
+    # Python leaves a standard stream it found closed at start as None; the descriptor's number is
+    # then taken by the next file opened (the event loop's epoll), which the server would read as
+    # its wire and crash on.
+    closed = [name for name, stream in (("stdin", sys.__stdin__), ("stdout", sys.__stdout__)) if stream is None]
+    if closed:
+        raise InputError(
+            f"mcp: {closed[0]} is not open; an MCP client runs this command with pipes for stdin and stdout"
+        )
     from captain_memo.mcpserver.server import serve
 
     if args.folder and not Path(args.folder).expanduser().is_dir():
