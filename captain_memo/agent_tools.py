@@ -25,6 +25,7 @@ RECENT_RESOURCES = 50
 MAX_CLIENT_NAME = 64
 MAX_RECALL_LIMIT = 50  # what the recall tool offers (mcpserver/tools.py shows the same)
 _ID = {"type": "string", "pattern": fields.ID_PATTERN}
+_PART_ID = {"type": "string", "pattern": fields.PART_ID_PATTERN}  # show opens a memory at a part too
 
 # Each call's arguments as they travel to the service: the tools' schemas, in fields.py's terms.
 ARGUMENTS = {
@@ -44,7 +45,7 @@ ARGUMENTS = {
         "line_end": fields.whole(1, fields.MAX_LINE),
         "team": fields.flag(),
     },
-    "show": {"id": _ID},
+    "show": {"id": _PART_ID},
     "read": {"id": _ID},
     "recent": {},
     "supersede": {"old": _ID, "new": _ID, "undo": fields.flag()},
@@ -189,7 +190,15 @@ def remember(memo, args: dict, ctx: GitContext, client: str | None, request_key:
 
 
 def show(memo, args: dict, ctx: GitContext) -> dict:
-    return memory_json(memo.show(args["id"]), ctx)
+    """A memory in full; opened at a line (``12:310``), with its part holding that line as ``chunk``."""
+    from captain_memo.presentation.views import part_at
+
+    memory_id, line = fields.id_and_line(args["id"], "show: id")
+    memory = memo.show(memory_id)
+    data = memory_json(memory, ctx)
+    if line is not None:
+        data["chunk"] = part_at(memory, memo.chunk_texts(memory.ref), line)
+    return data
 
 
 def read(memo, args: dict, ctx: GitContext) -> dict:

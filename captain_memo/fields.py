@@ -30,6 +30,10 @@ LATEST_TIME = 253_402_300_799.0
 PROFILES = ("v3", "v2", "legacy")
 # A memory id as every front end takes it: "12" in this machine's store, "t12" in the team store.
 ID_PATTERN = "^t?[1-9][0-9]{0,18}$"
+# A memory opened at a line of its file, as a recall hit inside a long section names it: "12:310"
+# (memory 12 at the part holding line 310), "t12:310" in the team store; a plain id as above.
+PART_ID_PATTERN = "^t?[1-9][0-9]{0,18}(:[1-9][0-9]{0,9})?$"
+PART_ID_HINT = '"12", "t12" or "12:310" (memory 12 at the part holding line 310 of its file)'
 MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
 
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
@@ -101,8 +105,8 @@ def lines_in_order(where: str, start: int | None, end: int | None) -> None:
 def checked_value(where: str, spec: dict, value: Any):
     """``value`` when it meets ``spec``, else InputError naming ``where`` and what is wrong (never
     the string it was given: it may be a secret)."""
-    if spec.get("pattern") == ID_PATTERN:
-        return checked_id(where, value)
+    if spec.get("pattern") in (ID_PATTERN, PART_ID_PATTERN):
+        return checked_id(where, value, spec["pattern"])
     kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
     if value is None and "null" in kinds:
         return value
@@ -117,16 +121,28 @@ def checked_value(where: str, spec: dict, value: Any):
     return value
 
 
-def checked_id(where: str, value: Any) -> str:
-    """A memory id as a string ("12", "t12"). A whole number is taken as its string: clients that
-    saw an older tool list send numbers."""
+def checked_id(where: str, value: Any, pattern: str = ID_PATTERN) -> str:
+    """A memory id as a string ("12", "t12"; "12:310" where ``pattern`` takes a part). A whole number
+    is taken as its string: clients that saw an older tool list send numbers."""
+    examples = PART_ID_HINT if pattern == PART_ID_PATTERN else '"12" or "t12"'
     if _of_kind(value, "integer"):
         value = str(value)
     if not isinstance(value, str):
-        raise InputError(f'{where} must be a string such as "12" or "t12", not {json_type(value)}')
-    if not re.fullmatch(ID_PATTERN, value) or int(value.lstrip("t")) > MAX_ID:
-        raise InputError(f'{where} is not a memory id: give one as recall shows it, such as "12" or "t12"')
+        raise InputError(f"{where} must be a string such as {examples}, not {json_type(value)}")
+    if not re.fullmatch(pattern, value) or int(value.partition(":")[0].lstrip("t")) > MAX_ID:
+        raise InputError(f"{where} is not a memory id: give one as recall shows it, such as {examples}")
     return value
+
+
+def id_and_line(text: str, where: str) -> tuple[str, int | None]:
+    """``12`` or ``12:310`` (memory 12 opened at line 310 of its file, as a recall hit names it) as
+    the id and the line; InputError naming ``where`` when what follows the colon is not a line."""
+    memory_id, colon, line = text.partition(":")
+    if not colon:
+        return text, None
+    if not re.fullmatch(r"[0-9]{1,10}", line.strip()):
+        raise InputError(f"{where}: give a memory id (12, t12) or a memory and a line of it (12:310)")
+    return memory_id, int(line)
 
 
 def _named(kind: str) -> str:

@@ -16,6 +16,16 @@ from captain_memo.records import Memory, Source
 DAY = 86400.0
 SAMPLE = Path(__file__).resolve().parent.parent / "captain_memo" / "data" / "sample_notes.jsonl"
 NOW = 1_795_000_000.0  # a fixed "now" for the pure stages (late 2026)
+FILLER = "Paragraph {n}: an interface was removed here, with the story of why, told at some length to fill a chunk."
+
+
+def long_markdown() -> str:
+    """One section long enough to be stored in several parts, the one about TempPathFactory mid-way."""
+    parts = ["# Guide", "", "## Deprecations and removals", ""]
+    parts += [FILLER.format(n=n) + "\n" for n in range(1, 15)]
+    parts += ["### tmp_path_factory", "", "Return a TempPathFactory instance for the test session.", ""]
+    parts += [FILLER.format(n=n) + "\n" for n in range(15, 30)]
+    return "\n".join(parts)
 
 
 def memory(

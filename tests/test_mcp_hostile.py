@@ -37,7 +37,7 @@ CALLS = [
     ("remember", {"text": "a fact", "file": "a.py", "line_start": 9, "line_end": 2}, "line_end (2) comes before"),
     ("remember", {"text": ["a", "list"]}, "remember: text must be a string, not an array"),
     ("show", {"id": "1"}, "no memory with id 1"),
-    ("show", {"id": 1.5}, 'show: id must be a string such as "12" or "t12", not a number'),
+    ("show", {"id": 1.5}, 'show: id must be a string such as "12", "t12" or "12:310" (memory 12 at'),
     ("show", {"id": "9" * 19}, "show: id is not a memory id"),
     ("forget", {"id": SECRET}, "forget: id is not a memory id"),
     ("forget", {"id": -1}, "forget: id is not a memory id"),

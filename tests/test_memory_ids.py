@@ -88,3 +88,51 @@ def test_an_existing_store_is_migrated_without_loss(db_file, hash_embedder):
         assert engine.store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
     finally:
         engine.close()
+
+
+REFUSALS = r"""
+import sys
+
+import numpy as np
+
+from captain_memo.errors import NotFoundError
+from captain_memo.store import NewMemory, Store
+
+store = Store(sys.argv[1])
+saved = store.add(NewMemory(body="ledger export runs nightly"), ["ledger export runs nightly"], None)
+calls = {
+    "get": store.get,
+    "delete": store.delete,
+    "supersede": lambda mid: store.set_superseded(mid, saved),
+    "superseded by": lambda mid: store.set_superseded(saved, mid),
+}
+for bad in ("1", 1.0, True, None, b"1"):
+    for name, call in calls.items():
+        try:
+            call(bad)
+        except TypeError as exc:
+            print(f"refused {name} {bad!r}: {exc}")
+        else:
+            print(f"took {name} {bad!r}")
+print("numpy", store.get(np.int64(saved)).body)
+try:
+    store.get(2**70)
+except NotFoundError as exc:
+    print("too large:", exc)
+"""
+
+
+def test_an_id_that_is_not_an_integer_is_refused_at_once(tmp_path):
+    """``"1" in range(-2**63, 2**63)`` compares "1" with each of 2**64 integers in turn, holding
+    the GIL: the calls run in a child process, so a regression fails here instead of hanging."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "memo.db"
+    done = subprocess.run([sys.executable, "-c", REFUSALS, str(db)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    refused = [line for line in lines if line.startswith("refused ")]
+    assert len(refused) == 5 * 4 - 1 and "took superseded by None" in lines, lines  # None clears it
+    assert "refused get '1': a memory id is an integer, not str (parse it first: Memo.ref)" in lines
+    assert lines[-2:] == ["numpy ledger export runs nightly", f"too large: no memory with id {2**70}"]

@@ -9,23 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from recall_support import cli_error, run_cli
+from recall_support import FILLER, cli_error, long_markdown, run_cli
 
 from captain_memo.presentation.chunks import place, snippet
 from captain_memo.presentation.text import COMPACT_TEXT_CHARS, compact_hit, fit_compact, recall_text, terminal_hit
 from captain_memo.presentation.words import counted, explain_lines
 from captain_memo.records import Memory, Source
 from captain_memo.sources.markdown import parse
-
-FILLER = "Paragraph {n}: an interface was removed here, with the story of why, told at some length to fill a chunk."
-
-
-def long_markdown() -> str:
-    parts = ["# Guide", "", "## Deprecations and removals", ""]
-    parts += [FILLER.format(n=n) + "\n" for n in range(1, 15)]
-    parts += ["### tmp_path_factory", "", "Return a TempPathFactory instance for the test session.", ""]
-    parts += [FILLER.format(n=n) + "\n" for n in range(15, 30)]
-    return "\n".join(parts)
 
 
 def section_memory(text: str) -> tuple[Memory, tuple[str, ...]]:

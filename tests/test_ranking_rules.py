@@ -14,7 +14,7 @@ from captain_memo.config import PROFILES, RankConfig, rank_config
 from captain_memo.ranking import lifecycle
 from captain_memo.ranking.fusion import fuse, min_max
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
-from captain_memo.ranking.query import analyse, is_code_shaped, strip_token
+from captain_memo.ranking.query import analyse, is_code_shaped, keyword_hit_is_the_option, strip_token
 
 V2 = PROFILES["v2"]
 LEGACY = PROFILES["legacy"]
@@ -111,6 +111,28 @@ def test_keyword_min_max(raw, normalised):
         ("formatmoney", "formatmoney", 1.0),  # no hump, no '_', '.' or '/': a plain word
         ("Foo_Bar", "foo_bar", 1.0),  # case-sensitive containment
         ("formatMoney", "formatmoney", 1.0),
+        # A name matches whole: not inside a longer word, name or option ...
+        ("pytest -k expr", "run pytest -k expr to pick tests", 1.3),
+        ("-k", "the make-kit target", 1.0),
+        ("-k", "pytest --k", 1.0),
+        ("--lf", "rerun the failures (--lf).", 1.3),
+        ("--lf", "the --lf-foo plugin", 1.0),
+        ("--lf", "git lfs and --lfs", 1.0),  # an option takes no plural
+        ("--tb=short", "pytest --tb=short -q", 1.3),
+        ("-r", "`-rA` shows every outcome", 1.3),  # a one-letter option takes its value attached
+        ("-k", "-kexpr", 1.3),
+        ("ExceptionGroup", "inner exceptions in ``ExceptionGroups``", 1.3),  # a class's plural in prose
+        ("iter_marker", "node.iter_markers()", 1.0),  # another function
+        ("get_price", "get_price_total(order)", 1.0),
+        ("get_price", "_get_price(order)", 1.0),
+        ("formatMoney", "formatMoneyValue(amount)", 1.0),
+        # ... but a dotted or slashed path around it is still the name
+        ("get_price", "self.get_price(order)", 1.3),
+        ("tmp_path_factory", "tmp_path_factory.mktemp(name)", 1.3),
+        ("billing.money", "billing.money.Money", 1.3),
+        ("routes/quotes.py", "api/routes/quotes.py:12", 1.3),
+        ("ExceptionGroup", "an ExceptionGroup-related fix", 1.3),  # '-' joins options only
+        ("deprecated.html", "see setup-py-deprecated.html", 1.3),
     ],
 )
 def test_identifier_boost(query, text, multiplier):
@@ -164,6 +186,22 @@ def test_code_shape(token, shaped):
 )
 def test_query_tokens_lose_trailing_punctuation(raw, clean):
     assert strip_token(raw) == clean
+
+
+@pytest.mark.parametrize(
+    "query, text, kept",
+    [
+        ("what does -k do", "pytest -k expr picks tests", True),
+        ("what does -k do", "the make-kit target", False),
+        ("--lf", "the --lf-foo plugin", False),
+        ("--lf", "rerun the failures (--lf).", True),
+        ("--maxfail=1", "stop early with --maxfail=3", True),
+        ("--lf rerun", "the --lf-foo plugin can rerun", True),  # another word of the query
+    ],
+)
+def test_a_keyword_hit_for_an_option_holds_it_whole(query, text, kept):
+    """The full-text index keeps an option's letters alone: a hit must hold the option itself."""
+    assert keyword_hit_is_the_option(query, text) is kept
 
 
 def test_identifier_boost_switch_and_cap_from_the_profile():

@@ -27,11 +27,21 @@ def run(args) -> int:
     """The session is held by the store's engine where one runs or can start (this process only
     relays it, service/relay.py); else, or once it could not be carried over, served here."""
     import os
+    import sys
     from pathlib import Path
 
     from captain_memo.errors import InputError
     from captain_memo.paths import db_path
     from captain_memo.service.relay import Resume, relay
+
+    # Python leaves a standard stream it found closed at start as None; the descriptor's number is
+    # then taken by the next file opened (the event loop's epoll, the relay's selector), which the
+    # server would read as its wire and crash on.
+    closed = [name for name, stream in (("stdin", sys.__stdin__), ("stdout", sys.__stdout__)) if stream is None]
+    if closed:
+        raise InputError(
+            f"mcp: {closed[0]} is not open; an MCP client runs this command with pipes for stdin and stdout"
+        )
 
     if args.folder and not Path(args.folder).expanduser().is_dir():
         raise InputError(f"--folder {args.folder} is not a folder")

@@ -102,10 +102,11 @@ def remember(args) -> int:
 
 
 def show(args) -> int:
+    from captain_memo.fields import id_and_line
     from captain_memo.presentation.views import memory_at, opened_json
     from captain_memo.records import memory_json
 
-    memory_id, line = _id_and_line(args.id)
+    memory_id, line = id_and_line(args.id, repr(one_line(args.id)))
     with open_memo(args) as memo:
         m = memo.show(memory_id)
         data, part = memory_at(m, memo.chunk_texts(m.ref), line) if line is not None else (opened_json(m), None)
@@ -125,18 +126,6 @@ def show(args) -> int:
     print()
     print(block(m.body))
     return 0
-
-
-def _id_and_line(text: str) -> tuple[str, int | None]:
-    """``12`` or ``12:310`` (memory 12 opened at line 310 of its file, as a recall hit names it)."""
-    from captain_memo.errors import InputError
-
-    memory_id, colon, line = text.partition(":")
-    if not colon:
-        return text, None
-    if not line.strip().isdigit():
-        raise InputError(f"{one_line(text)!r}: give a memory id (12, t12) or a memory and a line of it (12:310)")
-    return memory_id, int(line)
 
 
 def created(seconds: float) -> str:

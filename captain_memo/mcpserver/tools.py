@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from captain_memo import validation
 from captain_memo.errors import InputError
-from captain_memo.fields import ID_PATTERN, MAX_LINE, MAX_QUERY_CHARS, short
+from captain_memo.fields import ID_PATTERN, MAX_LINE, MAX_QUERY_CHARS, PART_ID_HINT, PART_ID_PATTERN, short
 from captain_memo.fields import checked_value as _checked_value
 from captain_memo.fields import json_type as _json_type
 from captain_memo.records import KINDS
@@ -135,9 +135,17 @@ SHOW = Tool(
     title="Open a memory in full",
     description=(
         "Read one memory in full by its id (from recall): the whole text, its source and whether "
-        "it was superseded. Opening it tells the ranker it was useful, so it stays easy to find."
+        "it was superseded. An id with a line, such as 12:310, opens memory 12 at the part holding "
+        "line 310 of its file: that part first, then the whole memory. Opening it tells the ranker "
+        "it was useful, so it stays easy to find."
     ),
-    properties={"id": _id("The memory's id.")},
+    properties={
+        "id": {
+            "type": "string",
+            "pattern": PART_ID_PATTERN,
+            "description": f"The memory's id, as recall gives it: {PART_ID_HINT}.",
+        }
+    },
     required=("id",),
     read_only=True,
 )

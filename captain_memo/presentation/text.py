@@ -209,5 +209,15 @@ def memory_meta(data: dict) -> list[str]:
 
 
 def memory_text(data: dict) -> str:
-    """A memory in full, as a model reads it (MCP ``show`` and resources)."""
-    return f"# {data['title']}\n{' · '.join(memory_meta(data))}\n\n{data['body']}"
+    """A memory in full, as a model reads it (MCP ``show`` and resources); opened at a line
+    (``show 12:310``), the part holding it first."""
+    head = f"# {data['title']}\n{' · '.join(memory_meta(data))}\n\n"
+    part = data.get("chunk")
+    if not part:
+        return head + data["body"]
+    # Rules, not headings: the part and the body are often Markdown with headings of their own.
+    where = f"{data['source'].get('path') or ''}:{part['line_start']}-{part['line_end']}"
+    return (
+        f"{head}── {where} · {part['title']} ──\n{part['text']}\n\n"
+        f"── the whole memory: {data['source'].get('label')} ──\n{data['body']}"
+    )

@@ -97,8 +97,13 @@ def locate_hits(data: dict, ctx: GitContext) -> dict:
 
 
 def memory_at(memory: Memory, chunks: list[str], line: int) -> tuple[dict, dict]:
-    """A memory opened at a line (``show 12:310``): its JSON and its chunk holding that line (or the
-    first one after it, for a line between two chunks); InputError for a line outside the memory."""
+    """A memory opened at a line (``show 12:310``): its JSON and its part holding that line."""
+    return opened_json(memory), part_at(memory, chunks, line)
+
+
+def part_at(memory: Memory, chunks: list[str], line: int) -> dict:
+    """The chunk of ``memory`` holding file line ``line`` (or the first one after it, for a line
+    between two chunks): its heading path, lines and text; InputError for a line outside the memory."""
     from captain_memo.errors import InputError
 
     src = memory.source
@@ -111,5 +116,4 @@ def memory_at(memory: Memory, chunks: list[str], line: int) -> tuple[dict, dict]
     lines = first.lines
     if first.body_start is not None and first.body_end is not None:
         lines = tuple(memory.body.split("\n")[first.body_start - 1 : first.body_end])  # the file's own lines
-    part = {"title": first.title, "line_start": first.file_start, "line_end": first.file_end, "text": "\n".join(lines)}
-    return opened_json(memory), part
+    return {"title": first.title, "line_start": first.file_start, "line_end": first.file_end, "text": "\n".join(lines)}

@@ -6,14 +6,15 @@ import re
 
 from captain_memo.config import RankConfig
 from captain_memo.ranking.candidates import Candidate
-from captain_memo.ranking.query import QueryShape
+from captain_memo.ranking.query import QueryShape, holds_name
 
 
 def identifier_multiplier(shape: QueryShape, text: str, cfg: RankConfig) -> tuple[float, list[str]]:
-    """``min(1 + step × matches, cap)``; a match is a code-shaped query token found, case-sensitively,
-    in the chunk (a token repeated in the query counts each time). A query that is only names
-    (``identifier_only``) gives a chunk holding all of them at least ``identifier_only_weight``."""
-    matched = [token for token in shape.identifiers if token in text]
+    """``min(1 + step × matches, cap)``; a match is a code-shaped query token found whole and
+    case-sensitively in the chunk (query.holds_name; a token repeated in the query counts each
+    time). A query that is only names (``identifier_only``) gives a chunk holding all of them at
+    least ``identifier_only_weight``."""
+    matched = [token for token in shape.identifiers if holds_name(text, token)]
     value = min(1.0 + cfg.identifier_boost_step * len(matched), cfg.identifier_boost_cap)
     if shape.identifier_only and len(matched) == len(shape.identifiers):
         value = max(value, cfg.identifier_only_weight)

@@ -3,6 +3,7 @@ safe FTS5 expression built from it."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -16,6 +17,15 @@ TEMPORAL_FORMS = re.compile(r"\b(recently|currently|lately)\b", re.IGNORECASE)
 # A command-line option: --lf, -k, --tb=short, -Wall, --no-header. A letter must follow the dashes:
 # "-5", "--" and a dash standing for a bullet are not options.
 FLAG = re.compile(r"--?[A-Za-z][A-Za-z0-9_-]*(?:=\S*)?")
+# What continues a name in a text: a letter, digit or '_' ("get_price_total" does not hold
+# get_price), and for an option '-' too ("make-kit" does not hold -k, nor "--lf-foo" --lf). '.', '/'
+# and the rest end a name, so a dotted or slashed path holds each of its names (self.get_price,
+# tmp_path_factory.mktemp), and "ExceptionGroup-related" holds ExceptionGroup.
+NAME_CHAR = re.compile(r"\w")
+OPTION_CHAR = re.compile(r"[\w-]")
+# A one-letter option takes its value attached (-rA, -vv, -Werror, -k"expr"): only its start is a
+# boundary. Measured on pytest_changelog, which says "-ra" and "-rA" for a query's "-r".
+SHORT_OPTION = re.compile(r"-[A-Za-z]")
 # unicode61 splits on everything but letters and digits; so do we, to build terms it will match.
 WORD = re.compile(r"[^\W_]+")
 MAX_MATCH_TERMS = 64
@@ -67,6 +77,29 @@ def is_code_shaped(token: str) -> bool:
     if "_" in token or "." in token or "/" in token or FLAG.fullmatch(token):
         return True
     return CAMEL_HUMP.search(token) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def name_pattern(name: str) -> re.Pattern[str]:
+    """Where ``name`` (a code-shaped token, an option) stands whole in a text, case-sensitively: no
+    name character (``NAME_CHAR``, ``OPTION_CHAR`` for an option) just before or after it, where its
+    own first or last one is. A camelCase name may take a plural "s" in prose ("``ExceptionGroups``"
+    for ExceptionGroup; a snake_case one may not: iter_markers is another function than
+    iter_marker); a one-letter option, its attached value."""
+    option = name.startswith("-")
+    joined = OPTION_CHAR if option else NAME_CHAR
+    before = rf"(?<!{joined.pattern})" if joined.match(name[:1]) else ""
+    if SHORT_OPTION.fullmatch(name) or not joined.match(name[-1:]):
+        after = ""
+    elif name.isalnum() and name[-1].isalpha():
+        after = rf"s?(?!{joined.pattern})"
+    else:
+        after = rf"(?!{joined.pattern})"
+    return re.compile(before + re.escape(name) + after)
+
+
+def holds_name(text: str, name: str) -> bool:
+    return name_pattern(name).search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -148,12 +181,12 @@ def keyword_hit_is_the_option(query: str, text: str) -> bool:
 
     The full-text index keeps only an option's letters ("--lf" is the word "lf"), so the keyword
     leg matched a commit about LF line endings for "what does --lf do", and scored it 1.0. A hit
-    counts when its chunk holds one of the options as written (``--maxfail`` for ``--maxfail=1``
-    too), or a word of the query beyond its options and stopwords; true of every hit for a query
-    without options.
+    counts when its chunk holds one of the options whole as written (``--maxfail`` for
+    ``--maxfail=1`` too; not ``-k`` inside "make-kit"), or a word of the query beyond its options
+    and stopwords; true of every hit for a query without options.
     """
     options = options_in(query)
-    if not options or any(option.split("=", 1)[0] in text for option in options):
+    if not options or any(holds_name(text, option.split("=", 1)[0]) for option in options):
         return True
     words = {
         w.casefold()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -19,6 +20,18 @@ from captain_memo.store.touched import insert_touched
 
 # What SQLite can bind: a larger id raised OverflowError; no memory can have it.
 SQLITE_INTEGERS = range(-(2**63), 2**63)
+
+
+def row_id(memory_id) -> int | None:
+    """``memory_id`` as the integer SQLite binds, None for one it cannot hold (no memory has it);
+    TypeError for an id that is not an integer. Checked first because ``"1" in SQLITE_INTEGERS``
+    compares "1" with each of its 2**64 integers in turn: ids from people and clients are parsed
+    before they reach the store (Memo.ref)."""
+    if isinstance(memory_id, bool) or not hasattr(type(memory_id), "__index__"):
+        raise TypeError(f"a memory id is an integer, not {type(memory_id).__name__} (parse it first: Memo.ref)")
+    value = operator.index(memory_id)  # numpy's integers too
+    return value if value in SQLITE_INTEGERS else None
+
 
 MEMORY_COLUMNS = (
     "id, kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end, "
@@ -281,15 +294,15 @@ class Store(SourceRows):
 
     @staticmethod
     def _exists(conn, memory_id: int) -> bool:
+        found = row_id(memory_id)
         return (
-            memory_id in SQLITE_INTEGERS
-            and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is not None
+            found is not None and conn.execute("SELECT 1 FROM memories WHERE id = ?", (found,)).fetchone() is not None
         )
 
     def get(self, memory_id: int) -> Memory:
         row = None
-        if memory_id in SQLITE_INTEGERS:
-            row = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if (found := row_id(memory_id)) is not None:
+            row = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (found,)).fetchone()
         if row is None:
             raise NotFoundError(f"no memory with id {memory_id}")
         return memory_from_row(row)
