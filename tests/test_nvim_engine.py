@@ -173,7 +173,13 @@ def test_an_editor_host_that_stops_answering_leaves_the_others_working(service_e
             found = cli("recall", "backups kept", env=service_env)
             assert "Backups run" in found.stdout and "running it here" in found.stderr, found.stderr
             two = start_editor(tmp_path, env, cwd=REPO)
-            assert "Backups run" in (rows := recall_in(two, "backups kept days")), rows
+            # Its host waits for the stopped one (5 s) before running the engine itself; Neovim
+            # itself answers meanwhile: the request is only a notification to its host.
+            two.lua("vim.g.captain_memo_test_results = nil")
+            two.nvim.command("CaptainMemo recall backups kept days")
+            assert two.nvim.eval("1 + 1") == 2 and two.lua("return vim.g.captain_memo_test_results") is None
+            rows = "\n".join(two.results()) + f"\n{two.notifications()}"
+            assert "Backups run" in rows, rows
             said = [n["msg"] for n in two.notifications() if "in this editor" in n["msg"]]
             assert len(said) == 1 and f"(pid {first_host}) does not answer" in said[0], two.notifications()
             saved = cli("--no-service", "remember", "Restores are tested every quarter.", env=service_env)
@@ -187,3 +193,18 @@ def test_an_editor_host_that_stops_answering_leaves_the_others_working(service_e
         close(one)
         if two is not None:
             close(two)
+
+
+def test_an_editor_that_cannot_share_its_engine_says_so_once_and_works(service_env, tmp_path):
+    """A runtime folder nobody may create (sysfs): the editor's host runs its engine unserved, says
+    so once, and recalls and saves as ever."""
+    unsafe = {**service_env, "CAPTAIN_MEMO_RUNTIME_DIR": "/sys/captain-memo-runtime"}
+    assert cli("--no-service", "remember", "Tokens expire after 15 minutes.", env=unsafe).returncode == 0
+    editor = start_editor(tmp_path, editor_env(tmp_path, unsafe), cwd=REPO)
+    try:
+        assert "Tokens expire" in (rows := recall_in(editor, "when do tokens expire")), rows
+        assert "Tokens expire" in (rows := recall_in(editor, "token expiry minutes")), rows
+        said = [n["msg"] for n in editor.notifications() if "not shared" in n["msg"]]
+    finally:
+        close(editor)
+    assert len(said) == 1 and "/sys/captain-memo-runtime" in said[0], said

@@ -47,6 +47,8 @@ def run(args) -> int:
         raise InputError(f"--folder {args.folder} is not a folder")
     folder = str(Path(args.folder).expanduser().resolve()) if args.folder else None
     share = not args.separate_worktrees
+    if getattr(args, "no_service", False):  # this server, and every call of it, runs here
+        os.environ["CAPTAIN_MEMO_SERVICE"] = "0"
     relayed = relay(args.db or db_path(), folder or os.getcwd(), share)
     if isinstance(relayed, int):
         return relayed

@@ -128,12 +128,11 @@ class Relay:
         self.lost_in_a_row = 0
 
     def run(self) -> int | Resume | None:
-        """0 when the agent ended the session; None when no engine was reachable at the start (the
-        server then runs here from the start); a Resume when the engine went away mid-session and
-        no other could take over."""
+        """0 when the agent ended the session; None when serving is off (the server then runs here
+        from the start); a Resume when no engine could be had, at the start or mid-session."""
         self.sock = self._open()
-        if self.sock is None:
-            return None
+        if self.sock is None:  # said why: that is where the server here starts from
+            return Resume(b"", None, "; ".join(self.said)) if self.said else None
         with selectors.DefaultSelector() as selector:
             self.selector = selector
             selector.register(0, selectors.EVENT_READ, "agent")
@@ -142,7 +141,7 @@ class Relay:
                 lost = self._step()
                 if lost is None:
                     continue
-                if not self.stdin_open and not self.session.waiting:
+                if not self.stdin_open:  # the agent hung up; what it still waits for, the engine had
                     return 0
                 resumed = self._reconnect(lost)
                 if isinstance(resumed, (int, Resume)):
