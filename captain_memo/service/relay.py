@@ -24,7 +24,6 @@ import os
 import selectors
 import socket
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from captain_memo import runtime
@@ -36,27 +35,25 @@ CHUNK = 65536
 MAX_RECONNECTS = 3  # engines lost in a row without an answer between: run the server here instead
 
 
-@dataclass
 class Resume:
     """Where the session stood when no engine could take it: lines to feed the server first (with
     the partial line read last), the id of the replayed initialize whose answer is not passed on,
-    and why it runs here."""
+    and why it runs here. (Plain classes here: dataclasses imports inspect, 2 MB of this process.)"""
 
-    replay: bytes
-    swallow: str | None
-    why: str
+    def __init__(self, replay: bytes, swallow: str | None, why: str):
+        self.replay, self.swallow, self.why = replay, swallow, why
 
 
-@dataclass
 class Session:
     """What the relay knows of the agent's session."""
 
-    initialize: bytes | None = None
-    initialize_id: str | None = None
-    initialized: bytes | None = None
-    answered_initialize: bool = False
-    waiting: dict[str, tuple[bytes, float]] = field(default_factory=dict)  # id -> (line, answer due by)
-    swallow: str | None = None
+    def __init__(self) -> None:
+        self.initialize: bytes | None = None
+        self.initialize_id: str | None = None
+        self.initialized: bytes | None = None
+        self.answered_initialize = False
+        self.waiting: dict[str, tuple[bytes, float]] = {}  # id -> (line, answer due by)
+        self.swallow: str | None = None
 
     def outgoing(self, line: bytes, due: float) -> bytes:
         """The agent's line as sent on: a tools/call gets its request key; requests are noted."""
