@@ -167,11 +167,15 @@ class Memo:
         return self._project_ids[project]
 
     def prefer_queries(self) -> None:
-        """Let a query's embedding go before the rest of a long one (queries_first.py): for a
+        """Let a query's embedding go before the rest of a long one (queries_first.py), and keep
+        no memory a long embedding once needed (embeddings/local.py ``long_lived``): for a
         long-lived holder whose recalls run beside its writes. Before the engine opens."""
         from captain_memo.queries_first import QueriesFirst
 
         self._embedder = QueriesFirst(self.embedder)
+        long_lived = getattr(self._embedder, "long_lived", None)  # the local model's; none over HTTP
+        if long_lived is not None:
+            long_lived()
 
     def _team_or_refuse(self, what: str):
         if self.team is None:

@@ -2,7 +2,7 @@
 """One engine per store with the editor open: what Neovim, three agents' MCP servers and the
 command line hold in memory together, and how soon an agent's first recall is answered.
 
-    python scripts/bench_one_engine.py [--memories 10000] [--mcp 3] [--db PATH]
+    python scripts/bench_one_engine.py [--memories 10000] [--mcp 3] [--db PATH] [--load [--runs 60] [--git REPO]]
 
 1. Fills a store with ``--memories`` synthetic notes (scripts/bench_nvim.py's notes, random unit
    vectors: the search and the index cost the same whatever the values).
@@ -14,6 +14,9 @@ command line hold in memory together, and how soon an agent's first recall is an
    spawn to its first tools/list and its first recall. Resident memory of Neovim, its host, the MCP
    servers and any service process, plus the largest of the three commands (its peak, from wait4),
    summed.
+   With ``--load``, first: recalls timed over the socket (answered by the editor's host) with
+   nothing else running, during a 720 KB remember and during `captain-memo index --git`, as
+   scripts/bench_service.py times them against the service.
 4. Before (each front end an engine of its own, as before the editor served its engine): the
    same, with Neovim's host, the MCP servers (CAPTAIN_MEMO_SERVICE=0) and the command line's warm
    service each holding one.
@@ -35,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_nvim import argv, fill, identifier, nvim_binary  # noqa: E402
-from bench_service import mcp_spawns, pss_mb, rss_mb  # noqa: E402
+from bench_service import mcp_spawns, pss_mb, recalls_under_load, rss_mb  # noqa: E402
 
 
 def cli(*args: str, env: dict | None = None) -> float:
@@ -106,10 +109,14 @@ def start_editor(nvim: str, db: Path, env: dict):
     return editor
 
 
-def arrangement(title: str, nvim: str, db: Path, folder: Path, mcp: int, apart: bool, base: tuple) -> None:
-    """Neovim, the command line and ``mcp`` MCP servers on the store; ``apart``: an engine each."""
+def arrangement(title: str, nvim: str, db: Path, folder: Path, args, apart: bool, base: tuple) -> None:
+    """Neovim, the command line and ``args.mcp`` MCP servers on the store; ``apart``: an engine each;
+    ``args.load``: recalls timed while a long remember and an `index --git` run (the editor serving)."""
+    mcp = args.mcp
     editor = start_editor(nvim, db, {"CAPTAIN_MEMO_SERVICE": "0"} if apart else {})
     try:
+        if args.load and not apart:
+            recalls_under_load(db, args)
         editor_pid = editor.exec_lua("return vim.fn.getpid()")
         host_pid = editor.exec_lua("return vim.fn.jobpid(require('captain_memo.host').job())")
         cli_mb = max(cli("recall", "--all-projects", identifier(20 + i)) for i in range(3))
@@ -147,6 +154,9 @@ def main() -> int:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--mcp", type=int, default=3)
     parser.add_argument("--db", type=Path)
+    parser.add_argument("--load", action="store_true", help="time recalls under load, the editor serving")
+    parser.add_argument("--runs", type=int, default=60, help="recalls idle (with --load)")
+    parser.add_argument("--git", type=Path, default=REPO, help="the repository `index --git` reads (with --load)")
     args = parser.parse_args()
     nvim = nvim_binary()
     folder = Path(tempfile.mkdtemp(prefix="captain-memo-bench-engine-"))
@@ -164,8 +174,8 @@ def main() -> int:
     print(f"{args.memories:,} memories; load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     base = one_engine(db, folder)
     print(f"one engine (the warm service alone): {base[0]:.0f} MB (Pss {base[1]:.0f})")
-    arrangement("now: Neovim's host serves its engine", nvim, db, folder, args.mcp, apart=False, base=base)
-    arrangement("before: an engine in each front end", nvim, db, folder, args.mcp, apart=True, base=base)
+    arrangement("now: Neovim's host serves its engine", nvim, db, folder, args, apart=False, base=base)
+    arrangement("before: an engine in each front end", nvim, db, folder, args, apart=True, base=base)
     print(f"load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     return 0
 

@@ -50,3 +50,28 @@ def test_a_long_embedding_waits_between_slices_while_a_query_is_embedded():
     assert held.calls == [1, 4, 4, 4]
     assert np.allclose(out["long"], HashEmbedder().embed(texts))  # in the order asked
     assert first.model_id == held.model_id
+
+
+def test_a_long_lived_holder_runs_the_local_model_without_a_memory_arena(tmp_path):
+    """The editor's host and the service keep the model for hours: onnxruntime's CPU arena would
+    keep the peak of their longest embedding all that time (embeddings/local.py ``long_lived``).
+    A command that runs and exits keeps the arena (a long embedding is faster with it)."""
+    from captain_memo.memo import Memo
+
+    held, once = Memo.open(tmp_path / "held.db", warm=True), Memo.open(tmp_path / "once.db")
+    try:
+        held.prefer_queries()
+        for memo in (held, once):
+            memo.embedder.embed(["the arena question"])
+        arenas = [model_of(memo.embedder)._session.get_session_options().enable_cpu_mem_arena for memo in (held, once)]
+    finally:
+        held.close()
+        once.close()
+    assert arenas == [False, True]
+
+
+def model_of(embedder):
+    """The local model inside the wrappers (queries first, prefixes)."""
+    while "inner" in vars(embedder):
+        embedder = embedder.inner
+    return embedder

@@ -64,6 +64,15 @@ class LocalEmbedder:
         self._session: Any = None  # onnxruntime.InferenceSession, loaded on first use
         self._tokenizer: Any = None  # tokenizers.Tokenizer
         self._lock = threading.Lock()
+        self.memory_arena = True
+
+    def long_lived(self) -> None:
+        """For a process that keeps the model while it serves (the editor's host, the service):
+        no onnxruntime CPU memory arena. The arena keeps the peak of the longest embedding for the
+        process's life (about 290 MB more after a 720 KB remember, at 230 MB before it); without it
+        that memory is returned after each batch, a long remember takes about 1.4x as long and a
+        query is no slower (doc/benchmarks.md section 15). Before first use."""
+        self.memory_arena = False
 
     @property
     def dim(self) -> int:
@@ -83,6 +92,7 @@ class LocalEmbedder:
             if self.threads:
                 options.intra_op_num_threads = self.threads
             options.log_severity_level = 3
+            options.enable_cpu_mem_arena = self.memory_arena
             tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True)
             tokenizer.enable_truncation(MAX_TOKENS)
             tokenizer.enable_padding()
