@@ -145,6 +145,7 @@ class WarmMemo:
                     result = work(memo)
                     if write:
                         memo.checkpoint()
+                        _return_freed_memory()
                     return result
         except Exception as exc:
             from captain_memo.errors import DatabaseDamagedError
@@ -215,6 +216,23 @@ class WarmMemo:
                 memo.close()
             except Exception:  # closing a damaged store can fail; it is dropped either way
                 log.exception("closing %s failed", self.path)
+
+
+def _return_freed_memory() -> None:
+    """Give the memory a write freed back to the system (glibc keeps it in each thread's arena
+    otherwise: a 720 KB remember left the holder ~160 MB larger for its life). A few ms."""
+    global _trim
+    if _trim is None:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        libc = ctypes.CDLL(name) if name else None
+        _trim = getattr(libc, "malloc_trim", None) or (lambda pad: 0)  # not glibc: nothing to do
+    _trim(0)
+
+
+_trim: Any = None
 
 
 def _fingerprint(memo) -> tuple:

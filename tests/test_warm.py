@@ -49,3 +49,20 @@ def test_a_replaced_store_file_is_reopened(db_file, tmp_path):
         assert warm.reopened == 1
     finally:
         warm.close()
+
+
+def test_each_write_gives_the_memory_it_freed_back(db_file, tmp_path, monkeypatch):
+    """glibc keeps what a thread freed in that thread's arena: a 720 KB remember left a holder
+    ~160 MB larger for its life (doc/benchmarks.md section 15). After each write the holder asks
+    malloc_trim to give it back; reads do not pay for it."""
+    import captain_memo.warm as warm_module
+
+    trims: list[int] = []
+    monkeypatch.setattr(warm_module, "_trim", trims.append)
+    warm = WarmMemo(db_file, lambda path: Memo.open(path, HashEmbedder()))
+    try:
+        warm.remember(RememberRequest("The zanzibar cache key includes the tenant id.", cwd=str(tmp_path)))
+        warm.recall(RecallRequest("zanzibar", cwd=str(tmp_path)))
+    finally:
+        warm.close()
+    assert trims == [0]
