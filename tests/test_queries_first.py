@@ -75,3 +75,11 @@ def model_of(embedder):
     while "inner" in vars(embedder):
         embedder = embedder.inner
     return embedder
+
+
+def test_the_local_models_threads_sleep_rather_than_spin(tmp_path, local_embedder):
+    """Two processes embedding at once on two cores (an index beside the engine answering recalls)
+    must not take each other's time with threads spinning for work (embeddings/local.py)."""
+    local_embedder.embed(["a spinning question"])
+    entry = local_embedder._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+    assert entry == "0"

@@ -93,6 +93,12 @@ class LocalEmbedder:
                 options.intra_op_num_threads = self.threads
             options.log_severity_level = 3
             options.enable_cpu_mem_arena = self.memory_arena
+            # Idle threads sleep instead of spinning for the next piece of work: on two cores two
+            # processes' spinning threads (an `index --git` and the engine answering recalls) took
+            # each other's time. With it: the index 35-41 s instead of 64 s beside recalls (alone
+            # the same), those recalls' p95 48-56 ms instead of 64-71; a query's embedding alone
+            # 4.8 ms instead of 4.0 (doc/benchmarks.md section 15).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True)
             tokenizer.enable_truncation(MAX_TOKENS)
             tokenizer.enable_padding()
