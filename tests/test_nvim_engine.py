@@ -127,6 +127,8 @@ def test_a_second_editor_uses_the_first_ones_engine_then_serves_when_it_quits(se
     try:
         assert "Deploys freeze" in (rows := recall_in(one, "when do deploys freeze")), rows
         first_host = host_pid(one)
+        said = cli("service", "status", env=service_env).stdout  # the first request on its socket
+        assert f"(pid {first_host})" in said and ": model " in said and ", 1 request, up " in said, said
         assert status(service_env)["pid"] == first_host
         two = start_editor(tmp_path, env, cwd=REPO)
         assert "Deploys freeze" in (rows := recall_in(two, "deploys fridays")), rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from captain_memo.commands._common import print_json
+from captain_memo.presentation.words import counted
 
 
 def register(sub) -> None:
@@ -44,7 +45,7 @@ def run(args) -> int:
     else:
         print(
             f"{_who(answer)} for {answer['db']}: model {answer['model'] or 'not loaded yet'}, "
-            f"{answer['requests']} requests{_by_client(answer.get('clients'))}, "
+            f"{counted(answer['requests'], 'request')}{_by_client(answer.get('clients'))}, "
             f"up {time.time() - answer['started']:.0f} s, {_lifetime(answer)}"
         )
     return 0
