@@ -17,7 +17,7 @@ from captain_memo.chunking import chunk_texts, content_hash
 from captain_memo.config import RankConfig, db_path, embed_config, rank_config
 from captain_memo.embeddings import make_embedder
 from captain_memo.embeddings.cache import QueryCache
-from captain_memo.errors import EmbeddingError, InputError, RecallError
+from captain_memo.errors import EmbeddingError, InputError, RecallError, StoreError
 from captain_memo.ranking import lifecycle
 from captain_memo.ranking.fusion import fusion_for
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
@@ -247,8 +247,13 @@ class Engine:
         opened = how is Surfacing.OPEN
         if self.defer is not None and not opened:
             self.defer(lambda: self.store.record_surfacing(updates, now, opened=False))
-        else:
-            self.store.record_surfacing(updates, now, opened=opened)
+            return
+        try:
+            self.store.record_surfacing(updates, now, opened=opened, patient=False)
+        except StoreError as exc:  # another process holds the write lock: the answer goes out unrecorded
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            log.warning("this %s was not recorded for Tide: %s", "opening" if opened else "recall", exc)
 
     def _say_read_only(self) -> None:
         if not self._read_only_said:

@@ -236,3 +236,42 @@ def test_initial_stability_comes_from_the_environment(db_file, monkeypatch, hash
         assert engine.store.get(mid).stability == 3.0
     finally:
         engine.close()
+
+
+LOCK_HOLDER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")  # a write never finished: a process stopped inside it
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_recall_is_answered_while_another_process_holds_the_write_lock(tmp_path, hash_embedder, monkeypatch, caplog):
+    """Another process holds the store's write lock (stopped with SIGSTOP inside a write, or a long
+    import): a command that only reads opens the store and recalls without waiting for it; the
+    recall's Tide record is skipped and logged, not waited for. Before, opening the store took the
+    write lock to look for migrations, and a recall failed with "database is locked"."""
+    import subprocess
+    import sys
+
+    from captain_memo.memo import Memo
+    from captain_memo.records import NewMemory, RecallRequest
+    from captain_memo.store import db
+
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)  # the old code fails in seconds, not minutes
+    path = tmp_path / "memo.db"
+    with Memo.open(path, hash_embedder) as memo:
+        memo.remember(NewMemory(body="Backups run at 02:00 and are kept 35 days.", kind="memory", title="Backups"))
+    # Another process: SQLite's locks are per process, so a connection of this one would not block.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with Memo.open(path, hash_embedder) as memo, caplog.at_level("WARNING", logger="captain_memo"):
+            result = memo.recall(RecallRequest("how long are backups kept"))
+    finally:
+        holder.communicate("", timeout=30)
+    assert [hit.memory.title for hit in result.hits] == ["Backups"]
+    assert "recall was not recorded for Tide" in caplog.text and "locked" in caplog.text

@@ -29,6 +29,7 @@ from captain_memo.store import held_file
 log = logging.getLogger("captain_memo")
 BUSY_TIMEOUT_MS = 10_000
 WRITE_RETRIES = 8
+IMPATIENT_MS = 200  # a write done on the side of a read waits this long for the lock, then is skipped
 
 
 def sqlite_module():
@@ -470,18 +471,27 @@ class Database:
         return self.vec_error is None
 
     @contextmanager
-    def write(self):
-        """A write transaction, begun IMMEDIATE and retried while another process holds the lock."""
+    def write(self, patient: bool = True):
+        """A write transaction, begun IMMEDIATE and retried while another process holds the lock.
+        Not ``patient``: one short try (bookkeeping a read does on the side must not make the read
+        wait for, or fail on, a lock another process holds; a stopped one may hold it for ever)."""
         self.require_writable()
         conn = self.conn
-        for attempt in range(WRITE_RETRIES):
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite_module().OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc) or attempt == WRITE_RETRIES - 1:
-                    raise StoreError(f"cannot write to {self.path}: {exc}") from None
-                time.sleep(0.05 * (attempt + 1))
+        tries = WRITE_RETRIES if patient else 1
+        if not patient:
+            conn.execute(f"PRAGMA busy_timeout = {IMPATIENT_MS}")
+        try:
+            for attempt in range(tries):
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite_module().OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc) or attempt == tries - 1:
+                        raise StoreError(f"cannot write to {self.path}: {exc}") from None
+                    time.sleep(0.05 * (attempt + 1))
+        finally:
+            if not patient:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         try:
             yield conn
         except BaseException:
@@ -495,6 +505,8 @@ class Database:
         if self.read_only:
             self._check_schema(sqlite)
             return
+        if self._up_to_date(sqlite):
+            return  # every command opens the store: it must not wait for a lock another process holds
         # A table rebuilt by a migration must not cascade deletes to its children when the old copy
         # is dropped; the keys are checked before the migration commits. The pragma is a no-op
         # inside a transaction, hence here.
@@ -519,6 +531,25 @@ class Database:
             raise classified(str(exc), self.path, opening=True) from None
         finally:
             self.conn.execute("PRAGMA foreign_keys = ON")
+
+    def _up_to_date(self, sqlite) -> bool:
+        """Nothing to migrate and the store already marked as ours, read without the write lock
+        (which a long `index`, or a process stopped inside a write, may hold for long)."""
+        try:
+            if (
+                self.conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+                ).fetchone()
+                is None
+            ):
+                return False
+            done = {row[0] for row in self.conn.execute("SELECT version FROM schema_migrations")}
+            marks = (("application_id", APPLICATION_ID), ("user_version", MIGRATIONS[-1][0]))
+            return all(version in done for version, _ in MIGRATIONS) and all(
+                self.conn.execute(f"PRAGMA {pragma}").fetchone()[0] == value for pragma, value in marks
+            )
+        except sqlite.DatabaseError:
+            return False  # the write path below reports it
 
     def check_writable(self) -> None:
         """Take the write lock and let it go (BEGIN IMMEDIATE): raises when the file cannot be written."""

@@ -280,9 +280,12 @@ class Store(SourceRows):
         """Local project path -> portable identity, for the projects whose identity is known."""
         return dict(self.conn.execute("SELECT path, portable_id FROM projects"))
 
-    def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
-        """Tide: new stability per memory id, last surfaced now; ``opened`` marks full opens."""
-        with self.write() as conn:
+    def record_surfacing(
+        self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False, patient: bool = True
+    ) -> None:
+        """Tide: new stability per memory id, last surfaced now; ``opened`` marks full opens.
+        Not ``patient``: StoreError at once when another process holds the write lock."""
+        with self.write(patient) as conn:
             for memory_id, stability in updates:
                 conn.execute(
                     "UPDATE memories SET stability = ?, last_surfaced = ?, opened_in_full = opened_in_full | ?,"

@@ -308,8 +308,11 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
             )
         return previous
 
-    def record_surfacing(self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False) -> None:
-        """Tide's fields; row-level security leaves out memories this role may not change."""
+    def record_surfacing(
+        self, updates: Iterable[tuple[int, float]], now: float, opened: bool = False, patient: bool = True
+    ) -> None:
+        """Tide's fields; row-level security leaves out memories this role may not change. Every team
+        write has its lock timeout, so ``patient`` changes nothing here."""
         rows = [(stability, now, opened, opened, now, memory_id) for memory_id, stability in updates]
         if not rows:
             return
