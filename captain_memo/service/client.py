@@ -180,12 +180,20 @@ def control(op: str, db: str | os.PathLike, env=None) -> dict | None:
         sock.close()
 
 
-def service_pid(path: Path) -> int | None:
-    """The pid the service wrote in its lock file, when that process is a captain-memo service."""
+def lock_pid(path: Path) -> int | None:
+    """The pid the serving process wrote in the socket's lock file (a service or an editor's host)."""
     try:
-        pid = int(Path(f"{path}.lock").read_text().strip())
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return int(Path(f"{path}.lock").read_text().strip())
     except (OSError, ValueError):
+        return None
+
+
+def service_pid(path: Path) -> int | None:
+    """The pid in the lock file, when that process is a captain-memo service (never an editor)."""
+    pid = lock_pid(path)
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes() if pid is not None else b""
+    except OSError:
         return None
     return pid if b"captain_memo.service.server" in command else None
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from captain_memo.service import server
 from captain_memo.service.build import build_id, code_id
-from captain_memo.service.client import ACCEPT_TIMEOUT, connect
+from captain_memo.service.client import ACCEPT_TIMEOUT, connect, lock_pid
 
 CLAIM_WAIT = 30.0  # a service starting up or exiting holds the lock a moment; past this, run unserved
 POLL = 0.02
@@ -51,14 +51,14 @@ def send(conn: socket.socket, listener: socket.socket, lock: int) -> None:
 def claim(path: Path, wait: float = CLAIM_WAIT) -> Claim:
     deadline = time.monotonic() + wait
     while True:
-        lock = _free_lock(path)
+        lock = server.take_lock(path, wait=0.0)
         if lock is not None:
             server.write_pid(lock)
             return Claim(listener=server.listen(path), lock=lock)
         try:
             answer, fds = _ask(path)
         except TimeoutError:
-            pid = _pid_in(path)
+            pid = lock_pid(path)
             return Claim(reason=f"the process serving it{f' (pid {pid})' if pid else ''} does not answer")
         if len(fds) == 2 and answer.get("handover"):
             listener = socket.socket(fileno=fds[0])
@@ -71,18 +71,6 @@ def claim(path: Path, wait: float = CLAIM_WAIT) -> Claim:
         if time.monotonic() > deadline:
             return Claim(reason=f"its service did not hand it over within {wait:g} s")
         time.sleep(POLL)  # a service starting (not serving yet) or exiting (lock not yet free)
-
-
-def _free_lock(path: Path) -> int | None:
-    import fcntl
-
-    fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return fd
-    except BlockingIOError:
-        os.close(fd)
-        return None
 
 
 def _ask(path: Path) -> tuple[dict, list[int]]:
@@ -103,10 +91,3 @@ def _ask(path: Path) -> tuple[dict, list[int]]:
     except ValueError:
         answer = {}
     return (answer if isinstance(answer, dict) else {}), list(fds)
-
-
-def _pid_in(path: Path) -> int | None:
-    try:
-        return int(Path(f"{path}.lock").read_text().strip())
-    except (OSError, ValueError):
-        return None

@@ -354,7 +354,7 @@ def take_lock(path: Path, wait: float = LOCK_WAIT):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
         except BlockingIOError:
-            if answering(path) or time.monotonic() > deadline:
+            if time.monotonic() >= deadline or answering(path):
                 os.close(fd)
                 return None
             time.sleep(0.02)
