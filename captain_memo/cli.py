@@ -14,6 +14,9 @@ from captain_memo.terminal import EscapedStream, one_line
 # The commands the warm service answers, and the module of each: their parser is built from that
 # module alone, so the thin path imports nothing more (serve-embeddings' defaults import numpy).
 THIN_COMMANDS = {"recall": "recall", "remember": "memories", "service": "service", "hook": "hook"}
+# Commands whose parser is built from their module alone: the thin ones, and `mcp`, which mostly
+# relays an agent's session to the engine and stays resident for as long as the agent runs.
+ALONE_COMMANDS = {**THIN_COMMANDS, "mcp": "mcp"}
 
 
 def command_modules(argv: list[str]) -> list[str]:
@@ -23,8 +26,8 @@ def command_modules(argv: list[str]) -> list[str]:
         if token == "--db":
             next(tokens, None)
         elif not token.startswith("-"):
-            if token in THIN_COMMANDS:
-                return [THIN_COMMANDS[token]]
+            if token in ALONE_COMMANDS:
+                return [ALONE_COMMANDS[token]]
             break
     import pkgutil
 
@@ -66,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # the command's own usage, not the top level's: `recall --bogus` shows recall's
         command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
-    if args.command not in THIN_COMMANDS or args.verbose:  # else set up if they run here (open_memo)
+    if args.command not in ALONE_COMMANDS or args.verbose:  # else set up if they run here (open_memo)
         from captain_memo.commands._log import configure
 
         configure(args.verbose)

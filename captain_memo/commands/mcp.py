@@ -52,6 +52,9 @@ def run(args) -> int:
     relayed = relay(args.db or db_path(), folder or os.getcwd(), share)
     if isinstance(relayed, int):
         return relayed
+    from captain_memo.commands._log import configure
     from captain_memo.mcpserver.server import serve
+
+    configure(args.verbose)
 
     return serve(args.db, folder=folder, share_worktrees=share, resume=relayed if isinstance(relayed, Resume) else None)
