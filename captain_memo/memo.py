@@ -198,6 +198,10 @@ class Memo:
         _ = self.team  # made on first use, which starts its connection
         self.engine.queries.embed_query("warm up")
 
+    def settled(self) -> bool:
+        """No background work is running: the in-memory vector index is not being built."""
+        return self._engine is None or not getattr(self._engine.index, "building", False)
+
     def vector_shape(self) -> tuple:
         """The stored vectors' model, dimension and table: a reindex to another model changes them."""
         return self.store.meta("embed_model"), self.store.meta("embed_dim"), self.store.vec_table

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_memo import app
+from captain_memo.freed_memory import IdleTrim
 
 log = logging.getLogger("captain_memo")
 READERS = 3  # recalls served at once; more would only share two cores more thinly
@@ -93,6 +94,7 @@ class WarmMemo:
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="captain-memo-read")
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-write")
         self._closed = threading.Event()
+        self._idle = IdleTrim(settled=self._settled)
 
     # -- the calls ------------------------------------------------------------------------
 
@@ -126,8 +128,14 @@ class WarmMemo:
         self._closed.set()
         self._readers.shutdown(wait=True)
         self._writer.shutdown(wait=True)
+        self._idle.close()
         with self._gate.alone():
             self._drop()
+
+    def _settled(self) -> bool:
+        """No background work of the store's (the in-memory index's build) is still allocating."""
+        memo = self._memo
+        return memo is None or memo.settled()
 
     # -- freshness ------------------------------------------------------------------------
 
@@ -136,6 +144,10 @@ class WarmMemo:
             from captain_memo.errors import CaptainMemoError
 
             raise CaptainMemoError("not run: its caller stopped waiting before its turn came (and runs it itself)")
+        with self._idle.running():
+            return self._run_fresh(work, write)
+
+    def _run_fresh(self, work: Callable[[Any], Any], write: bool):
         try:
             while True:
                 memo = self._fresh()
@@ -145,7 +157,6 @@ class WarmMemo:
                     result = work(memo)
                     if write:
                         memo.checkpoint()
-                        _return_freed_memory()
                     return result
         except Exception as exc:
             from captain_memo.errors import DatabaseDamagedError
@@ -216,23 +227,6 @@ class WarmMemo:
                 memo.close()
             except Exception:  # closing a damaged store can fail; it is dropped either way
                 log.exception("closing %s failed", self.path)
-
-
-def _return_freed_memory() -> None:
-    """Give the memory a write freed back to the system (glibc keeps it in each thread's arena
-    otherwise: a 720 KB remember left the holder ~160 MB larger for its life). A few ms."""
-    global _trim
-    if _trim is None:
-        import ctypes
-        import ctypes.util
-
-        name = ctypes.util.find_library("c")
-        libc = ctypes.CDLL(name) if name else None
-        _trim = getattr(libc, "malloc_trim", None) or (lambda pad: 0)  # not glibc: nothing to do
-    _trim(0)
-
-
-_trim: Any = None
 
 
 def _fingerprint(memo) -> tuple:

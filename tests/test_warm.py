@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from fakes import HashEmbedder
 
@@ -51,18 +54,79 @@ def test_a_replaced_store_file_is_reopened(db_file, tmp_path):
         warm.close()
 
 
-def test_each_write_gives_the_memory_it_freed_back(db_file, tmp_path, monkeypatch):
+def test_the_holder_gives_freed_memory_back_once_idle(db_file, tmp_path, monkeypatch):
     """glibc keeps what a thread freed in that thread's arena: a 720 KB remember left a holder
-    ~160 MB larger for its life (doc/benchmarks.md section 15). After each write the holder asks
-    malloc_trim to give it back; reads do not pay for it."""
-    import captain_memo.warm as warm_module
+    ~160 MB larger for its life, the warm-up 63 MB (doc/benchmarks.md section 15). Once no call
+    has run for a moment the holder asks malloc_trim to give it back, on a thread of its own."""
+    import captain_memo.freed_memory as freed_memory
 
     trims: list[int] = []
-    monkeypatch.setattr(warm_module, "_trim", trims.append)
+    monkeypatch.setattr(freed_memory, "_trim", trims.append)
     warm = WarmMemo(db_file, lambda path: Memo.open(path, HashEmbedder()))
+    warm._idle.quiet = 0.05
     try:
         warm.remember(RememberRequest("The zanzibar cache key includes the tenant id.", cwd=str(tmp_path)))
         warm.recall(RecallRequest("zanzibar", cwd=str(tmp_path)))
+        assert _eventually(lambda: trims == [0])
     finally:
         warm.close()
-    assert trims == [0]
+
+
+def _eventually(check, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_no_trim_while_a_call_runs_and_one_after_a_burst(monkeypatch):
+    import captain_memo.freed_memory as freed_memory
+
+    trims: list[int] = []
+    monkeypatch.setattr(freed_memory, "_trim", trims.append)
+    idle = freed_memory.IdleTrim(quiet=0.02)
+    release = threading.Event()
+    try:
+        with idle.running():
+            pass  # a call ended: a trim is owed
+        holder = threading.Thread(target=lambda: _run_until(idle, release))
+        holder.start()
+        time.sleep(0.2)  # ten quiet periods pass while a call is in flight
+        assert trims == []
+        release.set()
+        holder.join()
+        for _ in range(5):  # a burst right after: still one trim, once it is over
+            with idle.running():
+                pass
+        assert _eventually(lambda: idle.trims == 1)
+        time.sleep(0.1)
+        assert trims == [0]
+    finally:
+        idle.close()
+
+
+def _run_until(idle, release: threading.Event) -> None:
+    with idle.running():
+        release.wait(10)
+
+
+def test_no_trim_while_background_work_still_allocates(monkeypatch):
+    """The in-memory index builds on its own thread after the store opens: trimming before it
+    ends would leave what it frees later; the trim waits for it."""
+    import captain_memo.freed_memory as freed_memory
+
+    trims: list[int] = []
+    monkeypatch.setattr(freed_memory, "_trim", trims.append)
+    built = threading.Event()
+    idle = freed_memory.IdleTrim(quiet=0.02, settled=built.is_set)
+    try:
+        with idle.running():
+            pass
+        time.sleep(0.2)
+        assert trims == []
+        built.set()
+        assert _eventually(lambda: trims == [0])
+    finally:
+        idle.close()

@@ -383,9 +383,13 @@ class MemIndex:
             raise StoreError(f"the query vector has {len(query)} dimensions but the stored vectors have {self._dim}")
         return query
 
+    @property
+    def building(self) -> bool:
+        """A background build is running (searches go to sqlite-vec meanwhile)."""
+        return self._warming is not None and not self._ready.is_set()
+
     def _usable(self) -> bool:
-        """False while a background build runs: the caller asks sqlite-vec instead."""
-        return self._warming is None or self._ready.is_set()
+        return not self.building
 
     def knn(self, query: np.ndarray, scope: Scope, k: int) -> dict[int, float]:
         """chunk id -> similarity for the k nearest chunks in scope."""
