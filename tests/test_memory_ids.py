@@ -115,6 +115,11 @@ for bad in ("1", 1.0, True, None, b"1"):
         else:
             print(f"took {name} {bad!r}")
 print("numpy", store.get(np.int64(saved)).body)
+other = store.add(NewMemory(body="ledger export moved to hourly"), ["ledger export moved to hourly"], None)
+store.set_superseded(np.int64(saved), np.int64(other))
+print("numpy superseded by", store.get(saved).superseded_by == other)
+store.delete(np.int64(other))
+print("numpy deleted", [m.id for m in store.list_memories()] == [saved])
 try:
     store.get(2**70)
 except NotFoundError as exc:
@@ -135,4 +140,9 @@ def test_an_id_that_is_not_an_integer_is_refused_at_once(tmp_path):
     refused = [line for line in lines if line.startswith("refused ")]
     assert len(refused) == 5 * 4 - 1 and "took superseded by None" in lines, lines  # None clears it
     assert "refused get '1': a memory id is an integer, not str (parse it first: Memo.ref)" in lines
-    assert lines[-2:] == ["numpy ledger export runs nightly", f"too large: no memory with id {2**70}"]
+    assert lines[-4:] == [
+        "numpy ledger export runs nightly",
+        "numpy superseded by True",
+        "numpy deleted True",
+        f"too large: no memory with id {2**70}",
+    ]

@@ -158,6 +158,7 @@ class Store(SourceRows):
         with self.write() as conn:
             if not self._exists(conn, memory_id):
                 raise NotFoundError(f"no memory with id {memory_id}")
+            memory_id = operator.index(memory_id)  # what SQLite binds (numpy's integers are not)
             self._delete_chunks(conn, memory_id)
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
 
@@ -238,6 +239,8 @@ class Store(SourceRows):
             for mid in (old_id, new_id):
                 if mid is not None and not self._exists(conn, mid):
                     raise NotFoundError(f"no memory with id {mid}")
+            old_id = operator.index(old_id)  # what SQLite binds (numpy's integers are not)
+            new_id = None if new_id is None else operator.index(new_id)
             previous = conn.execute("SELECT superseded_by FROM memories WHERE id = ?", (old_id,)).fetchone()[0]
             # One memory replaces it: a team memory that did before no longer does.
             conn.execute(
