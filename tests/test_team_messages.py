@@ -116,3 +116,37 @@ def test_team_ids_keep_their_t_and_team_memories_their_author(team_db, team_cli,
     assert "no memory with id t99" in cli_error(capsys, *db, "show", "t99")
     assert "memory t1 in the team store was written by alice" in cli_error(capsys, *db, "forget", "t1")
     assert json.loads(run_cli(capsys, *db, "show", "--json", "t1"))["author"] == "alice"
+
+
+TEAM_REFUSALS = """
+import sys
+
+from captain_memo.store.postgres import TeamStore
+
+store = TeamStore(sys.argv[1])
+for bad in ("1", 1.0, True, b"1"):
+    for name, call in (("get", store.get), ("delete", store.delete), ("supersede", lambda mid: store.set_superseded(mid, None))):
+        try:
+            call(bad)
+        except TypeError as exc:
+            print(f"refused {name} {bad!r}: {exc}")
+        else:
+            print(f"took {name} {bad!r}")
+store.close()
+"""
+
+
+def test_a_team_id_that_is_not_an_integer_is_refused_at_once(team_db):
+    """As in the local store: ``"1" in range(-2**63, 2**63)`` would compare "1" with each of 2**64
+    integers, holding the GIL; the calls run in a child, so a regression fails here, not hangs."""
+    import subprocess
+    import sys
+
+    migrated(team_db)
+    done = subprocess.run(
+        [sys.executable, "-c", TEAM_REFUSALS, team_db.dsn()], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    refused = [line for line in done.stdout.splitlines() if line.startswith("refused ")]
+    assert len(refused) == 4 * 3, done.stdout
+    assert "refused get '1': a memory id is an integer, not str (parse it first: Memo.ref)" in refused

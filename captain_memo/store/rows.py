@@ -3,8 +3,24 @@ store (store/postgres), which differ only in their placeholders ('?' against '%s
 
 from __future__ import annotations
 
+import operator
+
 from captain_memo.chunking import content_hash
 from captain_memo.records import NewMemory
+
+ROW_IDS = range(-(2**63), 2**63)  # SQLite's INTEGER and PostgreSQL's bigint alike
+
+
+def row_id(memory_id) -> int | None:
+    """``memory_id`` as the integer either store binds, None for one it cannot hold (no memory has
+    it); TypeError for an id that is not an integer. Checked first because ``"1" in ROW_IDS``
+    compares "1" with each of its 2**64 integers in turn: ids from people and clients are parsed
+    before they reach a store (Memo.ref)."""
+    if isinstance(memory_id, bool) or not hasattr(type(memory_id), "__index__"):
+        raise TypeError(f"a memory id is an integer, not {type(memory_id).__name__} (parse it first: Memo.ref)")
+    value = operator.index(memory_id)  # numpy's integers too
+    return value if value in ROW_IDS else None
+
 
 # A new memory's columns, in the order of ``new_row``.
 NEW_COLUMNS = (

@@ -14,25 +14,11 @@ from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError
 from captain_memo.records import Chunk, Memory, NewMemory, Source, Superseded
 from captain_memo.store.db import vector_blob
-from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, setting, text_row
+from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, row_id, setting, text_row
 from captain_memo.store.sync import SourceRows
 from captain_memo.store.touched import insert_touched
 
 # What SQLite can bind: a larger id raised OverflowError; no memory can have it.
-SQLITE_INTEGERS = range(-(2**63), 2**63)
-
-
-def row_id(memory_id) -> int | None:
-    """``memory_id`` as the integer SQLite binds, None for one it cannot hold (no memory has it);
-    TypeError for an id that is not an integer. Checked first because ``"1" in SQLITE_INTEGERS``
-    compares "1" with each of its 2**64 integers in turn: ids from people and clients are parsed
-    before they reach the store (Memo.ref)."""
-    if isinstance(memory_id, bool) or not hasattr(type(memory_id), "__index__"):
-        raise TypeError(f"a memory id is an integer, not {type(memory_id).__name__} (parse it first: Memo.ref)")
-    value = operator.index(memory_id)  # numpy's integers too
-    return value if value in SQLITE_INTEGERS else None
-
-
 MEMORY_COLUMNS = (
     "id, kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end, "
     "source_commit, origin, filetype, content_hash, superseded_by, stability, last_surfaced, opened_in_full, "

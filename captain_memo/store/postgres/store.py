@@ -8,6 +8,7 @@ database's row-level security (schema.py), never by this client.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from captain_memo.store.postgres.models import ModelBinding
 from captain_memo.store.postgres.sources import TeamSourceRows
 from captain_memo.store.postgres.terms import Tokenizer
 from captain_memo.store.postgres.vectors import EF_SEARCH, vector_text
-from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, setting, text_row
+from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, row_id, setting, text_row
 from captain_memo.store.store import memory_from_row
 
 
@@ -45,8 +46,6 @@ MEMORY_COLUMNS = (
     " m.author::text"  # who wrote it (read by ``team_memory``)
 )
 NEW_MARKS = ", ".join(["%s"] * len(NEW_COLUMNS.split(",")))
-# Postgres's bigint; a larger id cannot name a memory (and would not bind).
-BIGINTS = range(-(2**63), 2**63)
 
 
 def team_ref(memory_id: int) -> str:
@@ -272,8 +271,9 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         )
 
     def delete(self, memory_id: int) -> None:
-        if memory_id not in BIGINTS:
+        if (found := row_id(memory_id)) is None:
             raise NotFoundError(f"no memory with id {team_ref(memory_id)}")
+        memory_id = found
         with self.write() as conn:
             self._changed(
                 conn.execute("DELETE FROM memories WHERE id = %s RETURNING id", (memory_id,)), conn, memory_id
@@ -293,10 +293,11 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         with self.write() as conn:
             for mid in (old_id, new_id):
                 if mid is not None and (
-                    mid not in BIGINTS
-                    or conn.execute("SELECT 1 FROM memories WHERE id = %s", (mid,)).fetchone() is None
+                    row_id(mid) is None
+                    or conn.execute("SELECT 1 FROM memories WHERE id = %s", (row_id(mid),)).fetchone() is None
                 ):
                     raise NotFoundError(f"no memory with id {team_ref(mid)}")
+            old_id, new_id = operator.index(old_id), None if new_id is None else operator.index(new_id)
             previous = conn.execute("SELECT superseded_by FROM memories WHERE id = %s", (old_id,)).fetchone()[0]
             self._changed(
                 conn.execute(
@@ -339,9 +340,10 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
     # -- reading ------------------------------------------------------------------------
 
     def get(self, memory_id: int) -> Memory:
+        found = row_id(memory_id)
         row = (
-            self.one(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = %s", (memory_id,))
-            if memory_id in BIGINTS
+            self.one(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = %s", (found,))
+            if found is not None
             else None
         )
         if row is None:
