@@ -50,9 +50,9 @@ def test_recall_is_compact_by_default_and_full_on_request(documented):
     structured = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     assert len(structured) <= len(text), (len(structured), len(text))
     top = data["hits"][0]
-    assert set(top) <= {"id", "kind", "title", "age", "store", "author", "where", "superseded_by"}
+    assert set(top) <= {"id", "part", "kind", "title", "age", "store", "author", "where", "superseded_by"}
     assert " > " in top["title"] and ":" in top["where"], top
-    assert f"#{top['id']} [{top['kind']}] {top['title']}" in text
+    assert f"#{top.get('part') or top['id']} [{top['kind']}] {top['title']}" in text
     assert "team store" in text.split(top["title"], 1)[1].split("\n#", 1)[0].lower(), "the matching lines follow"
 
     full_data = full.structured_content

@@ -39,8 +39,10 @@ def show_a_part(db, repo, env: dict) -> dict:
             out["tools"] = {tool.name: tool for tool in (await client.list_tools()).tools}
             found = await client.call_tool("recall", {"query": "TempPathFactory", "detail": "full"})
             top = found.structured_content["hits"][0]
-            out["top"] = top
-            out["part"] = await client.call_tool("show", {"id": f"{top['id']}:{top['lines'][0]}"})
+            out["top"], out["found_text"] = top, found.content[0].text
+            compact = await client.call_tool("recall", {"query": "TempPathFactory"})
+            out["compact"], out["compact_text"] = compact.structured_content["hits"][0], compact.content[0].text
+            out["part"] = await client.call_tool("show", {"id": top["part"]})
             out["outside"] = await client.call_tool("show", {"id": f"{top['id']}:2"})
             out["not_a_line"] = await client.call_tool("show", {"id": f"{top['id']}:abc"})
             out["plain"] = await client.call_tool("show", {"id": top["id"]})
@@ -54,6 +56,9 @@ def check_the_part_comes_first(out: dict) -> None:
     start = top["lines"][0]
     assert top["title"] == "Guide > Deprecations and removals > tmp_path_factory"
     assert start > top["source"]["line_start"], "the hit is a part inside the section, not its start"
+    # The hit names the part to open, in its data and in the text the model reads, compact too.
+    assert top["part"] == f"{top['id']}:{start}" == out["compact"]["part"]
+    assert f"#{top['part']} [" in out["found_text"] and f"#{top['part']} [" in out["compact_text"]
 
     part = out["part"]
     assert not part.is_error, part.content[0].text

@@ -83,7 +83,8 @@ RECALL = Tool(
         "current repository's memories plus personal notes (all_projects searches every repository). Returns "
         "ranked hits, each with id, kind, the matching section's heading, age, store, file:lines and the "
         'lines that matched (detail "full" adds score, branch and the section\'s text); open one in full '
-        "with `show`. A hit marked superseded is out of date: prefer the memory that replaced it. "
+        "with `show` (a hit inside a long file names its part, 12:310, which `show` opens at that part). "
+        "A hit marked superseded is out of date: prefer the memory that replaced it. "
         "The result names the stores and search legs that answered; if one failed, it says so."
     ),
     properties={

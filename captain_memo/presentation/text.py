@@ -35,6 +35,12 @@ def hit_where(hit: dict) -> str:
     return chunk.get("label") or hit["source"].get("label") or hit["source"].get("origin") or ""
 
 
+def part_ref(hit: dict) -> str | None:
+    """``12:310`` when the hit is a part inside its memory (``show`` opens it there), else None."""
+    found = (hit.get("chunk") or {}).get("ref")
+    return found if isinstance(found, str) and ":" in found else None
+
+
 def hit_title(hit: dict) -> str:
     """The chunk's own heading path (``API Reference > Fixtures > tmp_path_factory``), else the title."""
     chunk = hit.get("chunk") or {}
@@ -88,6 +94,7 @@ def compact_hit(hit: dict, now: float) -> dict:
     chunk = hit.get("chunk") or {}
     data = {
         "id": hit["id"],
+        "part": part_ref(hit),
         "kind": hit["kind"],
         "title": clip(hit_title(hit), COMPACT_TITLE_CHARS),
         "age": age(now - hit["created_at"]),
@@ -119,6 +126,7 @@ def full_hit(hit: dict, now: float) -> dict:
     data = {key: hit.get(key) for key in keys}
     chunk = hit.get("chunk") or {}
     data.update(
+        part=part_ref(hit),
         title=hit_title(hit),
         age=age(now - hit["created_at"]),
         where=hit_where(hit),
@@ -178,7 +186,7 @@ def _model_hit(hit: dict, full: bool) -> list[str]:
         hit["where"] if "where" in hit else hit_where(hit),
         _loud(superseded_mark(hit)),
     ]
-    lines = ([""] if full else []) + [f"{ref(hit['id'])} [{hit['kind']}] {hit['title']}"]
+    lines = ([""] if full else []) + [f"{ref(hit.get('part') or hit['id'])} [{hit['kind']}] {hit['title']}"]
     lines.append("  " + " · ".join(part for part in meta if part))
     body = hit["excerpt"] if full else hit.get("lines", "")
     lines.extend("  > " + line for line in body.splitlines() if line.strip())
