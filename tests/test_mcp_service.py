@@ -22,10 +22,12 @@ from service_support import alive, status, stop_all, wait_for
 ENGINE_LIBRARY = "vec0"  # the sqlite-vec extension: mapped by whichever process opens the store
 READ_ONLY_FOLDER = "/sys/captain-memo-runtime"  # sysfs: no one, root included, may create a folder there
 # What a relayed session's process has no use for: the engine's libraries (store, model, git), and
-# the MCP SDK and what it builds on, since the session itself is held by the store's engine.
+# the MCP SDK and what it builds on, since the session itself is held by the store's engine; and
+# the other commands' modules and what they import (the relay stays resident while its agent runs).
 NOT_IN_A_RELAY = (
     *("numpy", "onnxruntime", "tokenizers", "sqlite3", "sqlean", "sqlite_vec", "git", "httpx", "httpx2"),
     *("cryptography", "mcp", "mcp_types", "pydantic", "anyio", "captain_memo.mcpserver"),
+    *("captain_memo.commands.recall", "captain_memo.commands.importer", "captain_memo.config", "logging"),
 )
 ENGINE_SHARED_LIBRARIES = ("vec0", "onnxruntime", "_multiarray_umath")  # sqlite-vec, the model, numpy
 
