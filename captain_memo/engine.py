@@ -253,7 +253,9 @@ class Engine:
         except StoreError as exc:  # another process holds the write lock: the answer goes out unrecorded
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
-            log.warning("this %s was not recorded for Tide: %s", "opening" if opened else "recall", exc)
+            # Bookkeeping, not the user's request: said with -v, not as a warning beside every
+            # answer while another process writes a lot (an import, several editors).
+            log.info("this %s was not recorded for Tide: %s", "opening" if opened else "recall", exc)
 
     def _say_read_only(self) -> None:
         if not self._read_only_said:

@@ -269,7 +269,7 @@ def test_a_recall_is_answered_while_another_process_holds_the_write_lock(tmp_pat
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with Memo.open(path, hash_embedder) as memo, caplog.at_level("WARNING", logger="captain_memo"):
+        with Memo.open(path, hash_embedder) as memo, caplog.at_level("INFO", logger="captain_memo"):
             result = memo.recall(RecallRequest("how long are backups kept"))
     finally:
         holder.communicate("", timeout=30)

@@ -29,7 +29,7 @@ from captain_memo.store import held_file
 log = logging.getLogger("captain_memo")
 BUSY_TIMEOUT_MS = 10_000
 WRITE_RETRIES = 8
-IMPATIENT_MS = 200  # a write done on the side of a read waits this long for the lock, then is skipped
+IMPATIENT_MS = 1000  # a write done on the side of a read waits this long for the lock, then is skipped
 
 
 def sqlite_module():
