@@ -324,3 +324,12 @@ def test_an_installation_of_other_code_makes_the_service_step_down(service_env, 
     assert wait_for(lambda: not alive(old["pid"]))
     new = json.loads(from_copy("service", "status", "--json").stdout)
     assert new["package"] == str(copy / "captain_memo") and new["pid"] != old["pid"]
+
+
+def test_the_wait_for_the_service_to_take_a_request_is_a_setting_that_picks_no_other_service(tmp_path):
+    assert runtime.accept_seconds({}) == runtime.DEFAULT_ACCEPT == 5.0
+    assert runtime.accept_seconds({"CAPTAIN_MEMO_SERVICE_ACCEPT": "1.5"}) == 1.5
+    for bad in ("soon", "0", "-2"):
+        assert runtime.accept_seconds({"CAPTAIN_MEMO_SERVICE_ACCEPT": bad}) == 5.0
+    db = tmp_path / "memo.db"
+    assert runtime.service_key(db, {"CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}) == runtime.service_key(db, {})
