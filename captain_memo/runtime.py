@@ -22,11 +22,13 @@ SERVICE_ENV = ENV_PREFIX + "SERVICE"  # 0 / off: every command runs in its own p
 IDLE_ENV = ENV_PREFIX + "SERVICE_IDLE"  # seconds without a request before the service exits
 RUNTIME_ENV = ENV_PREFIX + "RUNTIME_DIR"  # sockets, the service log, back-off state
 TIMEOUT_ENV = ENV_PREFIX + "SERVICE_TIMEOUT"  # seconds a client waits for an answer (service/client.py)
+ACCEPT_ENV = ENV_PREFIX + "SERVICE_ACCEPT"  # seconds a client waits for the service to take a request
 DEFAULT_IDLE = 600.0
+DEFAULT_ACCEPT = 5.0
 # Settings that change where or how long the service runs, not what it answers; and the store's
 # path, which is in the key as the absolute path however it was named (a shell that uses the
 # default store and an agent configured with its path share one service).
-UNKEYED = {SERVICE_ENV, IDLE_ENV, RUNTIME_ENV, TIMEOUT_ENV, ENV_PREFIX + "DB"}
+UNKEYED = {SERVICE_ENV, IDLE_ENV, RUNTIME_ENV, TIMEOUT_ENV, ACCEPT_ENV, ENV_PREFIX + "DB"}
 
 
 class UnsafeRuntimeError(CaptainMemoError):
@@ -45,6 +47,15 @@ def idle_seconds(env=None) -> float:
     except ValueError:
         return DEFAULT_IDLE
     return value if value > 0 else DEFAULT_IDLE
+
+
+def accept_seconds(env=None) -> float:
+    env = os.environ if env is None else env
+    try:
+        value = float(env.get(ACCEPT_ENV) or DEFAULT_ACCEPT)
+    except ValueError:
+        return DEFAULT_ACCEPT
+    return value if value > 0 else DEFAULT_ACCEPT
 
 
 def runtime_dir(env=None) -> Path:

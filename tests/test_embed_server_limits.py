@@ -94,8 +94,9 @@ def test_connections_over_the_cap_get_a_503_without_a_thread(make_server):
     before = handler_threads()
     idle = [connect(small_server) for _ in range(8)]
     try:
+        # The server's own count of the 8 taken: the process's handler threads include other servers'.
         deadline = time.monotonic() + 5
-        while handler_threads() - before < 8 and time.monotonic() < deadline:
+        while small_server.connections < 8 and time.monotonic() < deadline:
             time.sleep(0.02)
         crowd = [connect(small_server) for _ in range(40)]
         heads = [read_head(sock) for sock in crowd]
@@ -115,3 +116,24 @@ def test_connections_over_the_cap_get_a_503_without_a_thread(make_server):
             break
         time.sleep(0.1)
     assert answer.status_code == 200 and len(answer.json()["embeddings"][0]) == 384
+
+
+def test_a_crowd_waits_in_the_listening_queue_until_the_server_turns_it_away(local_embedder):
+    """Connections made faster than the server takes them (here: all made before it serves) wait in
+    its listening socket's queue. With the queue of 5 it had, the rest were dropped and left to
+    TCP's retries a second or more later: a crowd got its 503 seconds late, or not at all."""
+    server = EmbeddingServer(local_embedder, MODEL, "127.0.0.1", 0, max_connections=8)
+    crowd: list[socket.socket] = []
+    try:
+        try:
+            crowd += [connect(server) for _ in range(40)]
+        finally:
+            serve_in_thread(server)  # so that stop_server can stop it
+        deadline = time.monotonic() + 30
+        while server.turned_away < 32 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (server.connections, server.turned_away) == (8, 32)
+    finally:
+        for sock in crowd:
+            sock.close()
+        stop_server(server)

@@ -23,7 +23,7 @@ NOTE = "get_effective_contract_price applies the contract discount to the list p
 
 
 @pytest.fixture(scope="module")
-def npx():
+def inspector_cli() -> list[str]:
     found = shutil.which("npx")
     if found is None:
         pytest.skip("node is not installed (no npx): the MCP Inspector runs on node")
@@ -35,17 +35,23 @@ def npx():
         pytest.skip(f"{INSPECTOR} could not be fetched within 300 s")
     if probe.returncode != 0:
         pytest.skip(f"{INSPECTOR} could not be run: {probe.stderr.strip().splitlines()[-1:]}")
-    return found
+    # The Inspector's own command, as npx runs it: npx resolving the package again for every call
+    # cost ~0.8 s each.
+    where = subprocess.run(
+        [found, "-y", "-p", INSPECTOR, "-c", "command -v mcp-inspector"], capture_output=True, text=True, timeout=300
+    )
+    command = where.stdout.strip()
+    return [command] if where.returncode == 0 and os.path.isabs(command) else [found, "-y", INSPECTOR]
 
 
-def inspector(npx: str, tmp_path: Path, repo: Path, *method: str) -> tuple[int, object, str]:
+def inspector(inspector_cli: list[str], tmp_path: Path, repo: Path, *method: str) -> tuple[int, object, str]:
     settings = {
         name: os.environ[name] for name in ("CAPTAIN_MEMO_HOME", "CAPTAIN_MEMO_RUNTIME_DIR", "CAPTAIN_MEMO_SERVICE")
     }
     settings["CAPTAIN_MEMO_DB"] = str(tmp_path / "memo.db")
     env = [part for name, value in settings.items() for part in ("-e", f"{name}={value}")]
     done = subprocess.run(
-        [npx, "-y", INSPECTOR, "--cli", *env, "--cwd", str(repo), SERVER, "mcp", *method],
+        [*inspector_cli, "--cli", *env, "--cwd", str(repo), SERVER, "mcp", *method],
         capture_output=True,
         text=True,
         timeout=300,
@@ -55,23 +61,25 @@ def inspector(npx: str, tmp_path: Path, repo: Path, *method: str) -> tuple[int, 
     return done.returncode, output, done.stderr
 
 
-def test_the_inspector_finds_the_tools_portable_and_calls_each_one(npx, tmp_path):
+def test_the_inspector_finds_the_tools_portable_and_calls_each_one(inspector_cli, tmp_path):
     repo = make_repo(tmp_path)
-    rc, listed, stderr = inspector(npx, tmp_path, repo, "--strict", "--method", "tools/list")
+    rc, listed, stderr = inspector(inspector_cli, tmp_path, repo, "--strict", "--method", "tools/list")
     assert rc == 0 and "Issue:" not in stderr, stderr
     assert [tool["name"] for tool in listed["tools"]] == ["recall", "remember", "show", "supersede", "forget"]
 
     rc, saved, stderr = inspector(
-        npx, tmp_path, repo, "--method", "tools/call", "--tool-name", "remember", "--tool-arg", f"text={NOTE}"
+        inspector_cli, tmp_path, repo, "--method", "tools/call", "--tool-name", "remember", "--tool-arg", f"text={NOTE}"
     )
     assert rc == 0 and not saved.get("isError"), (saved, stderr)
     assert saved["structuredContent"]["id"] == "1"
 
-    rc, shown, _ = inspector(npx, tmp_path, repo, "--method", "tools/call", "--tool-name", "show", "--tool-arg", "id=1")
+    rc, shown, _ = inspector(
+        inspector_cli, tmp_path, repo, "--method", "tools/call", "--tool-name", "show", "--tool-arg", "id=1"
+    )
     assert not shown.get("isError") and NOTE in shown["content"][0]["text"], shown
 
     rc, wrong, _ = inspector(
-        npx,
+        inspector_cli,
         tmp_path,
         repo,
         "--method",
@@ -83,5 +91,7 @@ def test_the_inspector_finds_the_tools_portable_and_calls_each_one(npx, tmp_path
     )
     assert wrong["isError"] is True and wrong["content"][0]["text"] == "recall: query must be a string, not an object"
 
-    rc, read, _ = inspector(npx, tmp_path, repo, "--method", "resources/read", "--uri", "captain-memo://memory/1")
+    rc, read, _ = inspector(
+        inspector_cli, tmp_path, repo, "--method", "resources/read", "--uri", "captain-memo://memory/1"
+    )
     assert NOTE in read["contents"][0]["text"], read

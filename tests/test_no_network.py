@@ -17,6 +17,7 @@ fresh HOME, so anything written under HOME shows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -185,15 +186,15 @@ def test_the_default_configuration_opens_no_socket_and_writes_only_its_own_files
         ("demo",),
     ]
     outputs = {}
-    for argv in steps:
-        proc = traced.run(*argv, umask=0)  # a umask that masks nothing: the modes below must not rely on it
-        assert proc.returncode == 0, (argv, proc.stdout, proc.stderr)
-        outputs[argv[0] + " " + argv[-1]] = proc.stdout
+    # The server is traced for 15 s after its request while the other commands run beside it.
+    with serving(traced, seconds=15):
+        for argv in steps:
+            proc = traced.run(*argv, umask=0)  # a umask that masks nothing: the modes below must not rely on it
+            assert proc.returncode == 0, (argv, proc.stdout, proc.stderr)
+            outputs[argv[0] + " " + argv[-1]] = proc.stdout
     assert "12 files read" in outputs["index --git"], outputs["index --git"]
     assert "cache" in outputs["recall how long are prices cached"].splitlines()[0]
     assert "legs: vector + keyword" in outputs["recall how long are prices cached"]  # the model did answer
-
-    serve_briefly(traced, seconds=15)
 
     assert traced.broken() == {}
     assert not (traced.home / ".cache" / "Microsoft").exists()
@@ -202,9 +203,11 @@ def test_the_default_configuration_opens_no_socket_and_writes_only_its_own_files
     assert stat.S_IMODE((traced.store / "backup.db").stat().st_mode) == 0o600
 
 
-def serve_briefly(traced, seconds: float) -> None:
-    """serve-embeddings for ``seconds``, answering one request: the runtime's telemetry used to
-    resolve its collector's host name about 9 s after the model loaded."""
+@contextlib.contextmanager
+def serving(traced, seconds: float):
+    """serve-embeddings answering one request, then running on for ``seconds`` at least (the
+    block's own time counts): the runtime's telemetry used to resolve its collector's host name
+    about 9 s after the model loaded."""
     args, _ = traced.command("serve-embeddings", "--port", "0")
     proc = subprocess.Popen(
         args, cwd=traced.repo, env=traced.env, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -215,7 +218,9 @@ def serve_briefly(traced, seconds: float) -> None:
         assert url, line
         answer = httpx.post(url.group(1) + "/api/embed", json={"input": "one request"}, timeout=60)
         assert answer.status_code == 200
-        time.sleep(seconds)
+        answered = time.monotonic()
+        yield
+        time.sleep(max(0.0, answered + seconds - time.monotonic()))
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # strace and the server alike; the server stops on Ctrl-C
         try:

@@ -162,6 +162,8 @@ def _open_files(pid: int) -> str:
 def test_an_editor_host_that_stops_answering_leaves_the_others_working(service_env, tmp_path):
     """The first editor's host is stopped (SIGSTOP) while it serves the store: a command and a second
     editor each run the request themselves, say so once, and lose nothing; the first resumes."""
+    # Clients wait 1 s (not 5) for the stopped host to take a request before running it themselves.
+    service_env = {**service_env, "CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}
     assert cli("remember", "Backups run at 02:00 and are kept 35 days.", env=service_env).returncode == 0
     cli("service", "stop", env=service_env)
     env = editor_env(tmp_path, service_env)
@@ -178,7 +180,7 @@ def test_an_editor_host_that_stops_answering_leaves_the_others_working(service_e
             found = cli("recall", "backups kept", env=service_env)
             assert "Backups run" in found.stdout and "running it here" in found.stderr, found.stderr
             two = start_editor(tmp_path, env, cwd=REPO)
-            # Its host waits for the stopped one (5 s) before running the engine itself; Neovim
+            # Its host waits for the stopped one (1 s) before running the engine itself; Neovim
             # itself answers meanwhile: the request is only a notification to its host.
             two.lua("vim.g.captain_memo_test_results = nil")
             two.nvim.command("CaptainMemo recall backups kept days")

@@ -285,12 +285,19 @@ def test_reindex_killed_at_random_moments_leaves_one_model(tmp_path, embed_serve
     template = tmp_path / "template.db"
     seeded(template, 60)
     models = {OLD_MODEL: old_embedder(), NEW_MODEL: new_embedder(embed_server)}
-    rng = random.Random(7)
+    # Kills drawn from the time an uninterrupted run takes here: with a fixed 0.3-3 s, most came
+    # after the run had ended (it takes 0.6-1.2 s here), and nothing said whether any landed.
+    shutil.copy(template, tmp_path / "timing.db")
+    began = time.monotonic()
+    assert run_reindex(embed_server.url, tmp_path / "timing.db").wait(120) == 0
+    span = time.monotonic() - began
+    rng, landed = random.Random(7), 0
     for attempt in range(3):
         db = tmp_path / f"attempt{attempt}.db"
         shutil.copy(template, db)
         proc = run_reindex(embed_server.url, db)
-        time.sleep(rng.uniform(0.3, 3.0))
+        time.sleep(rng.uniform(0.0, span))
+        landed += proc.poll() is None
         proc.kill()
         proc.wait(30)
         assert_one_model(db, models)
@@ -300,6 +307,7 @@ def test_reindex_killed_at_random_moments_leaves_one_model(tmp_path, embed_serve
         store = Store(db)
         assert store.counts()["vectors"] == store.counts()["chunks"] == 60
         store.close()
+    assert landed, "no kill landed while the reindex ran"
 
 
 def test_reindex_of_an_empty_store_unbinds_it(db_file, embed_server):

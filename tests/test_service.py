@@ -324,3 +324,39 @@ def test_an_installation_of_other_code_makes_the_service_step_down(service_env, 
     assert wait_for(lambda: not alive(old["pid"]))
     new = json.loads(from_copy("service", "status", "--json").stdout)
     assert new["package"] == str(copy / "captain_memo") and new["pid"] != old["pid"]
+
+
+def test_the_wait_for_the_service_to_take_a_request_is_a_setting_that_picks_no_other_service(tmp_path):
+    assert runtime.accept_seconds({}) == runtime.DEFAULT_ACCEPT == 5.0
+    assert runtime.accept_seconds({"CAPTAIN_MEMO_SERVICE_ACCEPT": "1.5"}) == 1.5
+    for bad in ("soon", "0", "-2"):
+        assert runtime.accept_seconds({"CAPTAIN_MEMO_SERVICE_ACCEPT": bad}) == 5.0
+    db = tmp_path / "memo.db"
+    assert runtime.service_key(db, {"CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}) == runtime.service_key(db, {})
+
+
+def test_a_stop_request_ends_the_service_at_once_not_at_its_next_idle_check(tmp_path, monkeypatch, hash_embedder):
+    """The accept loop checks for idleness every ACCEPT_POLL seconds; a stop wakes it, so the service
+    exits (and its socket and lock are free) without waiting out the check, here an hour away."""
+    import threading
+
+    from captain_memo.memo import Memo
+    from captain_memo.service import server
+
+    monkeypatch.setattr(server, "ACCEPT_POLL", 3600.0)
+    path = tmp_path / "memo.sock"
+    with Memo(tmp_path / "memo.db", hash_embedder) as memo:
+        service = server.Service(path, tmp_path / "memo.db", idle=float("inf"), memo=memo)
+        loop = threading.Thread(target=service.serve, args=(server.listen(path),), daemon=True)
+        loop.start()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(30)
+            sock.connect(str(path))
+            sock.sendall(b'{"op": "stop"}\n')
+            reader = sock.makefile("rb")
+            reader.readline()
+            stopped = json.loads(reader.readline())
+        loop.join(timeout=60)
+        assert not loop.is_alive(), "the service still waits for its idle check"
+    assert stopped["ok"] and stopped["result"]["pid"] == os.getpid()
+    assert not path.exists()

@@ -1,4 +1,4 @@
-"""Three front ends on each of two stores, recalling and remembering at once for 30 s: nothing is
+"""Three front ends on each of two stores, recalling and remembering at once for 10 s: nothing is
 lost, nothing is saved twice, and no answer comes from a store other than the caller's.
 
 Real parts: per store, a command-line process whose `remember` and `recall` go through the warm
@@ -21,8 +21,9 @@ import time
 import pytest
 from mcp_support import server_command
 
-SECONDS = 30.0
+SECONDS = 10.0  # ~27 rounds a front end on an idle 2-core machine; 30 s proved nothing more
 PAUSE = 0.3
+MIN_SAVES = 7  # a front end that managed fewer in SECONDS stalled behind the others
 STORES = ("amber", "cobalt")
 
 CLI_LOOP = r"""
@@ -245,7 +246,7 @@ def test_three_front_ends_on_two_stores_lose_nothing_double_nothing_and_never_cr
         assert sorted(bodies) == sorted(done.saved)  # each acknowledged save there once, nothing else
         assert len(set(bodies)) == len(bodies)
         for name in ("cli", "mcp", "editor"):
-            assert sum(b.startswith(f"{store} {name} note") for b in bodies) >= SECONDS / (PAUSE + 2) / 2
+            assert sum(b.startswith(f"{store} {name} note") for b in bodies) >= MIN_SAVES
         other = [s for s in STORES if s != store][0]
         seen = [text for hits in done.recalled for text in hits]
         assert seen and not any(re.search(rf"\b{other}\b", text) for text in seen)

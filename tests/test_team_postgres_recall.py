@@ -164,7 +164,7 @@ def test_a_team_memory_names_its_author_and_its_t_id_wherever_it_is_shown(tmp_pa
     assert "team, by alice" in recall_text({**answer, "hits": [compact]})
 
 
-def test_doctor_reports_the_team_store_or_what_failed(tmp_path, granted, hash_embedder):
+def test_doctor_reports_the_team_store_or_what_failed(tmp_path, granted, hash_embedder, monkeypatch):
     with _memo(tmp_path, "alice", granted.dsn("alice"), hash_embedder) as memo:
         memo.remember_team(NewMemory("deploys freeze on Fridays", project=PROJECT))
         checks = {item: (ok, detail) for item, ok, detail in memo.doctor()}
@@ -173,6 +173,8 @@ def test_doctor_reports_the_team_store_or_what_failed(tmp_path, granted, hash_em
 
     secret = "s3cret-pass"
     down = f"postgresql://alice:{secret}@127.0.0.1:{closed_port()}/team"
+    # The check retries a store that is down for up to TEAM_CHECK_S (6 s): here the timeout's 2 s.
+    monkeypatch.setattr("captain_memo.memo.TEAM_CHECK_S", 1.0)
     with _memo(tmp_path, "down", down, hash_embedder, timeout=2.0) as memo:
         checks = {item: (ok, detail) for item, ok, detail in memo.doctor()}
     ok, detail = checks["team"]

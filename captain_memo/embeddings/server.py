@@ -62,6 +62,9 @@ class ClosingHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     max_connections: int | None = None
+    # Connections not yet accepted wait here to be served or turned away: socketserver's queue of 5
+    # dropped a crowd's connects, which TCP retried a second or more later.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, *args, **kwargs):
         self.connections = 0  # TCP connections accepted: with keep-alive, far fewer than requests

@@ -32,12 +32,12 @@ SERVE = (
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 # The service takes a request at once (its reading threads never wait for the engine): one
 # that has not within this is stopped (SIGSTOP), stuck or swapping, and the command runs here.
-ACCEPT_TIMEOUT = 5.0
+ACCEPT_TIMEOUT = runtime.accept_seconds()  # CAPTAIN_MEMO_SERVICE_ACCEPT, 5 s
 # How long an answer may take once taken (CAPTAIN_MEMO_SERVICE_TIMEOUT): a recall answers in
 # milliseconds warm; a remember embeds its text, which for a long one takes longer still.
 DEFAULT_DEADLINE = 20.0
 SECONDS_PER_MB = 300.0  # embedding a megabyte on a busy 2-core machine, with room to spare
-CONTROL_TIMEOUT = 10.0  # status and stop: a service that is there answers them at once
+CONTROL_TIMEOUT = 2 * ACCEPT_TIMEOUT  # status and stop: a service that is there answers them at once
 
 
 # Requests that may run twice: a recall changes nothing, and a remember carries a key that makes

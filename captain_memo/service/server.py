@@ -16,6 +16,7 @@ import argparse
 import fcntl
 import logging
 import os
+import select
 import signal
 import socket
 import struct
@@ -77,6 +78,7 @@ class Service:
         self._last = time.monotonic()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._waker: tuple[socket.socket, socket.socket] | None = None  # serve()'s: stop() ends its wait
         self.clients: dict[str, int] = {}  # requests per kind of client ("cli", "mcp:<name>")
         self.ops = {
             "recall": self._recall,
@@ -94,11 +96,17 @@ class Service:
         self.listener = listener
         self.bound = bound = os.lstat(self.path).st_ino
         listener.settimeout(ACCEPT_POLL)
+        self._waker = waker = socket.socketpair()
+        poller = select.poll()
+        for readable in (listener, waker[0]):
+            poller.register(readable, select.POLLIN)
         threading.Thread(target=self._warm_up, name="captain-memo-warm-up", daemon=True).start()
         while not self._stopping.is_set() and not self._idle_too_long():
+            if not poller.poll(ACCEPT_POLL * 1000) or self._stopping.is_set():
+                continue  # idle, or woken by stop()
             try:
                 conn, _ = listener.accept()
-            except TimeoutError:
+            except TimeoutError:  # another process took it (an editor's host, after a hand-over)
                 continue
             except OSError:  # closed by stop(): the editor is exiting
                 break
@@ -106,6 +114,8 @@ class Service:
                 self._active += 1
                 self._last = time.monotonic()
             threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+        for end in waker:
+            end.close()
         # New clients find no socket and start a new service, which waits for this one's lock;
         # connections not yet accepted are reset unanswered (their clients may safely retry);
         # those accepted finish before the exit. A socket handed over stays: it is the editor's now.
@@ -327,12 +337,16 @@ class Service:
         }
 
     def _stop(self, request, expires: float | None) -> dict:
-        self._stopping.set()
+        self.stop()
         return {"pid": os.getpid(), "host": self.host}
 
     def stop(self) -> None:
         """Stop taking connections; the ones taken are answered (serve() waits for them)."""
         self._stopping.set()
+        try:  # at once, rather than at the accept loop's next idle check
+            self._waker[1].send(b"\0")  # type: ignore[index]
+        except (TypeError, OSError):  # not serving yet, or no longer
+            pass
 
 
 def same_user(conn: socket.socket) -> bool:
