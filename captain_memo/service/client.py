@@ -150,11 +150,14 @@ def deadline(op: str, request: dict, env) -> float:
         base = float(env.get(runtime.TIMEOUT_ENV) or DEFAULT_DEADLINE)
     except ValueError:
         base = DEFAULT_DEADLINE
-    # An agent's remember carries its text among the tool's arguments.
+    # An agent's remember carries its text among the tool's arguments; `embed`, a command's texts.
     text = (
         request.get("text") if op == "remember" else (request.get("args") or {}).get("text") if op == "agent" else None
     )
-    return round(base + (len(text) / 1e6 * SECONDS_PER_MB if isinstance(text, str) else 0.0), 1)
+    chars = len(text) if isinstance(text, str) else 0
+    if op == "embed" and isinstance(request.get("texts"), list):
+        chars = sum(len(t) for t in request["texts"] if isinstance(t, str))
+    return round(base + chars / 1e6 * SECONDS_PER_MB, 1)
 
 
 def control(op: str, db: str | os.PathLike, env=None) -> dict | None:
