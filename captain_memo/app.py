@@ -205,7 +205,7 @@ def embed(memo, request: EmbedRequest) -> dict:
     request = request.checked()
     model = memo.embedder.model_id
     if model != request.model:
-        raise ModelMismatchError(f"embed: this engine embeds with {model}, not {fields.short(request.model)}")
+        raise ModelMismatchError(f"embed: this engine embeds with {model}, not with the model asked for")
     vectors = np.ascontiguousarray(memo.embed_long(list(request.texts)), dtype="<f4")
     return {"model": model, "dim": int(vectors.shape[1]), "vectors": base64.b64encode(vectors.tobytes()).decode()}
 

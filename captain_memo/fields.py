@@ -163,7 +163,7 @@ def id_and_line(text: str, where: str) -> tuple[str, int | None]:
 
 
 def _named(kind: str) -> str:
-    return f"{'an' if kind == 'integer' else 'a'} {kind}"
+    return f"{'an' if kind in ('integer', 'array') else 'a'} {kind}"
 
 
 def _of_kind(value: Any, kind: str) -> bool:

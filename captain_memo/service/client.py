@@ -120,11 +120,12 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
 
 class NotServed(Exception):
     """Nobody serves the socket now (``gone``: its server exited), or its server does not take or
-    answer a request in time."""
+    answer a request in time. ``taken``: the server had taken the request."""
 
-    def __init__(self, message: str, gone: bool):
+    def __init__(self, message: str, gone: bool, taken: bool = False):
         super().__init__(message)
         self.gone = gone
+        self.taken = taken
 
 
 def ask(path: Path, op: str, request: dict, wait: float) -> dict:
@@ -137,9 +138,9 @@ def ask(path: Path, op: str, request: dict, wait: float) -> dict:
     try:
         return _exchange(sock, op, request, deadline=wait)
     except (_NotAccepted, _Lost) as exc:
-        raise NotServed(str(exc) or "the store's server went away", gone=True) from None
+        raise NotServed(str(exc) or "the store's server went away", gone=True, taken=isinstance(exc, _Lost)) from None
     except (_Unanswered, _Declined) as exc:
-        raise NotServed(str(exc), gone=False) from None
+        raise NotServed(str(exc), gone=False, taken=getattr(exc, "taken", False)) from None
     finally:
         sock.close()
 

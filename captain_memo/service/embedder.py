@@ -99,10 +99,9 @@ class ServedEmbedder:
             answer = client.ask(self.path, "embed", request, client.deadline("embed", request, self.env))
             vectors = _decoded(answer, len(batch))
         except client.NotServed as exc:
-            # Nobody served it at the first request: as if the command had found no engine.
-            return self._stop(
-                None if exc.gone and not self.asked else f"the engine serving the store stopped answering ({exc})"
-            )
+            # Gone before it took the first request: as if the command had found no engine.
+            quiet = exc.gone and not exc.taken and not self.asked
+            return self._stop(None if quiet else f"the engine serving the store stopped answering ({exc})")
         except ModelMismatchError:
             return self._stop(None)
         except EmbeddingError:  # its provider failed: this process's own would fail the same way
