@@ -207,6 +207,10 @@ def test_import_embeds_through_the_engine(service_env, tmp_path):
     assert done.returncode == 0 and done.stdout.startswith("imported 5 memories"), done.stderr
     assert done.stderr == ""
     assert status(service_env)["embedded"]["texts"] == 5
+    (tmp_path / "more.jsonl").write_text(json.dumps({"kind": "memory", "text": "Retries back off."}) + "\n")
+    alone = cli("--no-service", "import", str(tmp_path / "more.jsonl"), env=service_env)
+    assert alone.returncode == 0 and alone.stdout.startswith("imported 1 memory"), alone.stderr
+    assert status(service_env)["embedded"]["texts"] == 5  # --no-service: embedded in its own process
     found = cli("recall", "tenant id cache key", env=service_env)
     assert "legs: vector + keyword" in found.stdout
 
@@ -218,17 +222,19 @@ def test_vectors_of_an_engine_are_checked(tmp_path):
     from captain_memo.service.embedder import _decoded
 
     good = np.eye(2, 4, dtype="<f4")
-    assert np.array_equal(_decoded({"vectors": base64.b64encode(good.tobytes()).decode(), "dim": 4}, 2), good)
+    encoded = base64.b64encode(good.tobytes()).decode()
+    assert np.array_equal(_decoded({"vectors": encoded, "dim": 4, "model": "m"}, 2, "m"), good)
     for answer in (
-        {"vectors": base64.b64encode(good.tobytes()).decode(), "dim": 4, "count": 3},  # one vector short
-        {"vectors": base64.b64encode((good * 3).tobytes()).decode(), "dim": 4},  # not unit length
-        {"vectors": base64.b64encode(np.full((2, 4), np.nan, "<f4").tobytes()).decode(), "dim": 4},
-        {"vectors": "not base64!", "dim": 4},
-        {"dim": 4},
+        {"vectors": encoded, "dim": 4, "model": "m", "count": 3},  # one vector short
+        {"vectors": encoded, "dim": 4, "model": "another model"},
+        {"vectors": base64.b64encode((good * 3).tobytes()).decode(), "dim": 4, "model": "m"},  # not unit length
+        {"vectors": base64.b64encode(np.full((2, 4), np.nan, "<f4").tobytes()).decode(), "dim": 4, "model": "m"},
+        {"vectors": "not base64!", "dim": 4, "model": "m"},
+        {"dim": 4, "model": "m"},
     ):
         count = answer.pop("count", 2)
         try:
-            _decoded(answer, count)
+            _decoded(answer, count, "m")
         except ValueError:
             continue
         raise AssertionError(f"accepted {answer}")

@@ -97,7 +97,7 @@ class ServedEmbedder:
         request = {"texts": batch, "model": self.model_id}
         try:
             answer = client.ask(self.path, "embed", request, client.deadline("embed", request, self.env))
-            vectors = _decoded(answer, len(batch))
+            vectors = _decoded(answer, len(batch), self.model_id)
         except client.NotServed as exc:
             # Gone before it took the first request: as if the command had found no engine.
             quiet = exc.gone and not exc.taken and not self.asked
@@ -129,10 +129,12 @@ def _next_batch(ranked: list[str], start: int) -> list[str]:
     return batch
 
 
-def _decoded(answer, count: int) -> np.ndarray:
-    """The vectors of an ``embed`` answer; ValueError when it is not ``count`` sound vectors."""
+def _decoded(answer, count: int, model: str) -> np.ndarray:
+    """The vectors of an ``embed`` answer; ValueError when it is not ``count`` sound vectors of ``model``."""
     if not isinstance(answer, dict) or not isinstance(answer.get("vectors"), str):
         raise ValueError("its answer holds no vectors")
+    if answer.get("model") != model:
+        raise ValueError("its answer holds vectors of another model")
     dim = answer.get("dim")
     if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
         raise ValueError("its answer names no dimension")
