@@ -70,6 +70,23 @@ def test_a_long_lived_holder_runs_the_local_model_without_a_memory_arena(tmp_pat
     assert arenas == [False, True]
 
 
+def test_a_long_lived_holder_runs_the_local_model_on_one_thread(tmp_path):
+    """A long embedding in the holder leaves the other core to the recalls beside it; a command
+    that runs and exits uses onnxruntime's default (every core)."""
+    from captain_memo.memo import Memo
+
+    held, once = Memo.open(tmp_path / "held.db", warm=True), Memo.open(tmp_path / "once.db")
+    try:
+        held.prefer_queries()
+        for memo in (held, once):
+            memo.embedder.embed(["the thread question"])
+        threads = [model_of(memo.embedder)._session.get_session_options().intra_op_num_threads for memo in (held, once)]
+    finally:
+        held.close()
+        once.close()
+    assert threads == [1, 0]
+
+
 def model_of(embedder):
     """The local model inside the wrappers (queries first, prefixes)."""
     while "inner" in vars(embedder):
