@@ -99,6 +99,16 @@ class RememberRequest(
     OP = "remember"
 
 
+class EmbedRequest(_Request, namedtuple("EmbedRequest", "texts model")):
+    """Texts another process (an `index`, an `import`) would embed with ``model`` itself, asked
+    of the engine serving the store instead: no second model loaded, and the engine's recalls
+    go first (queries_first.py)."""
+
+    __slots__ = ()
+    FIELDS = fields.EMBED_FIELDS
+    OP = "embed"
+
+
 def git_lookup(folder: str, fresh: bool = True):
     from captain_memo.gitctx import git_context
 
@@ -180,6 +190,24 @@ def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup)
     else:
         memory_id, pending = remember_once(memo, memory), memo.pending_vectors()
     return {"id": memory_id, "pending_vectors": pending, "kept_secrets": [finding.describe() for finding in kept]}
+
+
+def embed(memo, request: EmbedRequest) -> dict:
+    """The vectors of ``request.texts``: float32 little-endian rows, base64 (exact, and about a
+    quarter of their size as JSON numbers). Refused (ModelMismatchError) unless this Memo embeds with the
+    model the asking process would use: vectors of two models never mix in a store."""
+    import base64
+
+    import numpy as np
+
+    from captain_memo.errors import ModelMismatchError
+
+    request = request.checked()
+    model = memo.embedder.model_id
+    if model != request.model:
+        raise ModelMismatchError(f"embed: this engine embeds with {model}, not with the model asked for")
+    vectors = np.ascontiguousarray(memo.embed_long(list(request.texts)), dtype="<f4")
+    return {"model": model, "dim": int(vectors.shape[1]), "vectors": base64.b64encode(vectors.tobytes()).decode()}
 
 
 def new_request_key() -> str:

@@ -36,7 +36,7 @@ PART_ID_PATTERN = "^t?[1-9][0-9]{0,18}(:[1-9][0-9]{0,9})?$"
 PART_ID_HINT = '"12", "t12" or "12:310" (memory 12 at the part holding line 310 of its file)'
 MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
 
-_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list}
 
 
 def text(limit: int, min_length: int = 0, nullable: bool = False) -> dict:
@@ -86,6 +86,21 @@ REMEMBER_FIELDS = {
 }
 
 
+# Another process's texts to embed (app.EmbedRequest, an `index` or `import` asking the engine):
+# at most a few model batches a request, so an engine that stops answering costs little work.
+MAX_EMBED_TEXTS = 256
+EMBED_FIELDS = {
+    "texts": {
+        "type": "array",
+        "items": text(MAX_BODY_CHARS),
+        "minItems": 1,
+        "maxItems": MAX_EMBED_TEXTS,
+        "maxTotalChars": MAX_BODY_CHARS,
+    },
+    "model": text(MAX_FIELD_CHARS, 1),  # the model the asking process would embed with itself
+}
+
+
 def checked_fields(where: str, specs: dict, data: dict) -> dict:
     """``data`` when each field meets its spec (and the line range is in order), else InputError
     naming the first that does not."""
@@ -116,6 +131,8 @@ def checked_value(where: str, spec: dict, value: Any):
         raise InputError(f"{where} must be {named}, not {json_type(value)}")
     if kind == "string":
         _check_string(where, spec, value)
+    elif kind == "array":
+        _check_array(where, spec, value)
     elif kind in ("integer", "number"):
         _check_number(where, spec, value, kind)
     return value
@@ -146,7 +163,7 @@ def id_and_line(text: str, where: str) -> tuple[str, int | None]:
 
 
 def _named(kind: str) -> str:
-    return f"{'an' if kind == 'integer' else 'a'} {kind}"
+    return f"{'an' if kind in ('integer', 'array') else 'a'} {kind}"
 
 
 def _of_kind(value: Any, kind: str) -> bool:
@@ -163,6 +180,17 @@ def _check_string(where: str, spec: dict, value: str) -> None:
         raise InputError(f"{where} is empty")
     if "enum" in spec and value not in spec["enum"]:
         raise InputError(f"{where} must be one of {', '.join(spec['enum'])}")
+
+
+def _check_array(where: str, spec: dict, value: list) -> None:
+    low, high = spec.get("minItems", 0), spec.get("maxItems", len(value))
+    if not low <= len(value) <= high:
+        raise InputError(f"{where} holds {len(value):,} items; it takes {low:,} to {high:,}")
+    for i, item in enumerate(value):
+        checked_value(f"{where}[{i}]", spec["items"], item)
+    total = sum(len(item) for item in value if isinstance(item, str))
+    if total > spec.get("maxTotalChars", total):
+        raise InputError(f"{where} is {total:,} characters in all; the limit is {spec['maxTotalChars']:,}")
 
 
 def _check_number(where: str, spec: dict, value: float, kind: str) -> None:

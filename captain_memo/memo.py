@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -126,12 +127,17 @@ class Memo:
     @property
     def embedder(self):
         if self._embedder is None:
-            from captain_memo import engine
-            from captain_memo.config import embed_config
-
-            # Made where Engine.open makes it (engine.make_embedder), the one place to swap it.
-            self._embedder = engine.make_embedder(self._embed_config or embed_config())
+            self._embedder = self.configured_embedder(self._embed_config)
         return self._embedder
+
+    @staticmethod
+    def configured_embedder(cfg=None):
+        """The embedder the configuration names (``cfg``, else the environment's); nothing loaded yet."""
+        from captain_memo import engine
+        from captain_memo.config import embed_config
+
+        # Made where Engine.open makes it (engine.make_embedder), the one place to swap it.
+        return engine.make_embedder(cfg or embed_config())
 
     @property
     def team(self):
@@ -176,6 +182,18 @@ class Memo:
         long_lived = getattr(self._embedder, "long_lived", None)  # the local model's; none over HTTP
         if long_lived is not None:
             long_lived()
+
+    def reading(self):
+        """Mark a read in flight for its whole run: a long embedding's slices wait for it
+        (queries_first.py) where ``prefer_queries`` was called; else nothing."""
+        reading = getattr(self._embedder, "reading", None)
+        return reading() if reading is not None else nullcontext()
+
+    def embed_long(self, texts: list[str]):
+        """Another process's texts embedded with this Memo's model, as a long embedding: slice by
+        slice behind the reads where ``prefer_queries`` was called (the ``embed`` request)."""
+        embed_long = getattr(self.embedder, "embed_long", None)
+        return embed_long(texts) if embed_long is not None else self.embedder.embed(texts)
 
     def _team_or_refuse(self, what: str):
         if self.team is None:

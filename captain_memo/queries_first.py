@@ -1,29 +1,43 @@
-"""An embedder shared by a long-lived holder's readers and writer, where a query goes first.
+"""An embedder shared by a long-lived holder's readers and writer, where reads go first.
 
-A recall embeds one short query; a long remember embeds hundreds of chunks with the same model on
-the same cores. Run side by side, the query shares the CPU with the remember's batches for its
-whole run (a recall took 2.5 times as long during a 720 KB remember; doc/benchmarks.md section
-14). Here a long embedding is cut into slices, and before each slice it waits while a query is
-being embedded: a query waits for at most the slice running when it came.
+A recall embeds one short query; a long remember (or another process's `index`, through the
+``embed`` request) embeds hundreds of chunks with the same model on the same cores. Run side by
+side, the recall shares the CPU with the long embedding's batches for its whole run (a recall took
+2.5 times as long during a 720 KB remember; doc/benchmarks.md section 14). Here a long embedding
+is cut into slices, and before each slice it waits while a query is being embedded and while a
+read is in flight (``reading``: the holder marks each recall from when it starts running to when
+it ends, its search and ranking too): a recall shares the CPU with at most the slice running when
+it came.
+
+A slice waits for the reads in flight for at most ``max_wait`` (a quarter of a second, about ten
+recalls' time): with recalls arriving back to back a long embedding still gets a slice in every
+quarter second, so writes always progress. A query being embedded is waited for as before: that
+takes milliseconds (one or two short texts), so it cannot hold a slice back for long either.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from contextlib import contextmanager
 
 import numpy as np
 
 QUERY_TEXTS = 2  # an embedding of this many texts or fewer is a query's (or a short note's)
 SLICE = 8  # texts per slice of a long embedding: the local model's own batch
+MAX_WAIT = 0.25  # seconds a slice waits at most for the reads in flight
 
 
 class QueriesFirst:
     """Wraps an embedder; everything but ``embed`` is the inner embedder's."""
 
-    def __init__(self, inner, slice_size: int = SLICE):
+    def __init__(self, inner, slice_size: int = SLICE, max_wait: float = MAX_WAIT):
         self.inner = inner
         self.slice_size = slice_size
-        self._urgent = 0
+        self.max_wait = max_wait
+        self._urgent = 0  # queries being embedded
+        self._reads = 0  # reads in flight (``reading``)
+        self.waiting = 0  # long embeddings waiting for their next slice's turn
         self._turn = threading.Condition()
 
     def __getattr__(self, name: str):
@@ -32,24 +46,56 @@ class QueriesFirst:
     def __repr__(self) -> str:
         return f"QueriesFirst({self.inner!r})"
 
-    def embed(self, texts):
-        if len(texts) <= QUERY_TEXTS:
+    @contextmanager
+    def reading(self):
+        """A read in flight: no slice of a long embedding starts meanwhile (for up to ``max_wait``)."""
+        with self._turn:
+            self._reads += 1
+        try:
+            yield
+        finally:
             with self._turn:
-                self._urgent += 1
-            try:
-                return self.inner.embed(texts)
-            finally:
-                with self._turn:
-                    self._urgent -= 1
-                    self._turn.notify_all()
+                self._reads -= 1
+                self._turn.notify_all()
+
+    def embed(self, texts):
+        if len(texts) > QUERY_TEXTS:
+            return self.embed_long(texts)
+        with self._turn:
+            self._urgent += 1
+        try:
+            return self.inner.embed(texts)
+        finally:
+            with self._turn:
+                self._urgent -= 1
+                self._turn.notify_all()
+
+    def embed_long(self, texts):
+        """``texts`` embedded as a long embedding whatever their number: slice by slice, each
+        after the reads in flight (another process's texts, which never answer a query)."""
         # Slices of texts of similar length, as the local model batches them (less padding).
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         parts = []
         for start in range(0, len(order), self.slice_size):
-            with self._turn:
-                self._turn.wait_for(lambda: self._urgent == 0)
+            self._wait_for_turn()
             parts.append(self.inner.embed([texts[i] for i in order[start : start + self.slice_size]]))
+        if not parts:
+            return self.inner.embed([])
         vectors = np.concatenate(parts)
         out = np.empty_like(vectors)
         out[order] = vectors
         return out
+
+    def _wait_for_turn(self) -> None:
+        """Wait for the reads in flight (``max_wait`` at most), then for the query being embedded."""
+        with self._turn:
+            self.waiting += 1
+            try:
+                until = time.monotonic() + self.max_wait
+                while self._reads and (left := until - time.monotonic()) > 0:
+                    self._turn.wait(left)
+                # A query's own embedding (milliseconds) is always waited for, as it was before
+                # the reads were: a recall's query never shares the model with a slice it came before.
+                self._turn.wait_for(lambda: self._urgent == 0)
+            finally:
+                self.waiting -= 1

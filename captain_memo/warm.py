@@ -15,6 +15,10 @@ their own thread, so a recall never waits behind a long remember. Tide's bookkee
 is a write too: it is queued behind the writes rather than making the recall wait for the lock.
 Reopening takes the gate alone, waiting for the calls in flight. Each thread keeps its own SQLite
 connection, so the connection count is fixed by the pool sizes, however many clients call.
+Each read is marked in flight while it runs (``Memo.reading``): a long embedding waits for the
+reads before each of its slices (queries_first.py). Another process's texts (``embed``, an
+`index` asking for vectors) are embedded on a thread of their own, one request at a time: not on
+the writer, which may be waiting for the write lock that very process holds.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +97,7 @@ class WarmMemo:
         self._gate = Gate()
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="captain-memo-read")
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-write")
+        self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-embed")
         self._closed = threading.Event()
         self._idle = IdleTrim(settled=self._settled)
 
@@ -107,13 +112,20 @@ class WarmMemo:
     def submit(self, work: Callable[[Any], Any], write: bool = False, expires: float | None = None) -> Future:
         if self._closed.is_set():
             raise RuntimeError("the warm store is closed")
-        return (self._writer if write else self._readers).submit(self._run, work, write, expires)
+        return (self._writer if write else self._readers).submit(self._run, work, write, expires, not write)
 
     def recall(self, request: app.RecallRequest, expires: float | None = None) -> dict:
         return self.call(lambda memo: app.recall(memo, request, self._context), expires=expires)
 
     def remember(self, request: app.RememberRequest, expires: float | None = None) -> dict:
         return self.call(lambda memo: app.remember(memo, request, self._context), write=True, expires=expires)
+
+    def embed(self, work: Callable[[Any], Any], expires: float | None = None):
+        """``work(memo)`` embedding another process's texts: on the embedding thread, not marked
+        as a read (its slices wait for the reads)."""
+        if self._closed.is_set():
+            raise RuntimeError("the warm store is closed")
+        return self._embedding.submit(self._run, work, False, expires).result()
 
     def warm_up(self) -> None:
         """Open the store and load the model now, so the first search does not wait for them."""
@@ -128,6 +140,7 @@ class WarmMemo:
         self._closed.set()
         self._readers.shutdown(wait=True)
         self._writer.shutdown(wait=True)
+        self._embedding.shutdown(wait=True)
         self._idle.close()
         with self._gate.alone():
             self._drop()
@@ -139,22 +152,23 @@ class WarmMemo:
 
     # -- freshness ------------------------------------------------------------------------
 
-    def _run(self, work: Callable[[Any], Any], write: bool, expires: float | None = None):
+    def _run(self, work: Callable[[Any], Any], write: bool, expires: float | None = None, read: bool = False):
         if expires is not None and time.time() > expires:
             from captain_memo.errors import CaptainMemoError
 
             raise CaptainMemoError("not run: its caller stopped waiting before its turn came (and runs it itself)")
         with self._idle.running():
-            return self._run_fresh(work, write)
+            return self._run_fresh(work, write, read)
 
-    def _run_fresh(self, work: Callable[[Any], Any], write: bool):
+    def _run_fresh(self, work: Callable[[Any], Any], write: bool, read: bool):
         try:
             while True:
                 memo = self._fresh()
                 with self._gate.shared():
                     if memo is not self._memo:  # reopened between the check and here: check again
                         continue
-                    result = work(memo)
+                    with memo.reading() if read else nullcontext():  # a read: long embeddings wait for it
+                        result = work(memo)
                     if write:
                         memo.checkpoint()
                     return result

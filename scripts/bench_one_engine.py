@@ -16,7 +16,8 @@ command line hold in memory together, and how soon an agent's first recall is an
    summed.
    With ``--load``, first: recalls timed over the socket (answered by the editor's host) with
    nothing else running, during a 720 KB remember and during `captain-memo index --git`, as
-   scripts/bench_service.py times them against the service.
+   scripts/bench_service.py times them against the service (the index as a user runs it: its texts
+   embedded by the editor's engine).
 4. Before (each front end an engine of its own, as before the editor served its engine): the
    same, with Neovim's host, the MCP servers (CAPTAIN_MEMO_SERVICE=0) and the command line's warm
    service each holding one.

@@ -9,7 +9,8 @@
    line's client, then times ``--runs`` recalls of distinct identifiers over the socket (the
    client's own round trip: request, search, answer) while nothing else runs (idle); while a
    720 KB remember goes through the same service; and while `captain-memo index --git` runs on
-   ``--git`` (default: this repository) in its own process.
+   ``--git`` (default: this repository) in its own process, as a user runs it (its texts embedded
+   by the engine serving the store).
 3. Spawns ``--mcp`` `captain-memo mcp` servers on the store with the MCP SDK's stdio client and
    times spawn -> first tools/list and the first recall after it; twice: as thin clients of the
    warm service (the default), and each with an engine of its own (CAPTAIN_MEMO_SERVICE=0 for the
@@ -97,15 +98,22 @@ def long_remember(db: Path) -> threading.Thread:
 
 def git_index(db: Path, repo: Path) -> threading.Thread:
     def run():
+        from captain_memo.service.client import control
+
         started = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "captain_memo.cli", "--no-service", "index", "--git", "-q"],
+        done = subprocess.run(
+            [sys.executable, "-m", "captain_memo.cli", "index", "--git", "-q"],
             cwd=repo,
             env={**os.environ, "CAPTAIN_MEMO_DB": str(db)},
             check=False,
             capture_output=True,
+            text=True,
         )
-        print(f"  (index --git took {time.perf_counter() - started:.1f} s)")
+        took = time.perf_counter() - started
+        embedded = ((control("status", db) or {}).get("embedded") or {}).get("texts", 0)
+        print(f"  (index --git took {took:.1f} s, exit {done.returncode}; the engine embedded {embedded:,} texts)")
+        if done.stderr:
+            print("  " + done.stderr.strip().replace("\n", "\n  "))
 
     return threading.Thread(target=run)
 

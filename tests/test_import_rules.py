@@ -32,11 +32,12 @@ SEPARATE_FRONT_ENDS = {
     "MCP server": ("captain_memo.mcpserver",),
     "warm service": ("captain_memo.service",),
 }
-# A front end's door for the others: the warm service's client (what the command line asks it with),
-# its server and handover, with which the editor's host serves the engine it holds, and the relay
+# A front end's door for the others: the warm service's client (what the command line asks it with,
+# and the embedder `index` and `import` ask the serving engine's vectors with), its server and handover, with which the editor's host serves the engine it holds, and the relay
 # `captain-memo mcp` runs to have an agent's session held by the store's engine.
 FRONT_END_DOORS = (
     "captain_memo.service.client",
+    "captain_memo.service.embedder",
     "captain_memo.service.wire",
     "captain_memo.service.server",
     "captain_memo.service.handover",

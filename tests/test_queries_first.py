@@ -70,6 +70,23 @@ def test_a_long_lived_holder_runs_the_local_model_without_a_memory_arena(tmp_pat
     assert arenas == [False, True]
 
 
+def test_a_long_lived_holder_runs_the_local_model_on_one_thread(tmp_path):
+    """A long embedding in the holder leaves the other core to the recalls beside it; a command
+    that runs and exits uses onnxruntime's default (every core)."""
+    from captain_memo.memo import Memo
+
+    held, once = Memo.open(tmp_path / "held.db", warm=True), Memo.open(tmp_path / "once.db")
+    try:
+        held.prefer_queries()
+        for memo in (held, once):
+            memo.embedder.embed(["the thread question"])
+        threads = [model_of(memo.embedder)._session.get_session_options().intra_op_num_threads for memo in (held, once)]
+    finally:
+        held.close()
+        once.close()
+    assert threads == [1, 0]
+
+
 def model_of(embedder):
     """The local model inside the wrappers (queries first, prefixes)."""
     while "inner" in vars(embedder):
@@ -83,3 +100,94 @@ def test_the_local_models_threads_sleep_rather_than_spin(tmp_path, local_embedde
     local_embedder.embed(["a spinning question"])
     entry = local_embedder._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
     assert entry == "0"
+
+
+class Recording:
+    """HashEmbedder noting each call's size in ``events``, beside what the test notes there."""
+
+    def __init__(self, events: list):
+        self.inner = HashEmbedder()
+        self.model_id = self.inner.model_id
+        self.events = events
+
+    def embed(self, texts):
+        self.events.append(len(texts))
+        return self.inner.embed(texts)
+
+
+def wait_until(condition) -> None:
+    """Poll ``condition`` (a guard against hanging, never a measure: the test asserts an order)."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+
+
+def test_no_slice_of_a_long_embedding_starts_while_a_read_is_in_flight():
+    """A read in flight (a recall's search and ranking, not only its query's embedding) holds the
+    next slice back: the slices come after the read ends."""
+    events: list = []
+    first = QueriesFirst(Recording(events), slice_size=4, max_wait=60)
+    texts = [f"chunk {i} " + "x" * i for i in range(12)]
+    long = threading.Thread(target=first.embed, args=(texts,))
+    with first.reading():
+        long.start()
+        wait_until(lambda: first.waiting == 1 or events)  # at its first slice's turn, or embedding
+        events.append("the read ends")
+    long.join(30)
+    assert events == ["the read ends", 4, 4, 4]
+
+
+def test_a_slice_waits_for_the_reads_no_longer_than_its_bound():
+    """Reads arriving back to back never stop a long embedding: each slice starts after at most
+    ``max_wait``, here while one read stays in flight from before the embedding to after it."""
+    events: list = []
+    first = QueriesFirst(Recording(events), slice_size=4, max_wait=0.01)
+    texts = [f"chunk {i}" for i in range(12)]
+    out = {}
+    long = threading.Thread(target=lambda: out.setdefault("long", first.embed(texts)))
+    with first.reading():
+        long.start()
+        long.join(30)
+        events.append("the read ends")
+    assert events == [4, 4, 4, "the read ends"]
+    assert np.allclose(out["long"], HashEmbedder().embed(texts))
+
+
+def test_the_holder_marks_each_read_for_its_whole_run(tmp_path):
+    """Through WarmMemo, as the service and the editor's host run them: a read call in flight, from
+    its start to its end, holds back the slices of another process's texts (the ``embed`` request)."""
+    from captain_memo.memo import Memo
+    from captain_memo.warm import WarmMemo
+
+    events: list = []
+
+    def opened(path):
+        memo = Memo.open(path, Recording(events))
+        memo.prefer_queries()
+        memo.embedder.max_wait = 60
+        return memo
+
+    warm = WarmMemo(tmp_path / "memo.db", opened)
+    try:
+        warm.warm_up()
+        events.clear()
+        texts = [f"an indexed commit {i}" for i in range(12)]
+
+        started = threading.Event()
+
+        def read(memo):
+            started.set()
+            wait_until(lambda: memo.embedder.waiting == 1 or events)
+            events.append("the read ends")
+
+        reading = warm.submit(read)
+        assert started.wait(30)
+        embedded = warm.embed(lambda memo: memo.embed_long(texts))
+        reading.result(30)
+        assert events == ["the read ends", 8, 4]
+        assert np.allclose(embedded, HashEmbedder().embed(texts))
+    finally:
+        warm.close()

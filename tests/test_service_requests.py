@@ -18,6 +18,7 @@ from embed_support import cli
 
 from captain_memo import runtime
 
+MODEL = "openai:all-MiniLM-L6-v2-int8"  # what the service of service_env embeds with
 POISONED = [
     ("remember", {"text": "dated as text", "cwd": "/", "created_at": "2024-05-01"}, "created_at must be a number"),
     ("remember", {"text": "lines as text", "cwd": "/", "file": "a.py", "line_start": "abc"}, "line_start must be"),
@@ -36,6 +37,15 @@ POISONED = [
     ("recall", {"query": "invoice", "cwd": "/", "limit": True}, "limit must be an integer, not a boolean"),
     ("recall", {"query": "invoice", "cwd": "/", "profile": "v9"}, "profile must be one of"),
     ("recall", {"query": 42, "cwd": "/"}, "query must be a string, not a number"),
+    ("embed", {"texts": "one text", "model": MODEL}, "texts must be an array, not a string"),
+    ("embed", {"texts": ["a text", 7], "model": MODEL}, "texts[1] must be a string, not a number"),
+    ("embed", {"texts": [], "model": MODEL}, "texts holds 0 items; it takes 1 to 256"),
+    ("embed", {"texts": ["t"] * 257, "model": MODEL}, "texts holds 257 items; it takes 1 to 256"),
+    ("embed", {"texts": ["t" * 600_000] * 2, "model": MODEL}, "texts is 1,200,000 characters in all"),
+    ("embed", {"texts": ["a text"]}, "model is required"),
+    ("embed", {"texts": ["a text"], "model": 384}, "model must be a string, not a number"),
+    ("embed", {"texts": ["a text"], "model": "openai:mallory-model"}, f"this engine embeds with {MODEL}, not"),
+    ("embed", {"texts": ["a text"], "model": MODEL, "author": "mallory"}, "unknown field 'author'"),
 ]
 
 

@@ -19,6 +19,23 @@ def open_memo(args, embedder=None):
     return Memo.open(args.db or db_path(), embedder)
 
 
+def open_indexing_memo(args):
+    """``open_memo`` for a command that embeds many texts in its own process (`index`, `import`):
+    while an engine serves the store with the model this command would load, the engine embeds
+    them (service/embedder.py), so no second model competes with it for the cores."""
+    import os
+
+    from captain_memo.memo import Memo
+
+    embedder = None
+    if not getattr(args, "no_service", False):
+        from captain_memo.service.embedder import served
+
+        db = os.path.abspath(os.path.expanduser(str(args.db or db_path())))
+        embedder = served(db, Memo.configured_embedder())
+    return open_memo(args, embedder)
+
+
 def run_request(args, op: str, request) -> dict:
     """The answer to an app.py request (``recall``, ``remember``): from the warm service
     (captain_memo/service/) when there is one, else computed in this process."""

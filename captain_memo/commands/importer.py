@@ -6,7 +6,12 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from captain_memo.commands._common import add_context_args, add_quiet_arg, context, open_memo
+from captain_memo.commands._common import (
+    add_context_args,
+    add_quiet_arg,
+    context,
+    open_indexing_memo,
+)
 from captain_memo.errors import InputError
 from captain_memo.import_records import read_import
 from captain_memo.jsonl import capped_lines
@@ -62,7 +67,7 @@ def run(args) -> int:
         )
     from captain_memo.presentation.words import counted
 
-    with open_memo(args) as memo:
+    with open_indexing_memo(args) as memo:
         added, skipped = memo.import_memories(list(found.memories), quiet=args.quiet)
         pending = memo.pending_vectors()
     print(

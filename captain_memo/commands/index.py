@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from captain_memo.commands._common import add_quiet_arg, open_memo, print_json
+from captain_memo.commands._common import add_quiet_arg, open_indexing_memo, open_memo, print_json
 from captain_memo.terminal import one_line
 
 
@@ -53,7 +53,7 @@ def run(args) -> int:
         if args.paths or args.git:
             raise InputError(f"{'--list' if args.list else '--forget'} takes no PATH and no --git")
         return list_sources(args) if args.list else forget_folder(args)
-    with open_memo(args) as memo:
+    with open_indexing_memo(args) as memo:
         outcome = memo.index(
             args.paths, git=args.git, branch=args.branch, show_progress=not args.quiet, max_commits=args.max_commits
         )

@@ -46,7 +46,7 @@ def run(args) -> int:
         print(
             f"{_who(answer)} for {answer['db']}: model {answer['model'] or 'not loaded yet'}, "
             f"{counted(answer['requests'], 'request')}{_by_client(answer.get('clients'))}, "
-            f"up {time.time() - answer['started']:.0f} s, {_lifetime(answer)}"
+            f"{_embedded(answer.get('embedded'))}up {time.time() - answer['started']:.0f} s, {_lifetime(answer)}"
         )
     return 0
 
@@ -65,6 +65,12 @@ def _lifetime(answer: dict) -> str:
 def _by_client(clients: dict | None) -> str:
     """`` (cli 3, mcp:claude-code 12)``: who the engine served (a service of an older build names none)."""
     return f" ({', '.join(f'{name} {count}' for name, count in clients.items())})" if clients else ""
+
+
+def _embedded(embedded: dict | None) -> str:
+    """`240 texts embedded for index and import, `: nothing when there were none."""
+    texts = (embedded or {}).get("texts")
+    return f"{counted(texts, 'text')} embedded for index and import, " if texts else ""
 
 
 def _unanswered(answer: dict, db) -> int:

@@ -71,8 +71,12 @@ class LocalEmbedder:
         no onnxruntime CPU memory arena. The arena keeps the peak of the longest embedding for the
         process's life (about 290 MB more after a 720 KB remember, at 230 MB before it); without it
         that memory is returned after each batch, a long remember takes about 1.4x as long and a
-        query is no slower (doc/benchmarks.md section 15). Before first use."""
+        query is no slower (doc/benchmarks.md section 15). And one thread for the model: a long
+        embedding then leaves the other core to the recalls it runs beside (during a 720 KB
+        remember, recalls' p95 33-40 ms instead of 57-65; the remember and a query no slower on a
+        busy machine, doc/benchmarks.md section 15). Before first use."""
         self.memory_arena = False
+        self.threads = 1
 
     @property
     def dim(self) -> int:

@@ -120,11 +120,12 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
 
 class NotServed(Exception):
     """Nobody serves the socket now (``gone``: its server exited), or its server does not take or
-    answer a request in time."""
+    answer a request in time. ``taken``: the server had taken the request."""
 
-    def __init__(self, message: str, gone: bool):
+    def __init__(self, message: str, gone: bool, taken: bool = False):
         super().__init__(message)
         self.gone = gone
+        self.taken = taken
 
 
 def ask(path: Path, op: str, request: dict, wait: float) -> dict:
@@ -137,9 +138,9 @@ def ask(path: Path, op: str, request: dict, wait: float) -> dict:
     try:
         return _exchange(sock, op, request, deadline=wait)
     except (_NotAccepted, _Lost) as exc:
-        raise NotServed(str(exc) or "the store's server went away", gone=True) from None
+        raise NotServed(str(exc) or "the store's server went away", gone=True, taken=isinstance(exc, _Lost)) from None
     except (_Unanswered, _Declined) as exc:
-        raise NotServed(str(exc), gone=False) from None
+        raise NotServed(str(exc), gone=False, taken=getattr(exc, "taken", False)) from None
     finally:
         sock.close()
 
@@ -150,11 +151,14 @@ def deadline(op: str, request: dict, env) -> float:
         base = float(env.get(runtime.TIMEOUT_ENV) or DEFAULT_DEADLINE)
     except ValueError:
         base = DEFAULT_DEADLINE
-    # An agent's remember carries its text among the tool's arguments.
+    # An agent's remember carries its text among the tool's arguments; `embed`, a command's texts.
     text = (
         request.get("text") if op == "remember" else (request.get("args") or {}).get("text") if op == "agent" else None
     )
-    return round(base + (len(text) / 1e6 * SECONDS_PER_MB if isinstance(text, str) else 0.0), 1)
+    chars = len(text) if isinstance(text, str) else 0
+    if op == "embed" and isinstance(request.get("texts"), list):
+        chars = sum(len(t) for t in request["texts"] if isinstance(t, str))
+    return round(base + chars / 1e6 * SECONDS_PER_MB, 1)
 
 
 def control(op: str, db: str | os.PathLike, env=None) -> dict | None:

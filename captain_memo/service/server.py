@@ -80,9 +80,11 @@ class Service:
         self._stopping = threading.Event()
         self._waker: tuple[socket.socket, socket.socket] | None = None  # serve()'s: stop() ends its wait
         self.clients: dict[str, int] = {}  # requests per kind of client ("cli", "mcp:<name>")
+        self.embedded = {"requests": 0, "texts": 0}  # other processes' texts embedded here (`embed`)
         self.ops = {
             "recall": self._recall,
             "remember": self._remember,
+            "embed": self._embed,
             "agent": self._agent,
             "agent_read": lambda request, expires: self._agent(request, expires, reads_only=True),
             "status": self._status,
@@ -292,6 +294,17 @@ class Service:
         self._count("cli")
         return self.memo.remember(app.RememberRequest.from_json(request), expires)
 
+    def _embed(self, request, expires: float | None) -> dict:
+        """Vectors for a command embedding many texts in its own process (`index`, `import`):
+        no second model on the machine, and this engine's recalls go first (queries_first.py)."""
+        self._count("cli")
+        embed = app.EmbedRequest.from_json(request)
+        result = self.memo.embed(lambda memo: app.embed(memo, embed), expires)
+        with self._lock:
+            self.embedded["requests"] += 1
+            self.embedded["texts"] += len(embed.texts)
+        return result
+
     def _agent(self, request, expires: float | None, reads_only: bool = False):
         """A call of an MCP server's tool (agent_tools.py), in the folder its agent works in."""
         from captain_memo import agent_tools
@@ -330,6 +343,7 @@ class Service:
             "started": self.started,
             "requests": self.requests,
             "clients": dict(self.clients),
+            "embedded": dict(self.embedded),
             "idle_exit_seconds": self.idle if self.idle != float("inf") else None,
             "reopened": self.memo.reopened,
             "package": installation(self.build),
