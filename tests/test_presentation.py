@@ -156,9 +156,11 @@ def test_the_explanation_without_a_multiplier_says_so_once():
 
 
 def test_a_compact_hit_keeps_what_a_model_needs_and_leaves_out_nulls():
-    compact = compact_hit(hit_json(author=None, superseded_by=None, store="local", id=7), now=0.0)
+    part = {**hit_json()["chunk"], "ref": "7:33"}  # a part inside memory 7: the id show opens it at
+    compact = compact_hit(hit_json(author=None, superseded_by=None, store="local", id=7, chunk=part), now=0.0)
     assert compact == {
         "id": 7,
+        "part": "7:33",
         "kind": "memory",
         "title": "Guide > Deprecations and removals > tmp_path_factory",
         "age": "now",
@@ -170,13 +172,16 @@ def test_a_compact_hit_keeps_what_a_model_needs_and_leaves_out_nulls():
 
 def test_a_compact_answer_fits_its_budget_whatever_its_header_holds():
     words = " ".join(f"word{i} team store down" for i in range(40))
-    hits = [compact_hit(hit_json(id=i, chunk={**hit_json()["chunk"], "snippet": words}), now=0.0) for i in range(10)]
+    hits = [
+        compact_hit(hit_json(id=i, chunk={**hit_json()["chunk"], "snippet": words, "ref": f"{i}:33"}), now=0.0)
+        for i in range(10)
+    ]
     answer = {"query": "team store down", "detail": "compact", "legs": ["vector", "keyword"], "stores": ["local"]}
     answer.update(failed_legs={}, notice="read against 2026-04-09 " * 12, project="/" + "p" * 200, hits=hits)
     assert len(recall_text(answer)) > COMPACT_TEXT_CHARS  # as the hits come: too long
     fit = recall_text(fit_compact(answer))
     assert len(fit) <= COMPACT_TEXT_CHARS
-    assert all(f"#{i} [memory]" in fit for i in range(10)), "every hit keeps its id and title"
+    assert all(f"#{i}:33 [memory]" in fit for i in range(10)), "every hit keeps its id and title"
 
 
 @pytest.mark.parametrize(
