@@ -115,6 +115,7 @@ AWS_SECRET = re.compile(
 )
 AWS_CONTEXT = re.compile(r"(?i)aws|amazon|secret|(?:AKIA|ASIA)[0-9A-Z]{16}")
 AWS_CONTEXT_CHARS = 200
+REDACTION_PASSES = 8
 VALUE_GROUPS = ("value", "value2", "value3", "bare")
 ARMOUR = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # Values that are not secrets: variables, templates, masks, our own redaction marks, and type names
@@ -220,13 +221,28 @@ def redacted(text: str) -> tuple[str, list[Finding]]:
 
     visible = without_private(text)
     findings = scan(visible)
+    clean = _replaced(visible, findings)
+    # A short mark in place of a long span (a private key block) brings a word that names an AWS
+    # key within reach of a run of base64 the first scan found too far from it: what is stored is
+    # scanned again until nothing in it reads as a credential. Each pass takes a run away and a
+    # mark is never one, so this ends; the bound is a guard.
+    for _ in range(REDACTION_PASSES):
+        more = scan(clean)
+        if not more:
+            break
+        clean = _replaced(clean, more)
+        findings = findings + more
+    return clean, findings
+
+
+def _replaced(text: str, findings: list[Finding]) -> str:
     out, last = [], 0
     for finding in findings:
-        out.append(visible[last : finding.start])
+        out.append(text[last : finding.start])
         out.append(f"[REDACTED {finding.kind}]")
         last = finding.end
-    out.append(visible[last:])
-    return "".join(out), findings
+    out.append(text[last:])
+    return "".join(out)
 
 
 def redact(text: str) -> str:
