@@ -13,7 +13,7 @@ command line hold in memory together, and how soon an agent's first recall is an
    ``--mcp`` `captain-memo mcp` servers spawned with the MCP SDK's stdio client, each timed from
    spawn to its first tools/list and its first recall. Resident memory of Neovim, its host, the MCP
    servers and any service process, plus the largest of the three commands (its peak, from wait4),
-   summed.
+   summed; against one engine, and against the engine's own process as it serves them all.
    With ``--load``, first: recalls timed over the socket (answered by the editor's host) with
    nothing else running, during a 720 KB remember and during `captain-memo index --git`, as
    scripts/bench_service.py times them against the service (the index as a user runs it: its texts
@@ -141,6 +141,12 @@ def arrangement(title: str, nvim: str, db: Path, folder: Path, args, apart: bool
             f"  total {total:.0f} MB = {total / base[0]:.2f}x one engine; "
             f"by Pss {total_pss:.0f} MB = {total_pss / base[1]:.2f}x"
         )
+        if not apart:  # the engine that serves them all, as it serves them (the SDK for the agents' sessions)
+            engine = rss["its host"], pss["its host"]
+            print(
+                f"  = {total / engine[0]:.2f}x the engine's own process as it serves them ({engine[0]:.0f} MB); "
+                f"by Pss {total_pss / engine[1]:.2f}x ({engine[1]:.0f} MB)"
+            )
     finally:
         editor.close()
         time.sleep(1)
