@@ -275,3 +275,69 @@ def test_a_recall_is_answered_while_another_process_holds_the_write_lock(tmp_pat
         holder.communicate("", timeout=30)
     assert [hit.memory.title for hit in result.hits] == ["Backups"]
     assert "recall was not recorded for Tide" in caplog.text and "locked" in caplog.text
+
+
+def test_a_write_names_a_stopped_process_holding_the_lock_instead_of_waiting_it_out(
+    tmp_path, hash_embedder, monkeypatch
+):
+    """A process stopped inside a write (Ctrl-Z on a long import) holds the lock until it is
+    resumed. Before, a remember waited out eight busy timeouts (about 80 s) and failed with
+    "database is locked"; now it says which process, and how to let it finish."""
+    import signal
+    import subprocess
+    import sys
+
+    from captain_memo.errors import StoreError
+    from captain_memo.memo import Memo
+    from captain_memo.records import NewMemory
+    from captain_memo.store import db
+
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
+    path = tmp_path / "memo.db"
+    with Memo.open(path, hash_embedder) as memo:
+        memo.remember(NewMemory(body="Backups run at 02:00.", kind="memory", title="Backups"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        holder.send_signal(signal.SIGSTOP)
+        with Memo.open(path, hash_embedder) as memo, pytest.raises(StoreError) as refused:
+            memo.remember(NewMemory(body="Restores are tested monthly.", kind="memory", title="Restores"))
+    finally:
+        holder.send_signal(signal.SIGCONT)
+        holder.communicate("", timeout=30)
+    message = str(refused.value)
+    assert f"process {holder.pid} (" in message and "is stopped" in message, message
+    assert f"kill -CONT {holder.pid}" in message, message
+    with Memo.open(path, hash_embedder) as memo:  # resumed and ended: nothing was lost, the write goes through
+        memo.remember(NewMemory(body="Restores are tested monthly.", kind="memory", title="Restores"))
+        assert sorted(m.title for m in memo.store.list_memories()) == ["Backups", "Restores"]
+
+
+def test_a_write_waits_for_a_running_holder_and_names_it(tmp_path, hash_embedder, monkeypatch, caplog):
+    import subprocess
+    import sys
+    import threading
+
+    from captain_memo.memo import Memo
+    from captain_memo.records import NewMemory
+    from captain_memo.store import db
+
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
+    path = tmp_path / "memo.db"
+    with Memo.open(path, hash_embedder) as memo:
+        memo.remember(NewMemory(body="Backups run at 02:00.", kind="memory", title="Backups"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    ending = threading.Timer(1.0, lambda: holder.communicate("", timeout=30))  # its write ends in a second
+    ending.start()
+    try:
+        with Memo.open(path, hash_embedder) as memo, caplog.at_level("WARNING", logger="captain_memo"):
+            memo.remember(NewMemory(body="Restores are tested monthly.", kind="memory", title="Restores"))
+            assert sorted(m.title for m in memo.store.list_memories()) == ["Backups", "Restores"]
+    finally:
+        ending.join()
+    assert f"waiting for process {holder.pid} (" in caplog.text and caplog.text.count("waiting for") == 1

@@ -488,6 +488,7 @@ class Database:
                 except sqlite_module().OperationalError as exc:
                     if "locked" not in str(exc) and "busy" not in str(exc) or attempt == tries - 1:
                         raise StoreError(f"cannot write to {self.path}: {exc}") from None
+                    self._refuse_if_held_by_a_stopped_process(waited=attempt > 0)
                     time.sleep(0.05 * (attempt + 1))
         finally:
             if not patient:
@@ -499,6 +500,23 @@ class Database:
             raise
         else:
             conn.execute("COMMIT")
+
+    def _refuse_if_held_by_a_stopped_process(self, waited: bool) -> None:
+        """A process stopped inside a write keeps the lock until it is resumed: say which, at once,
+        rather than waiting out every retry (about 80 s) for "database is locked". A running
+        holder is waited for, and named once."""
+        from captain_memo.store.holders import write_lock_holder
+
+        holder = write_lock_holder(self.path)
+        if holder is None or holder.pid == os.getpid():
+            return
+        if holder.stopped:
+            raise StoreError(
+                f"cannot write to {self.path}: {holder.describe()} holds its write lock and is stopped; "
+                f"resume it (fg, or kill -CONT {holder.pid}) or end it, then try again"
+            )
+        if not waited:
+            log.warning("waiting for %s, which is writing to %s", holder.describe(), self.path)
 
     def _migrate(self) -> None:
         sqlite = sqlite_module()
