@@ -360,3 +360,26 @@ def test_a_stop_request_ends_the_service_at_once_not_at_its_next_idle_check(tmp_
         assert not loop.is_alive(), "the service still waits for its idle check"
     assert stopped["ok"] and stopped["result"]["pid"] == os.getpid()
     assert not path.exists()
+
+
+def test_a_service_asked_by_other_code_steps_down_at_once(tmp_path, monkeypatch, hash_embedder):
+    """As a stop does: the accept loop is woken, not left to its idle check (here an hour away)."""
+    import threading
+
+    from captain_memo.memo import Memo
+    from captain_memo.service import server
+
+    monkeypatch.setattr(server, "ACCEPT_POLL", 3600.0)
+    path = tmp_path / "memo.sock"
+    with Memo(tmp_path / "memo.db", hash_embedder) as memo:
+        service = server.Service(path, tmp_path / "memo.db", idle=float("inf"), memo=memo)
+        loop = threading.Thread(target=service.serve, args=(server.listen(path),), daemon=True)
+        loop.start()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(30)
+            sock.connect(str(path))
+            sock.sendall(b'{"op": "status", "build": "another release", "code": "other code"}\n')
+            refused = json.loads(sock.makefile("rb").readline())
+        loop.join(timeout=60)
+        assert not loop.is_alive(), "the service still waits for its idle check"
+    assert refused["stale"] and not refused["accepted"] and not path.exists()

@@ -240,7 +240,7 @@ class Service:
         log.info("a client of other code (%s; this is %s): stepping down", build, self.build)
         if self.bound is not None:
             remove_socket(self.path, self.bound)
-        self._stopping.set()
+        self.stop()
         return {"accepted": False, "stale": True, "error": "the service runs another installation"}
 
     def _hand_over(self, conn: socket.socket) -> None:
@@ -254,7 +254,7 @@ class Service:
             return
         handover.send(conn, self.listener, self.lock)
         self.handed_over = True
-        self._stopping.set()
+        self.stop()  # at once: the listening socket is the editor's now
         log.info("handed the socket to the editor; exiting once the requests taken are answered")
 
     def answer(self, message: dict) -> dict:
