@@ -23,6 +23,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from captain_memo.embeddings.base import query_vectors
+
 QUERY_TEXTS = 2  # an embedding of this many texts or fewer is a query's (or a short note's)
 SLICE = 8  # texts per slice of a long embedding: the local model's own batch
 MAX_WAIT = 0.25  # seconds a slice waits at most for the reads in flight
@@ -37,6 +39,8 @@ class QueriesFirst:
         self.max_wait = max_wait
         self._urgent = 0  # queries being embedded
         self._reads = 0  # reads in flight (``reading``)
+        self._own = threading.local()  # this thread's reads: a read's own long embedding (a
+        # recall filling in missing vectors) does not wait for itself
         self.waiting = 0  # long embeddings waiting for their next slice's turn
         self._turn = threading.Condition()
 
@@ -51,9 +55,11 @@ class QueriesFirst:
         """A read in flight: no slice of a long embedding starts meanwhile (for up to ``max_wait``)."""
         with self._turn:
             self._reads += 1
+        self._own.reads = getattr(self._own, "reads", 0) + 1
         try:
             yield
         finally:
+            self._own.reads -= 1
             with self._turn:
                 self._reads -= 1
                 self._turn.notify_all()
@@ -61,26 +67,36 @@ class QueriesFirst:
     def embed(self, texts):
         if len(texts) > QUERY_TEXTS:
             return self.embed_long(texts)
+        return self._urgently(self.inner.embed, texts)
+
+    def embed_queries(self, texts):
+        """A recall's query: urgent, as a short embedding is (the inner embedder's own query form)."""
+        if len(texts) > QUERY_TEXTS:
+            return self.embed_long(texts, query_vectors)
+        return self._urgently(lambda batch: query_vectors(self.inner, batch), texts)
+
+    def _urgently(self, embed, texts):
         with self._turn:
             self._urgent += 1
         try:
-            return self.inner.embed(texts)
+            return embed(texts)
         finally:
             with self._turn:
                 self._urgent -= 1
                 self._turn.notify_all()
 
-    def embed_long(self, texts):
+    def embed_long(self, texts, embed_with=None):
         """``texts`` embedded as a long embedding whatever their number: slice by slice, each
         after the reads in flight (another process's texts, which never answer a query)."""
+        embed = self.inner.embed if embed_with is None else (lambda batch: embed_with(self.inner, batch))
         # Slices of texts of similar length, as the local model batches them (less padding).
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         parts = []
         for start in range(0, len(order), self.slice_size):
             self._wait_for_turn()
-            parts.append(self.inner.embed([texts[i] for i in order[start : start + self.slice_size]]))
+            parts.append(embed([texts[i] for i in order[start : start + self.slice_size]]))
         if not parts:
-            return self.inner.embed([])
+            return embed([])
         vectors = np.concatenate(parts)
         out = np.empty_like(vectors)
         out[order] = vectors
@@ -92,7 +108,8 @@ class QueriesFirst:
             self.waiting += 1
             try:
                 until = time.monotonic() + self.max_wait
-                while self._reads and (left := until - time.monotonic()) > 0:
+                own = getattr(self._own, "reads", 0)
+                while self._reads > own and (left := until - time.monotonic()) > 0:
                     self._turn.wait(left)
                 # A query's own embedding (milliseconds) is always waited for, as it was before
                 # the reads were: a recall's query never shares the model with a slice it came before.

@@ -191,3 +191,40 @@ def test_the_holder_marks_each_read_for_its_whole_run(tmp_path):
         assert np.allclose(embedded, HashEmbedder().embed(texts))
     finally:
         warm.close()
+
+
+def test_a_recalls_query_is_urgent_as_the_engine_embeds_it():
+    """The engine embeds a recall's query through ``embed_queries`` (embeddings/base.py
+    query_vectors); that went straight to the model, so no slice waited for it."""
+    from captain_memo.embeddings.cache import QueryCache
+
+    held = Held(held_size=1)
+    held.embed_queries = held.embed  # as the local model has it
+    first = QueriesFirst(held, slice_size=4)
+    query = threading.Thread(target=lambda: QueryCache(first).embed_query("the query"))
+    query.start()  # held inside the model
+    assert held.entered.wait(10)
+    long = threading.Thread(target=lambda: first.embed([f"chunk {i}" for i in range(8)]))
+    long.start()
+    long.join(0.3)
+    assert long.is_alive() and held.calls == [1]  # no slice started while the query runs
+    held.release.set()
+    query.join(10)
+    long.join(10)
+    assert held.calls == [1, 4, 4]
+
+
+def test_a_reads_own_long_embedding_does_not_wait_for_itself():
+    """A recall fills in vectors missing since an outage (up to 256 texts) inside its own read:
+    each slice waited out the bound for that very read, 8 s for one recall."""
+    first = QueriesFirst(HashEmbedder(), slice_size=4, max_wait=3600)
+    done = threading.Event()
+
+    def recall_with_backfill():
+        with first.reading():
+            first.embed([f"chunk {i}" for i in range(12)])
+        done.set()
+
+    reader = threading.Thread(target=recall_with_backfill, daemon=True)
+    reader.start()
+    assert done.wait(30), "the read's own slices waited for the read"
