@@ -10,12 +10,14 @@ own once no call has been in flight for a moment: never inside a call, never mak
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+log = logging.getLogger("captain_memo")
 QUIET_SECONDS = 1.0  # calls often come in bursts (an agent's turn, a session's first requests)
 
 
@@ -60,10 +62,15 @@ class IdleTrim:
 
     def _loop(self) -> None:
         while self._wait_until_idle():
-            if self._settled():
-                return_freed_memory()
-                self.trims += 1
-            else:  # a build still running frees more later: look again after another quiet spell
+            try:
+                settled = self._settled()
+                if settled:
+                    return_freed_memory()
+                    self.trims += 1
+            except Exception:  # never the end of trimming: the next idle spell tries again
+                log.exception("giving freed memory back failed")
+                settled = True
+            if not settled:  # a build still running frees more later: look again after another quiet spell
                 with self._cond:
                     self._owed, self._last_end = True, time.monotonic()
 

@@ -146,3 +146,28 @@ def test_another_processs_embedding_gives_the_memory_it_took_back(db_file, monke
         assert vectors.shape == (3, 384) and _eventually(lambda: trims == [0])
     finally:
         warm.close()
+
+
+def test_a_failed_trim_does_not_end_trimming(monkeypatch):
+    import captain_memo.freed_memory as freed_memory
+
+    trims: list[int] = []
+    monkeypatch.setattr(freed_memory, "_trim", trims.append)
+    failures = iter([RuntimeError("the store closed meanwhile")])
+
+    def settled() -> bool:
+        for failure in failures:
+            raise failure
+        return True
+
+    idle = freed_memory.IdleTrim(quiet=0.02, settled=settled)
+    try:
+        with idle.running():
+            pass
+        time.sleep(0.2)  # the first idle spell: its check fails
+        assert trims == []
+        with idle.running():
+            pass
+        assert _eventually(lambda: trims == [0])
+    finally:
+        idle.close()
