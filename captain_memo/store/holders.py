@@ -40,9 +40,17 @@ def write_lock_holder(db_path: Path | str) -> Holder | None:
         fields = line.split()
         # "1: POSIX  ADVISORY  WRITE 17378 fe:00:2147783 120 120"
         if len(fields) >= 8 and fields[1] == "POSIX" and fields[3] == "WRITE" and fields[5] == where:
-            if fields[6] == fields[7] == str(WAL_WRITE_LOCK) and fields[4].isdigit():
+            if _covers(fields[6], fields[7]) and fields[4].isdigit():
                 return _holder(int(fields[4]))
     return None
+
+
+def _covers(start: str, end: str) -> bool:
+    """Whether a lock's range holds the write lock's byte. The kernel merges a process's adjacent
+    locks: a checkpoint holding the write and checkpoint locks shows as 120-121."""
+    if not start.isdigit() or not (end.isdigit() or end == "EOF"):
+        return False
+    return int(start) <= WAL_WRITE_LOCK and (end == "EOF" or WAL_WRITE_LOCK <= int(end))
 
 
 def _holder(pid: int) -> Holder | None:
