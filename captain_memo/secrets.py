@@ -116,6 +116,7 @@ AWS_SECRET = re.compile(
 AWS_CONTEXT = re.compile(r"(?i)aws|amazon|secret|(?:AKIA|ASIA)[0-9A-Z]{16}")
 AWS_CONTEXT_CHARS = 200
 REDACTION_PASSES = 8
+REDACTION_MARK = re.compile(r"\[REDACTED [a-zA-Z0-9 ()-]{1,60}\]")
 VALUE_GROUPS = ("value", "value2", "value3", "bare")
 ARMOUR = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # Values that are not secrets: variables, templates, masks, our own redaction marks, and type names
@@ -202,13 +203,15 @@ def scan(text: str) -> list[Finding]:
 
 
 def _aws_secret_spans(text: str) -> list[tuple[int, int]]:
-    """AWS secret access keys: 40-character base64 runs near an access key id or the words that name one."""
-    if not AWS_CONTEXT.search(text):
+    """AWS secret access keys: 40-character base64 runs near an access key id or the words that name
+    one; not near our own marks (``[REDACTED AWS secret access key]`` names none that is there)."""
+    context = REDACTION_MARK.sub(lambda mark: " " * len(mark[0]), text) if "[REDACTED " in text else text
+    if not AWS_CONTEXT.search(context):
         return []
     return [
         match.span()
         for match in AWS_SECRET.finditer(text)
-        if AWS_CONTEXT.search(text, max(0, match.start() - AWS_CONTEXT_CHARS), match.end() + AWS_CONTEXT_CHARS)
+        if AWS_CONTEXT.search(context, max(0, match.start() - AWS_CONTEXT_CHARS), match.end() + AWS_CONTEXT_CHARS)
     ]
 
 
@@ -221,28 +224,58 @@ def redacted(text: str) -> tuple[str, list[Finding]]:
 
     visible = without_private(text)
     findings = scan(visible)
-    clean = _replaced(visible, findings)
+    clean, edits = _replaced(visible, findings)
     # A short mark in place of a long span (a private key block) brings a word that names an AWS
     # key within reach of a run of base64 the first scan found too far from it: what is stored is
     # scanned again until nothing in it reads as a credential. Each pass takes a run away and a
-    # mark is never one, so this ends; the bound is a guard.
+    # mark is never one (nor context for one), so this ends; the bound is a guard. What a later
+    # pass finds is reported where it lies in the text given.
+    history = [edits]
     for _ in range(REDACTION_PASSES):
         more = scan(clean)
         if not more:
             break
-        clean = _replaced(clean, more)
-        findings = findings + more
-    return clean, findings
+        findings = findings + [_found_in(visible, finding, history) for finding in more]
+        clean, edits = _replaced(clean, more)
+        history.append(edits)
+    return clean, sorted(findings, key=lambda f: f.start)
 
 
-def _replaced(text: str, findings: list[Finding]) -> str:
-    out, last = [], 0
+def _replaced(text: str, findings: list[Finding]) -> tuple[str, list[tuple[int, int, int, int]]]:
+    """``text`` with each finding replaced by its mark, and each edit as (start and end of the
+    mark in the new text, start and end of what it replaced)."""
+    out, edits, last, length = [], [], 0, 0
     for finding in findings:
-        out.append(text[last : finding.start])
-        out.append(f"[REDACTED {finding.kind}]")
+        kept = text[last : finding.start]
+        mark = f"[REDACTED {finding.kind}]"
+        out += [kept, mark]
+        start = length + len(kept)
+        edits.append((start, start + len(mark), finding.start, finding.end))
+        length = start + len(mark)
         last = finding.end
     out.append(text[last:])
-    return "".join(out)
+    return "".join(out), edits
+
+
+def _found_in(original: str, finding: Finding, history: list) -> Finding:
+    """A finding of a later pass, placed in ``original`` through every pass's edits."""
+    start, end = finding.start, finding.end
+    for edits in reversed(history):
+        start, end = _before(start, edits, False), _before(end, edits, True)
+    line = original.count("\n", 0, start) + 1
+    return Finding(finding.kind, line, start, end, preview(original[start:end]))
+
+
+def _before(position: int, edits: list[tuple[int, int, int, int]], is_end: bool) -> int:
+    """``position`` in a pass's output as a position in its input (inside a mark: the span it replaced)."""
+    shift = 0
+    for new_start, new_end, old_start, old_end in edits:
+        if position < new_start or (is_end and position == new_start):
+            break
+        if position < new_end or (is_end and position == new_end):
+            return old_end if is_end else old_start
+        shift = old_end - new_end
+    return position + shift
 
 
 def redact(text: str) -> str:

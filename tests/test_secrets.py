@@ -86,21 +86,37 @@ def test_redact_removes_every_secret_and_keeps_the_rest():
     assert secrets.scan(clean) == [] and secrets.redact(clean) == clean
 
 
-# A short mark in place of a long private key brought "AWS" (an access key id's) within reach of a
-# base64 run the first scan had found too far from it: the stored text still read as a credential.
+# Our own mark "[REDACTED AWS access key id]" stood beside a base64 run the first scan had judged too
+# far from the key id it replaced: the mark's "AWS" made the stored text read as holding a secret key.
 MARK_BRINGS_CONTEXT = (
     "AKIA0000000000000000-----BEGIN RSA PRIVATE KEY-----\n"
     "MIIEowaB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zCaB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC\n"
     "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zCaB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC\n"
     "-----END RSA PRIVATE KEY-----0AIzaaB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zCabc"
 )
+RUN = "uMDhB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zCaB3dE"  # 40 base64 characters, no credential alone
 
 
-def test_what_redaction_stores_holds_nothing_a_scan_finds():
+def test_a_redaction_mark_is_no_context_for_an_aws_secret_key():
     clean, findings = secrets.redacted(MARK_BRINGS_CONTEXT)
-    assert secrets.scan(clean) == []
-    assert [f.kind for f in findings] == ["AWS access key id", "private key", "AWS secret access key"]
-    assert clean == "[REDACTED AWS access key id][REDACTED private key][REDACTED AWS secret access key]"
+    assert secrets.scan(clean) == [] and [f.kind for f in findings] == ["AWS access key id", "private key"]
+    many = "AWS\n" + "".join(f"{'.' * 60}\n{RUN[:-2]}{i:02d}\n" for i in range(14))
+    once = secrets.redact(many)
+    assert secrets.scan(once) == [] and secrets.redact(once) == once, "no cascade from one mark to the next"
+
+
+def test_a_run_brought_within_reach_by_a_shorter_mark_is_redacted_and_placed_where_it_was():
+    """A word that names an AWS key, far from a base64 run in the text given, comes within reach
+    once a long private key between them is replaced by its short mark: a second pass redacts the
+    run, and reports it on its line of the text given."""
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["MIIEowaB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC"] * 8)
+    text = "the aws secret for staging:\n" + key + "\n-----END RSA PRIVATE KEY-----\n" + RUN + "\n"
+    assert [f.kind for f in secrets.scan(text)] == ["private key"]  # the run is too far from "aws" here
+    clean, findings = secrets.redacted(text)
+    assert secrets.scan(clean) == [] and RUN not in clean
+    run = findings[-1]
+    assert run.kind == "AWS secret access key" and text[run.start : run.end] == RUN
+    assert run.line == text[: text.index(RUN)].count("\n") + 1 == 12
 
 
 @settings(max_examples=300, deadline=None)
