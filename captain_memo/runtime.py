@@ -41,21 +41,21 @@ def enabled(env=None) -> bool:
 
 
 def idle_seconds(env=None) -> float:
-    env = os.environ if env is None else env
-    try:
-        value = float(env.get(IDLE_ENV) or DEFAULT_IDLE)
-    except ValueError:
-        return DEFAULT_IDLE
-    return value if value > 0 else DEFAULT_IDLE
+    return _positive_seconds(env, IDLE_ENV, DEFAULT_IDLE)
 
 
 def accept_seconds(env=None) -> float:
+    return _positive_seconds(env, ACCEPT_ENV, DEFAULT_ACCEPT)
+
+
+def _positive_seconds(env, name: str, default: float) -> float:
+    """Setting ``name`` as seconds; ``default`` when it is unset, not a number, or not above zero."""
     env = os.environ if env is None else env
     try:
-        value = float(env.get(ACCEPT_ENV) or DEFAULT_ACCEPT)
+        value = float(env.get(name) or default)
     except ValueError:
-        return DEFAULT_ACCEPT
-    return value if value > 0 else DEFAULT_ACCEPT
+        return default
+    return value if value > 0 else default
 
 
 def runtime_dir(env=None) -> Path:

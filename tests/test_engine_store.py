@@ -247,28 +247,38 @@ sys.stdin.read()
 """
 
 
+def lock_held_by_another_process(path, embedder, monkeypatch):
+    """A store with one memory, "Backups", whose write lock a child process holds (Popen): busy
+    timeouts of 0.3 s, so the old code fails in seconds, not minutes. Another process, as SQLite's
+    locks are per process: a connection of this one would not block."""
+    import subprocess
+    import sys
+
+    from captain_memo.memo import Memo
+    from captain_memo.records import NewMemory
+    from captain_memo.store import db
+
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
+    with Memo.open(path, embedder) as memo:
+        memo.remember(NewMemory(body="Backups run at 02:00 and are kept 35 days.", kind="memory", title="Backups"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
 def test_a_recall_is_answered_while_another_process_holds_the_write_lock(tmp_path, hash_embedder, monkeypatch, caplog):
     """Another process holds the store's write lock (stopped with SIGSTOP inside a write, or a long
     import): a command that only reads opens the store and recalls without waiting for it; the
     recall's Tide record is skipped and logged, not waited for. Before, opening the store took the
     write lock to look for migrations, and a recall failed with "database is locked"."""
-    import subprocess
-    import sys
-
     from captain_memo.memo import Memo
-    from captain_memo.records import NewMemory, RecallRequest
-    from captain_memo.store import db
+    from captain_memo.records import RecallRequest
 
-    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)  # the old code fails in seconds, not minutes
     path = tmp_path / "memo.db"
-    with Memo.open(path, hash_embedder) as memo:
-        memo.remember(NewMemory(body="Backups run at 02:00 and are kept 35 days.", kind="memory", title="Backups"))
-    # Another process: SQLite's locks are per process, so a connection of this one would not block.
-    holder = subprocess.Popen(
-        [sys.executable, "-c", LOCK_HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    holder = lock_held_by_another_process(path, hash_embedder, monkeypatch)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with Memo.open(path, hash_embedder) as memo, caplog.at_level("INFO", logger="captain_memo"):
             result = memo.recall(RecallRequest("how long are backups kept"))
     finally:
@@ -284,23 +294,14 @@ def test_a_write_names_a_stopped_process_holding_the_lock_instead_of_waiting_it_
     resumed. Before, a remember waited out eight busy timeouts (about 80 s) and failed with
     "database is locked"; now it says which process, and how to let it finish."""
     import signal
-    import subprocess
-    import sys
 
     from captain_memo.errors import StoreError
     from captain_memo.memo import Memo
     from captain_memo.records import NewMemory
-    from captain_memo.store import db
 
-    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
     path = tmp_path / "memo.db"
-    with Memo.open(path, hash_embedder) as memo:
-        memo.remember(NewMemory(body="Backups run at 02:00.", kind="memory", title="Backups"))
-    holder = subprocess.Popen(
-        [sys.executable, "-c", LOCK_HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    holder = lock_held_by_another_process(path, hash_embedder, monkeypatch)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         holder.send_signal(signal.SIGSTOP)
         with Memo.open(path, hash_embedder) as memo, pytest.raises(StoreError) as refused:
             memo.remember(NewMemory(body="Restores are tested monthly.", kind="memory", title="Restores"))
@@ -316,22 +317,13 @@ def test_a_write_names_a_stopped_process_holding_the_lock_instead_of_waiting_it_
 
 
 def test_a_write_waits_for_a_running_holder_and_names_it(tmp_path, hash_embedder, monkeypatch, caplog):
-    import subprocess
-    import sys
     import threading
 
     from captain_memo.memo import Memo
     from captain_memo.records import NewMemory
-    from captain_memo.store import db
 
-    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
     path = tmp_path / "memo.db"
-    with Memo.open(path, hash_embedder) as memo:
-        memo.remember(NewMemory(body="Backups run at 02:00.", kind="memory", title="Backups"))
-    holder = subprocess.Popen(
-        [sys.executable, "-c", LOCK_HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    holder = lock_held_by_another_process(path, hash_embedder, monkeypatch)
     ending = threading.Timer(1.0, lambda: holder.communicate("", timeout=30))  # its write ends in a second
     ending.start()
     try:

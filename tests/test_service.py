@@ -335,9 +335,9 @@ def test_the_wait_for_the_service_to_take_a_request_is_a_setting_that_picks_no_o
     assert runtime.service_key(db, {"CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}) == runtime.service_key(db, {})
 
 
-def test_a_stop_request_ends_the_service_at_once_not_at_its_next_idle_check(tmp_path, monkeypatch, hash_embedder):
-    """The accept loop checks for idleness every ACCEPT_POLL seconds; a stop wakes it, so the service
-    exits (and its socket and lock are free) without waiting out the check, here an hour away."""
+def serve_until_it_ends(tmp_path, monkeypatch, embedder, request: bytes) -> list[dict]:
+    """A service in this process whose idle check is an hour away, sent ``request``: the lines it
+    answered; AssertionError if its accept loop is still running a minute later."""
     import threading
 
     from captain_memo.memo import Memo
@@ -345,41 +345,30 @@ def test_a_stop_request_ends_the_service_at_once_not_at_its_next_idle_check(tmp_
 
     monkeypatch.setattr(server, "ACCEPT_POLL", 3600.0)
     path = tmp_path / "memo.sock"
-    with Memo(tmp_path / "memo.db", hash_embedder) as memo:
+    with Memo(tmp_path / "memo.db", embedder) as memo:
         service = server.Service(path, tmp_path / "memo.db", idle=float("inf"), memo=memo)
         loop = threading.Thread(target=service.serve, args=(server.listen(path),), daemon=True)
         loop.start()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(30)
             sock.connect(str(path))
-            sock.sendall(b'{"op": "stop"}\n')
-            reader = sock.makefile("rb")
-            reader.readline()
-            stopped = json.loads(reader.readline())
+            sock.sendall(request)
+            answers = [json.loads(line) for line in sock.makefile("rb")]
         loop.join(timeout=60)
         assert not loop.is_alive(), "the service still waits for its idle check"
+    return answers
+
+
+def test_a_stop_request_ends_the_service_at_once_not_at_its_next_idle_check(tmp_path, monkeypatch, hash_embedder):
+    """The accept loop checks for idleness every ACCEPT_POLL seconds; a stop wakes it, so the service
+    exits (and its socket and lock are free) without waiting out the check, here an hour away."""
+    stopped = serve_until_it_ends(tmp_path, monkeypatch, hash_embedder, b'{"op": "stop"}\n')[-1]
     assert stopped["ok"] and stopped["result"]["pid"] == os.getpid()
-    assert not path.exists()
+    assert not (tmp_path / "memo.sock").exists()
 
 
 def test_a_service_asked_by_other_code_steps_down_at_once(tmp_path, monkeypatch, hash_embedder):
     """As a stop does: the accept loop is woken, not left to its idle check (here an hour away)."""
-    import threading
-
-    from captain_memo.memo import Memo
-    from captain_memo.service import server
-
-    monkeypatch.setattr(server, "ACCEPT_POLL", 3600.0)
-    path = tmp_path / "memo.sock"
-    with Memo(tmp_path / "memo.db", hash_embedder) as memo:
-        service = server.Service(path, tmp_path / "memo.db", idle=float("inf"), memo=memo)
-        loop = threading.Thread(target=service.serve, args=(server.listen(path),), daemon=True)
-        loop.start()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(30)
-            sock.connect(str(path))
-            sock.sendall(b'{"op": "status", "build": "another release", "code": "other code"}\n')
-            refused = json.loads(sock.makefile("rb").readline())
-        loop.join(timeout=60)
-        assert not loop.is_alive(), "the service still waits for its idle check"
-    assert refused["stale"] and not refused["accepted"] and not path.exists()
+    request = b'{"op": "status", "build": "another release", "code": "other code"}\n'
+    refused = serve_until_it_ends(tmp_path, monkeypatch, hash_embedder, request)[0]
+    assert refused["stale"] and not refused["accepted"] and not (tmp_path / "memo.sock").exists()

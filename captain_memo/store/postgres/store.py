@@ -288,14 +288,18 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
                 [(vector_text(v), chunk_id) for chunk_id, v in zip(chunk_ids, vectors)],
             )
 
+    @staticmethod
+    def _exists(conn, memory_id) -> bool:
+        found = row_id(memory_id)
+        return (
+            found is not None and conn.execute("SELECT 1 FROM memories WHERE id = %s", (found,)).fetchone() is not None
+        )
+
     def set_superseded(self, old_id: int, new_id: int | None, automatic: bool = False) -> int | None:
         """Mark ``old_id`` superseded by ``new_id`` (None clears it); returns what superseded it before."""
         with self.write() as conn:
             for mid in (old_id, new_id):
-                if mid is not None and (
-                    row_id(mid) is None
-                    or conn.execute("SELECT 1 FROM memories WHERE id = %s", (row_id(mid),)).fetchone() is None
-                ):
+                if mid is not None and not self._exists(conn, mid):
                     raise NotFoundError(f"no memory with id {team_ref(mid)}")
             old_id, new_id = operator.index(old_id), None if new_id is None else operator.index(new_id)
             previous = conn.execute("SELECT superseded_by FROM memories WHERE id = %s", (old_id,)).fetchone()[0]
