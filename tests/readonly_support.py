@@ -1,26 +1,30 @@
-"""A store this user may read but not write, made real: as root the reader is the unprivileged user
-`nobody` (setpriv), who owns the store with its write bits removed; as any other user the file
-modes alone do it (file modes do not stop root)."""
+"""A store this user may read but not write, made real by file modes: the store's owner, with its
+write bits removed. As root, file modes do not bind, so the child runs without the capabilities
+that override them (util-linux setpriv); it stays the same user, so it reaches the checkout and
+the virtual environment wherever they are (a private temporary folder too)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-NOBODY = 65534
 AS_ROOT = os.geteuid() == 0
 SETPRIV = shutil.which("setpriv")
-requires_reader = pytest.mark.skipif(AS_ROOT and not SETPRIV, reason="as root, dropping to another user needs setpriv")
+requires_reader = pytest.mark.skipif(AS_ROOT and not SETPRIV, reason="as root, file modes bind only through setpriv")
+# What lets root past a file's modes: writing (dac_override), reading and listing (dac_read_search),
+# changing them back (fowner).
+WITHOUT_OVERRIDES = "-dac_override,-dac_read_search,-fowner"
 
 
 def as_reader() -> list[str]:
-    """The command prefix that runs a child as the user the store is read-only for."""
+    """The command prefix that runs a child for whom file modes bind."""
     if not AS_ROOT:
         return []
-    return [SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    return [SETPRIV, "--bounding-set", WITHOUT_OVERRIDES]
 
 
 def make_store(folder: Path, embedder=None) -> Path:
@@ -46,9 +50,6 @@ def make_store(folder: Path, embedder=None) -> Path:
 
 def lock(path: Path, file_mode: int = 0o400, folder_mode: int = 0o500) -> None:
     """Take the write permission away from the store's owner, who is the reading user."""
-    if AS_ROOT:
-        os.chown(path.parent, NOBODY, NOBODY)
-        os.chown(path, NOBODY, NOBODY)
     path.chmod(file_mode)
     path.parent.chmod(folder_mode)
 
@@ -56,30 +57,9 @@ def lock(path: Path, file_mode: int = 0o400, folder_mode: int = 0o500) -> None:
 def reader_home(folder: Path) -> Path:
     """A home folder the reading user can write (logs, caches)."""
     folder.mkdir()
-    if AS_ROOT:
-        os.chown(folder, NOBODY, NOBODY)
     return folder
 
 
-def reader_python(home: Path) -> Path | None:
-    """A Python the reading user can start, with this checkout and its packages importable. As root,
-    the virtual environment's interpreter may be a link into root's private folders, which the
-    reading user cannot follow: a system interpreter of the same version stands in (None: none is
-    installed)."""
-    import sys
-    import sysconfig
-
-    if not AS_ROOT:
-        return Path(sys.executable)
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    system = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")
-    if system is None:
-        return None
-    repo = Path(__file__).resolve().parent.parent
-    host = home / "python3-host"
-    host.write_text(
-        f'#!/bin/sh\nPYTHONPATH="{repo}:{sysconfig.get_paths()["purelib"]}" exec "{system}" "$@"\n', encoding="utf-8"
-    )
-    host.chmod(0o755)
-    os.chown(host, NOBODY, NOBODY)
-    return host
+def reader_python() -> Path:
+    """The Python the reading user starts: this one (the same user, so its environment is reachable)."""
+    return Path(sys.executable)

@@ -10,14 +10,13 @@ bits removed; as any other user the modes alone do it. The hash embedder stands 
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from readonly_support import AS_ROOT, NOBODY, as_reader, lock, make_store, reader_home, requires_reader
+from readonly_support import as_reader, lock, make_store, reader_home, requires_reader
 from reliability_support import HERE, child_env
 
 pytestmark = requires_reader
@@ -107,8 +106,6 @@ def test_import_index_and_reindex_name_the_permission(read_only_store):
     notes = home / "notes.jsonl"
     notes.write_text('{"text": "imported"}\n', encoding="utf-8")
     (home / "loose.md").write_text("# Loose\n\nA note.\n", encoding="utf-8")
-    if AS_ROOT:
-        os.chown(notes, NOBODY, NOBODY)
     for argv in (["import", str(notes)], ["index", str(home / "loose.md")], ["reindex", "--missing"], ["reindex"]):
         done = run_cli(db, *argv, home=home)
         assert done.returncode == 1, (argv, done.stdout, done.stderr)

@@ -17,8 +17,8 @@ from sources_support import DECISION_PORTS, init_repo, write
 from captain_memo.sources.folders import read_note
 from captain_memo.sources.indexer import index_paths
 
-NOBODY = 65534
-# Indexing runs in a child process: as an unprivileged user where a permission must bite (as root,
+WITHOUT_OVERRIDES = "-dac_override,-dac_read_search,-fowner"  # what lets root past a file's modes
+# Indexing runs in a child process: without root's file capabilities where a permission must bite (as root,
 # chmod 000 stops nothing), and always with a memory cap and a time limit, so that reading
 # /dev/zero or opening a FIFO fails the test instead of taking the machine down or hanging it.
 INDEX_SCRIPT = """
@@ -54,7 +54,7 @@ def run_index(tmp: Path, folder: Path, unprivileged: bool = False) -> dict:
     if unprivileged and os.geteuid() == 0:
         if shutil.which("setpriv") is None:
             pytest.skip("running as root without setpriv: a folder cannot be made unreadable")
-        command = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *command]
+        command = ["setpriv", "--bounding-set", WITHOUT_OVERRIDES, *command]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPTAIN_MEMO_")}
     env["CAPTAIN_MEMO_HOME"] = str(tmp / "home")
     try:
