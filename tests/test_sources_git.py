@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
+from contextlib import closing
+
 import pytest
 from sources_support import BASE_DAY, commit, git, init_repo
 
@@ -107,3 +112,75 @@ def test_an_embedder_that_is_down_still_stores_commits(engine, repo, hash_embedd
     report = index_history(engine, repo)
     assert report.indexed == 1 and report.warnings[0][0] == "embedder"
     assert engine.store.counts()["pending_vectors"] == 1
+
+
+def touched_paths(db_file, engine, title: str) -> set[str]:
+    """The paths stored for the observation of the commit titled ``title`` (what change questions search)."""
+    memory = observations(engine)[title]
+    with closing(sqlite3.connect(db_file)) as conn:
+        return {row[0] for row in conn.execute("SELECT path FROM touched_paths WHERE memory_id = ?", (memory.id,))}
+
+
+def test_a_record_separator_in_a_message_is_read_as_text(db_file, engine, repo):
+    commit(repo, "Split the\x1erecords", {"split.py": "X = 1\n"}, when=BASE_DAY + DAY)
+    commit(repo, "Add a later change", {"later.py": "Y = 2\n"}, when=BASE_DAY + 2 * DAY)
+    report = index_history(engine, repo)
+    assert report.indexed == 3
+    assert touched_paths(db_file, engine, "Split the\x1erecords") == {"split.py"}
+
+
+def test_a_field_separator_in_a_message_forges_no_touched_path(db_file, engine, repo):
+    commit(repo, "fix parser\x1f\nsecret/evil.py", {"parser.py": "P = 1\n"}, when=BASE_DAY + DAY)
+    index_history(engine, repo)
+    assert touched_paths(db_file, engine, "fix parser") == {"parser.py"}
+
+
+def test_paths_with_quotes_tabs_newlines_and_backslashes_are_stored_as_named(db_file, engine, repo):
+    names = ['say "hi".md', "tab\there.txt", "new\nline.txt", "back\\slash.txt", "café.txt"]
+    commit(repo, "Add awkward names", {name: "x\n" for name in names}, when=BASE_DAY + DAY)
+    index_history(engine, repo)
+    assert touched_paths(db_file, engine, "Add awkward names") == set(names)
+
+
+def test_a_name_that_is_not_utf8_is_stored_as_its_escaped_bytes_not_a_replacement_mark(db_file, engine, repo):
+    raw = b"caf\xe9.txt"
+    (repo / os.fsdecode(raw)).write_bytes(b"x\n")
+    commit(repo, "Add a Latin-1 name", when=BASE_DAY + DAY)
+    index_history(engine, repo)
+    assert touched_paths(db_file, engine, "Add a Latin-1 name") == {"caf\\xe9.txt"}
+
+
+def write_commit(repo, message: bytes, stamp: str) -> str:
+    """A commit object written as is (git commit refuses some of these dates), made HEAD."""
+    tree = git(repo, "write-tree")
+    head = git(repo, "rev-parse", "HEAD")
+    who = f"Test Dev <dev@example.com> {stamp} +0000"
+    body = f"tree {tree}\nparent {head}\nauthor {who}\ncommitter {who}\n\n".encode() + message
+    done = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--literally", "--stdin"],
+        cwd=repo,
+        input=body,
+        capture_output=True,
+        check=True,
+    )
+    sha = done.stdout.decode().strip()
+    git(repo, "update-ref", "HEAD", sha)
+    return sha
+
+
+def test_a_commit_dated_past_year_9999_is_skipped_with_one_line_and_the_rest_indexed(engine, repo):
+    far = write_commit(repo, b"Set the clock far ahead\n", str(int(BASE_DAY) * 200))
+    commit(repo, "A change after it", {"after.py": "A = 1\n"}, when=BASE_DAY + 2 * DAY)
+    report = index_history(engine, repo)
+    assert set(observations(engine)) == {"Start the service", "A change after it"}
+    assert [sha for sha, _ in report.skipped_files] == [far[:10]]
+    assert "past the year 9999" in report.skipped_files[0][1]
+    commit(repo, "A later change", {"later.py": "L = 1\n"}, when=BASE_DAY + 3 * DAY)
+    assert index_history(engine, repo).indexed == 1  # and the next run goes on from there
+
+
+def test_a_commit_whose_date_cannot_be_read_is_skipped_naming_it(engine, repo):
+    odd = write_commit(repo, b"A date git cannot parse\n", "not-a-date")
+    report = index_history(engine, repo)
+    assert set(observations(engine)) == {"Start the service"}
+    assert [sha for sha, _ in report.skipped_files] == [odd[:10]]

@@ -32,6 +32,7 @@ from typing import Any
 from captain_memo import secrets
 from captain_memo.change_plan import tag_key
 from captain_memo.errors import InputError
+from captain_memo.fields import LATEST_TIME
 from captain_memo.progress import Progress
 from captain_memo.records import NewMemory, Source
 from captain_memo.sources.report import IndexReport, Tally
@@ -42,7 +43,8 @@ META_PREFIX = "git_last_commit"
 BATCH_COMMITS = 64
 MAX_TITLE_CHARS = 200
 MAX_FILES_LISTED = 20
-RECORD, FIELD = "\x1e", "\x1f"
+FIELD = "\x1f"  # between a tag's fields (a ref name holds no control character)
+START = "%x00%H %ct %P%x00%B"  # each commit of ``git log -z``: an empty field, its header, its message
 # Texts the supersession rule may reuse within one run (1.5 KB each at 384 dimensions: ~30 MB).
 MAX_MEMO_TEXTS = 20_000
 
@@ -57,7 +59,8 @@ class Commit:
 
     @property
     def subject(self) -> str:
-        return self.message.strip().splitlines()[0].strip() if self.message.strip() else ""
+        # git's lines end at "\n" only; str.splitlines also ends one at \x1c-\x1e, \x85 and others.
+        return self.message.strip().split("\n")[0].strip() if self.message.strip() else ""
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -70,34 +73,71 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def read_commits(root: Path, since: str | None, limit: int) -> list[Commit]:
-    """Commits reachable from HEAD (after ``since`` when given), oldest first, at most ``limit``."""
+    """Commits reachable from HEAD (after ``since`` when given), oldest first, at most ``limit``;
+    those that cannot be read are left out (``read_history`` names them)."""
+    return read_history(root, since, limit)[0]
+
+
+def read_history(root: Path, since: str | None, limit: int) -> tuple[list[Commit], list[tuple[str, str]]]:
+    """The commits ``read_commits`` gives, and (commit id, why) for each that cannot be read."""
     revision = f"{since}..HEAD" if since else "HEAD"
+    # NUL-separated (-z): a NUL is the one byte neither a message (git's %B stops at one) nor a path
+    # holds. Each commit starts with an empty field (the leading %x00), so a path, never empty,
+    # cannot be taken for the next commit. Separators a message can hold (\x1e, \x1f) made a
+    # message forge touched paths or fail every run; -z also keeps paths unquoted.
     done = _git(
-        root,
-        "log",
-        f"--max-count={limit}",
-        "--name-only",
-        "--no-renames",
-        f"--format={RECORD}%H{FIELD}%ct{FIELD}%P{FIELD}%B{FIELD}",
-        revision,
-        "--",
+        root, "log", f"--max-count={limit}", "-z", "--name-only", "--no-renames", f"--format={START}", revision, "--"
     )
     if done.returncode != 0:
         raise InputError(f"git log failed in {root}: {done.stderr.decode('utf-8', 'replace').strip()}")
-    commits = []
-    for record in done.stdout.decode("utf-8", "replace").split(RECORD)[1:]:
-        sha, stamp, parents, message, files = record.split(FIELD, 4)
-        commits.append(
-            Commit(
-                sha,
-                float(stamp),
-                len(parents.split()),
-                message.strip(),
-                tuple(line for line in files.splitlines() if line.strip()),
-            )
-        )
+    commits, unreadable = [], []
+    for header, message, paths in _records(done.stdout.split(b"\0")):
+        made = _commit(header, message, paths)
+        if isinstance(made, Commit):
+            commits.append(made)
+        else:
+            unreadable.append(made)
     commits.reverse()
-    return commits
+    return commits, unreadable
+
+
+def _records(fields: list[bytes]):
+    """(header, message, paths) of each commit in ``git log -z`` output split at its NULs."""
+    at = 0
+    while at + 1 < len(fields):
+        if fields[at] or not fields[at + 1]:  # not a commit's start: only the output's trailing NUL
+            at += 1
+            continue
+        header, message = fields[at + 1], fields[at + 2] if at + 2 < len(fields) else b""
+        end = at + 3
+        while end < len(fields) and fields[end]:
+            end += 1
+        paths = fields[at + 3 : end]
+        if paths and paths[0].startswith(b"\n"):  # the line between the message and its paths
+            paths[0] = paths[0][1:]
+        yield header, message, [path for path in paths if path]
+        at = end
+
+
+def _commit(header: bytes, message: bytes, paths: list[bytes]) -> Commit | tuple[str, str]:
+    """The commit, or (its short id, why it cannot be read)."""
+    sha, stamp, *parents = header.decode("ascii", "replace").split(" ")
+    if not stamp.isdigit():
+        return sha[:10], "its commit date cannot be read"
+    if int(stamp) > LATEST_TIME:
+        return sha[:10], f"its commit date ({int(stamp):,} s) is past the year 9999"
+    text = message.decode("utf-8", "replace").strip()
+    return Commit(sha, float(stamp), len([p for p in parents if p]), text, tuple(_path_text(p) for p in paths))
+
+
+def _path_text(raw: bytes) -> str:
+    """A path as git has it. A name that is not UTF-8 keeps its bytes as ``\\xe9`` escapes: SQLite's
+    text cannot hold the file system's own form (a lone surrogate), and U+FFFD made distinct
+    names one and matched none of them."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace")
 
 
 def count_commits(root: Path, since: str | None) -> int:
@@ -200,8 +240,10 @@ def index_history(
     last = engine.store.meta(key)
     since = last if last and _is_ancestor(root, last) else None
     limit = max_commits or settings.git_max_commits
-    commits = read_commits(root, since, limit)
-    if len(commits) == limit:
+    commits, unreadable = read_history(root, since, limit)
+    for sha, why in unreadable:
+        tally.skip(sha, why)
+    if len(commits) + len(unreadable) == limit:
         tally.left_out = max(count_commits(root, since) - limit, 0)
     known = set(engine.store.stored_by_key(ctx.project, KEY_PREFIX)) if commits else set()
     todo = []
