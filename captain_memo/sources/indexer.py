@@ -54,6 +54,18 @@ EMBED_SLICE = 64
 FILE_STATE_VERSION = "1"
 
 
+class OwnedElsewhere(Exception):
+    """A note's stored memory is another team member's: this role may not change it."""
+
+
+def owned_elsewhere(author: str) -> str:
+    """Why a note was left as it is in the team store (one line of the run's report)."""
+    return (
+        f"another member's note: its team memory was written by {author}, and only its author or a "
+        "curator of the project may change it; left as it is"
+    )
+
+
 @dataclass
 class Planned:
     """One section on its way to the store: new (``stored`` None) or replacing a stored memory."""
@@ -331,6 +343,7 @@ class _Run:
             and _under(row.source_path, prefixes)
             and not _under(row.source_path, kept)
         }
+        self._keep_others_orphans(orphans)
         self._match_moves([p for plan in plans for p in plan if p.stored is None], orphans)
         for plan in plans:
             for planned in plan:
@@ -374,6 +387,11 @@ class _Run:
             return []
         try:
             planned, sections = self._plan_sections(folder, file, where, kind, note.text)
+        except OwnedElsewhere as exc:
+            self.seen.update(known)  # its memories stay, and its state too: the author's run updates both
+            self.tally.skip(where, owned_elsewhere(str(exc)))
+            self.kept_paths.add(where)
+            return []
         except InputError as exc:
             self.tally.skip(where, str(exc))
             self.kept_paths.add(where)
@@ -414,6 +432,8 @@ class _Run:
             clean, chunks = self.engine.prepare(replace(memory, chunks=section.chunks))
             if self._unchanged(row, clean):  # the same once cleaned (a redacted secret, a private span)
                 continue
+            if row is not None and row.kept_by is not None:
+                raise OwnedElsewhere(row.kept_by)
             self._warn_secrets(where, section.line_start, clean.body)
             planned.append(Planned(clean, chunks, row, dated_by_file))
         return planned, len(note.sections)
@@ -426,10 +446,24 @@ class _Run:
             or row.content_hash != content_hash(memory.kind, memory.title, memory.body)
         ):
             return False
-        self.tally.unchanged += 1
         if not row.same_place(memory) or (memory.created_at and memory.created_at != row.created_at):
+            if row.kept_by is not None:
+                raise OwnedElsewhere(row.kept_by)
             self.store.update_place(row.id, memory)
+        self.tally.unchanged += 1
         return True
+
+    def _keep_others_orphans(self, orphans: dict[str, Stored]) -> None:
+        """Another member's memories of sections gone are neither removed nor moved: one line per file."""
+        for key, row in list(orphans.items()):
+            if row.kept_by is None:
+                continue
+            del orphans[key]
+            where = row.source_path or key
+            if where not in self.kept_paths:
+                self.kept_paths.add(where)
+                self.tally.skip(where, owned_elsewhere(row.kept_by))
+                self.new_states.pop(where, None)
 
     def _warn_secrets(self, where: str, first_line: int, body: str) -> None:
         """A note's credentials are indexed as they are on disk, unless redaction is on: say so."""

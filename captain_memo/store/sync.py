@@ -33,6 +33,8 @@ class Stored:
     line_end: int | None
     tags: tuple[str, ...]
     created_at: float
+    # Who wrote it, when this role may not change it (a team store's member reading another's note).
+    kept_by: str | None = None
 
     def same_place(self, memory: NewMemory) -> bool:
         return (self.source_path, self.line_start, self.line_end, self.tags) == (

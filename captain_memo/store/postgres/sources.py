@@ -32,14 +32,31 @@ class TeamSourceRows:
         def insert_chunks(self, conn, memory_id: int, project: str | None, rows: Iterable[tuple]) -> None: ...
 
     def stored_by_key(self, project: str | None, prefix: str) -> dict[str, Stored]:
+        # kept_by: the author of a row this role may not change (row-level security would refuse it),
+        # so an index run leaves that note to its author or a curator instead of failing.
         rows = self.fetch(
-            "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at"
+            "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at,"
+            " CASE WHEN author = current_user OR project IN (SELECT g.project FROM grants g"
+            " WHERE g.role = current_user AND g.curate)"
+            " OR pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'memories'::regclass), 'USAGE')"
+            " THEN NULL ELSE author::text END"
             " FROM memories WHERE project = %s AND source_key IS NOT NULL AND left(source_key, %s) = %s",
             (project or "", len(prefix), prefix),
         )
         return {
-            key: Stored(mid, key, kind, digest, path, start, end, tuple(t for t in tags.split(",") if t), created)
-            for mid, key, kind, digest, path, start, end, tags, created in rows
+            key: Stored(
+                mid,
+                key,
+                kind,
+                digest,
+                path,
+                start,
+                end,
+                tuple(t for t in tags.split(",") if t),
+                created,
+                kept_by=kept_by,
+            )
+            for mid, key, kind, digest, path, start, end, tags, created, kept_by in rows
         }
 
     def bodies(self, ids: Sequence[int]) -> dict[int, str]:
