@@ -7,6 +7,8 @@ port, or comes back; the clock is the real one, with back-off periods of a fract
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from embed_support import MODEL, cli, provider_env
@@ -17,6 +19,7 @@ from captain_memo.config import embed_config
 from captain_memo.embeddings import make_embedder
 from captain_memo.embeddings.backoff import BackoffEmbedder, outage_of
 from captain_memo.engine import Engine
+from captain_memo.errors import EmbeddingError
 from captain_memo.store import NewMemory, Store
 
 
@@ -115,3 +118,30 @@ def test_checkhealth_tests_the_provider_even_during_a_back_off(provider, db_file
     report = {row["item"]: row for row in health_report({"db": str(db_file)})}
     assert report["embedding"]["status"] == "ok" and " ms)" in report["embedding"]["detail"]
     assert outage_of(make_embedder(embed_config(), backoff=False)).read() is None  # the success ended it
+
+
+# A process whose wall clock reads an hour earlier than the one that met the failure: the real clock
+# cannot be stepped back in a test, so this process's time.time is replaced before the package loads
+# (a fake wall clock), as after an NTP step or a manual `date -s`.
+CLOCK_AN_HOUR_BACK = """
+import time
+real = time.time
+time.time = lambda: real() - 3600
+from captain_memo.config import embed_config
+from captain_memo.embeddings import make_embedder
+print(len(make_embedder(embed_config()).embed(["the ledger export"])[0]))
+"""
+
+
+def test_a_wall_clock_stepped_back_does_not_stretch_the_back_off(provider):
+    inner = make_embedder(embed_config(), backoff=False)
+    wrapper = BackoffEmbedder(inner, outage_of(inner), first=0.001)  # over in a millisecond
+    provider.mode = "http500"
+    with pytest.raises(EmbeddingError, match="answered 500"):
+        wrapper.embed(["the ledger export"])
+    wrapper.close()  # no background retry: the outage stays recorded, as a process that exited leaves it
+    assert outage_of(inner).read() is not None
+    provider.mode = "ok"
+    stepped = subprocess.run([sys.executable, "-c", CLOCK_AN_HOUR_BACK], capture_output=True, text=True, timeout=120)
+    assert stepped.returncode == 0, stepped.stderr
+    assert stepped.stdout.strip() == "384"  # the healthy endpoint was asked

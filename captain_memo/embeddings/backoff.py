@@ -10,7 +10,10 @@ again; the first success clears the outage for everyone.
 
 The outage is written to a file in the user's private runtime folder (captain_memo/runtime.py), so
 one-shot commands, the warm service and the editor host share it: a CLI run after the editor
-found the server down does not pay for finding it again.
+found the server down does not pay for finding it again. Its times are the monotonic clock's, which
+every process of one boot shares and nobody steps: kept in wall-clock time, one failure and a
+clock stepped back an hour refused a healthy endpoint for that hour ("down for -3597 s"). The boot
+they were read in is kept with them; a file from another boot is no outage.
 """
 
 from __future__ import annotations
@@ -36,10 +39,19 @@ PROBE_TEXT = "captain memo health check"
 
 @dataclass(frozen=True)
 class Outage:
-    since: float  # when the endpoint first failed (epoch seconds)
+    since: float  # when the endpoint first failed (time.monotonic() of the boot below)
     until: float  # not asked again before this
     delay: float  # the back-off that set ``until``
     error: str  # the last failure
+    boot: str = ""  # the boot the times belong to (another boot's monotonic clock started again)
+
+
+def boot_id() -> str:
+    """This boot's id (Linux); '' where there is none, and then every outage counts as this boot's."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
 
 
 class OutageFile:
@@ -53,11 +65,13 @@ class OutageFile:
         if self.path is None:
             return self._memory
         try:
-            return Outage(**json.loads(self.path.read_text(encoding="utf-8")))
+            outage = Outage(**json.loads(self.path.read_text(encoding="utf-8")))
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError):  # half-written or foreign: treat as no outage
             return None
+        # Another boot's (or an older release's wall-clock) times say nothing about now.
+        return outage if outage.boot == boot_id() else None
 
     def write(self, outage: Outage | None) -> None:
         self._memory = outage
@@ -104,7 +118,7 @@ def first_backoff(env=None) -> float:
 class BackoffEmbedder:
     """Wraps an HTTP embedder; everything but ``embed`` is the inner embedder's."""
 
-    def __init__(self, inner, state: OutageFile, first: float = FIRST, longest: float = LONGEST, clock=time.time):
+    def __init__(self, inner, state: OutageFile, first: float = FIRST, longest: float = LONGEST, clock=time.monotonic):
         self.inner = inner
         self.state = state
         self.first = first
@@ -146,7 +160,8 @@ class BackoffEmbedder:
     def failed(self, error: str, before: Outage | None, retry: bool = True) -> Outage:
         now = self.clock()
         delay = self.first if before is None else min(self.longest, before.delay * 2)
-        outage = Outage(since=before.since if before else now, until=now + delay, delay=delay, error=error)
+        since = before.since if before else now
+        outage = Outage(since=since, until=now + delay, delay=delay, error=error, boot=boot_id())
         self.state.write(outage)
         log.info("embedding endpoint failed; not asking it for %g s: %s", delay, error)
         if retry:
