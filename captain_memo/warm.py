@@ -105,8 +105,8 @@ class WarmMemo:
 
     def call(self, work: Callable[[Any], Any], write: bool = False, expires: float | None = None):
         """``work(memo)`` with a Memo that matches the store now: on the writer thread for a write,
-        else on a reader. ``expires``: the time after which the caller no longer waits for it (it
-        runs the request itself), so it is not started later than that."""
+        else on a reader. ``expires``: the time (this process's time.monotonic()) after which the
+        caller no longer waits for it (it runs the request itself), so it is not started later."""
         return self.submit(work, write, expires).result()
 
     def submit(self, work: Callable[[Any], Any], write: bool = False, expires: float | None = None) -> Future:
@@ -153,7 +153,7 @@ class WarmMemo:
     # -- freshness ------------------------------------------------------------------------
 
     def _run(self, work: Callable[[Any], Any], write: bool, expires: float | None = None, read: bool = False):
-        if expires is not None and time.time() > expires:
+        if expires is not None and time.monotonic() > expires:
             from captain_memo.errors import CaptainMemoError
 
             raise CaptainMemoError("not run: its caller stopped waiting before its turn came (and runs it itself)")

@@ -117,3 +117,26 @@ def test_doctor_finds_fields_of_the_wrong_type_and_repairs_them(service_env):
     found = cli("recall", "invoice ledger", env=env)
     assert found.returncode == 0 and "rounded once" in found.stdout and "midnight" in found.stdout
     assert stored(db)[0][1] == "real" and time.gmtime(1714521600.0)[:3] == (2024, 5, 1)
+
+
+def test_a_client_whose_clock_is_a_minute_behind_the_service_is_answered(service_env, monkeypatch):
+    """Two processes' wall clocks disagree after a resume from suspend or an NTP step; a request's
+    time budget must not depend on them agreeing. The test cannot move the machine's clock, so the
+    client here (this process, speaking to the real service process) reads a wall clock a minute
+    behind: its time.time is replaced."""
+    from captain_memo.service import client
+
+    assert cli("remember", "The invoice total is rounded once.", env=service_env).returncode == 0
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() - 60)
+    env = {**os.environ, **service_env}
+    db = service_env["CAPTAIN_MEMO_DB"]
+    said: list[str] = []
+    saved = client.call("remember", {"text": "The ledger closes at midnight UTC.", "cwd": "/"}, db, env, said.append)
+    assert saved is not None and said == []
+    found = client.call("recall", {"query": "ledger midnight", "cwd": "/"}, db, env, said.append)
+    assert found is not None and said == [] and "midnight UTC" in json.dumps(found)
+    assert [row[0] for row in stored(Path(db))] == [
+        "The invoice total is rounded once.",
+        "The ledger closes at midnight UTC.",
+    ]

@@ -101,7 +101,7 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
             except _NotAccepted:
                 continue
             except (_Unanswered, _Lost) as exc:
-                # Not taken: the service will not start it late (it checks ``expires``).
+                # Not taken: the service will not start it late (it checks ``within``).
                 if op in READ_ONLY or request.get("request_key") or not getattr(exc, "taken", True):
                     _say(f"{exc}; running it here")
                     return None
@@ -283,11 +283,12 @@ def _exchange(
     """``installation``: name this command's installation, so that a service of another steps down
     (a command's request); ``service status`` and ``stop`` look at whatever service runs.
     The service must take the request within ACCEPT_TIMEOUT and answer within ``deadline``
-    seconds after; it is told the deadline too, and drops a request it reaches too late."""
+    seconds after; it is told how long that is, and drops a request it reaches too late."""
     sock.settimeout(accept)
     with sock.makefile("rb") as reader:
         try:
-            message = {"op": op, "request": request, "expires": time.time() + accept + deadline}
+            # How long it waits, not until when: the service's clock and this one's may disagree.
+            message = {"op": op, "request": request, "within": accept + deadline}
             if installation:
                 message["build"], message["code"] = build_id(), code_id()
             wire.send(sock, message)

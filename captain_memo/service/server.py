@@ -265,10 +265,7 @@ class Service:
                 from captain_memo.errors import UnknownRequestError
 
                 raise UnknownRequestError(f"the service does not know the request {message.get('op')!r}")
-            expires = message.get("expires")
-            if expires is not None and (isinstance(expires, bool) or not isinstance(expires, (int, float))):
-                raise CaptainMemoError("expires must be a time in seconds since 1970")
-            return {"ok": True, "result": op(message.get("request"), expires)}
+            return {"ok": True, "result": op(message.get("request"), _expires(message.get("within")))}
         except CaptainMemoError as exc:  # its kind too: a client tells "no such memory" from a refusal
             return {"ok": False, "error": str(exc), "kind": type(exc).__name__}
         except Exception as exc:
@@ -361,6 +358,17 @@ class Service:
             self._waker[1].send(b"\0")  # type: ignore[index]
         except (TypeError, OSError):  # not serving yet, or no longer
             pass
+
+
+def _expires(within) -> float | None:
+    """When a request sent with ``within`` seconds left stops being worth starting, on this
+    process's monotonic clock. A client sends how long it waits, never a time of its own clock:
+    with an absolute time, a client a minute behind the service had every request refused unrun."""
+    if within is None:
+        return None
+    if isinstance(within, bool) or not isinstance(within, (int, float)) or not 0 <= within < float("inf"):
+        raise CaptainMemoError("within must be the seconds the client waits (a number from 0)")
+    return time.monotonic() + within
 
 
 def same_user(conn: socket.socket) -> bool:

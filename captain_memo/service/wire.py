@@ -1,7 +1,10 @@
 """The service's messages: one JSON object per line over a Unix socket.
 
-A request is ``{"op", "request"}``. The service first answers ``{"accepted": true}`` once it has
-read the request and will run it, then ``{"ok": true, "result"}`` or ``{"ok": false, "error"}``.
+A request is ``{"op", "request"}``, and ``"within"``: the seconds its client waits for the answer,
+counted by the service from when it reads the request (never a time of the client's clock, which
+may disagree with the service's); a request the service reaches later than that is not started.
+The service first answers ``{"accepted": true}`` once it has read the request and will run it,
+then ``{"ok": true, "result"}`` or ``{"ok": false, "error"}``.
 The first line tells a client whether a request it got no answer to was run at all: one that was
 never accepted is safe to send again, a write that was accepted and then lost is not.
 """
