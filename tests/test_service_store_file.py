@@ -129,3 +129,50 @@ def test_a_write_into_a_store_put_back_by_hand_before_the_service_notices_is_kep
         "alpha: the invoice total is rounded once",
         "delta: saved by another process after the restore",
     ]
+
+
+def integrity_of(path: Path) -> str:
+    """``PRAGMA integrity_check`` of the file at ``path`` alone, read cold."""
+    import sqlite3
+
+    copy = path.with_name(f"checked-{path.name}")
+    shutil.copyfile(path, copy)
+    try:
+        conn = sqlite3.connect(copy)
+        try:
+            return conn.execute("PRAGMA integrity_check").fetchone()[0]
+        finally:
+            conn.close()
+    finally:
+        copy.unlink()
+
+
+def test_a_backup_copied_over_the_store_with_cp_is_what_the_next_request_sees(service_env, tmp_path):
+    # cp writes into the file the service holds (same inode): only its size, time and header say so.
+    db = Path(service_env["CAPTAIN_MEMO_DB"])
+    for name in ("alpha", "beta", "gamma"):
+        remember(service_env, f"{name}: saved before the backup " + "x" * 3000)
+    assert cli("backup", str(tmp_path / "b.db"), env=service_env).returncode == 0
+    for name in ("delta", "epsilon", "zeta"):
+        remember(service_env, f"{name}: saved after the backup " + "y" * 3000)
+    shutil.copyfile(tmp_path / "b.db", db)  # as `cp b.db memo.db` does: the same file, new content
+    remember(service_env, "eta: saved after the restore " + "z" * 3000)
+    answer = recalled(service_env, "saved after the backup restore")
+    assert "delta" not in answer and "eta" in answer
+    assert [b.split(":")[0] for b in bodies(db)] == ["alpha", "beta", "eta", "gamma"]
+    assert integrity_of(db) == "ok"
+
+
+def test_a_small_save_after_a_cp_restore_does_not_undo_it(service_env, tmp_path):
+    db = Path(service_env["CAPTAIN_MEMO_DB"])
+    for name in ("alpha", "beta", "gamma"):
+        remember(service_env, f"{name}: before the backup")
+    assert cli("backup", str(tmp_path / "b.db"), env=service_env).returncode == 0
+    for name in ("delta", "epsilon", "zeta"):
+        remember(service_env, f"{name}: after the backup")
+    assert "delta" in recalled(service_env, "after the backup")  # its Tide record waits in the WAL
+    shutil.copyfile(tmp_path / "b.db", db)
+    remember(service_env, "eta: after the restore")
+    assert "eta" in recalled(service_env, "after the restore")
+    assert [b.split(":")[0] for b in bodies(db)] == ["alpha", "beta", "eta", "gamma"]
+    assert integrity_of(db) == "ok"

@@ -365,7 +365,9 @@ class Database:
         # The file opened, and its -wal and -shm once WAL mode is on (store/held_file.py).
         self.opened_identity = held_file.identity(self.path)
         self._side_identities: dict = {}
+        self.watch = held_file.FileWatch(self.path)  # a rewrite in place (cp over it)
         self._migrate()
+        self.watch.noted()
 
     def _prepare_file(self) -> None:
         if str(self.path) == ":memory:":
@@ -434,8 +436,9 @@ class Database:
         return conn
 
     def moved(self) -> bool:
-        """The file at the path is not the one this store opened (moved, deleted or replaced)."""
-        return held_file.identity(self.path) != self.opened_identity
+        """The file at the path is not the one this store opened (moved, deleted or replaced), or
+        it is but was rewritten in place (a backup copied over it)."""
+        return held_file.identity(self.path) != self.opened_identity or self.watch.rewritten()
 
     def _note_side_files(self) -> None:
         """Record this file's -wal and -shm while it is still at its path."""
@@ -449,13 +452,22 @@ class Database:
         if not self.read_only and not self.moved():
             self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._note_side_files()
+            self.watch.noted()
 
     def close(self) -> None:
         """Close every connection. When the file has left its path meanwhile, its WAL is written into
         it first and the -wal and -shm left at the path are taken away (store/held_file.py)."""
         moved = not self.read_only and self._side_identities and self.moved()
+        rewritten = moved and self.watch.rewritten()
         with self._conns_lock:
             conns, self._conns = self._conns, []
+        if rewritten:  # the old WAL must not reach the new content, by a checkpoint or at closing
+            held_file.discard_wal(self.path, self._side_identities)
+            for conn in conns:
+                _close_quietly(conn)
+            held_file.release_leftovers(self.path, self._side_identities, emptied=True)
+            self._local = threading.local()
+            return
         last = conns.pop() if moved and conns else None
         for conn in conns:
             _close_quietly(conn)
@@ -500,6 +512,7 @@ class Database:
             raise
         else:
             conn.execute("COMMIT")
+            self.watch.noted()
 
     def _refuse_if_held_by_a_stopped_process(self, waited: bool) -> None:
         """A process stopped inside a write keeps the lock until it is resumed: say which, at once,

@@ -13,13 +13,25 @@ sees moved (closing does not copy the WAL into it), so the holder must:
    own reads (``checkpoint_into_held``): the moved file is complete, the WAL empty;
 3. take the emptied -wal and -shm away from the path (``release_leftovers``), so the file now
    there starts clean; a WAL that could not be emptied is kept aside, never deleted.
+
+A file rewritten in place (``cp backup.db memo.db`` keeps the inode) is the same file to every test
+above, and to SQLite too: its connections keep their page cache and the WAL index, which say
+nothing changed, so the next write mixes the old pages into the new content (a damaged store) and
+a reader of the file sees the old WAL's frames laid over it. ``FileWatch`` notices it: the file's
+size, modification time or header changed while the WAL index did not (every SQLite connection
+that writes or checkpoints moves the WAL index; ``cp`` does not). The holder then must not copy
+the old WAL into the new content, neither by a checkpoint nor when it closes: ``discard_wal``
+empties the WAL file its connections hold before they close, and the -wal and -shm leave the
+path with them.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger("captain_memo")
@@ -67,3 +79,95 @@ def release_leftovers(path: Path, held: dict[str, tuple[int, int] | None], empti
                 side.unlink()
         except FileNotFoundError:
             pass
+
+
+# The SQLite header's file change counter (offset 24) and the database size in pages (offset 28).
+HEADER_CHANGE = slice(24, 32)
+# The WAL index (-shm): its header (48 bytes, of which the first copy) and the checkpoint's
+# backfill count at offset 96; read marks (100-120) move with every reader and are left out.
+WAL_INDEX_HEADER = 48
+WAL_INDEX_BACKFILL = slice(96, 100)
+
+
+@dataclass(frozen=True)
+class FileLook:
+    """What the file at a path and its WAL index look like at one moment."""
+
+    identity: tuple[int, int] | None
+    content: tuple | None  # size, mtime_ns, the header's change counter and page count
+    wal: bytes | None  # the WAL index's header and backfill count; None with no -shm
+
+
+def look(path: Path | str) -> FileLook:
+    try:
+        info = os.stat(path)
+        with open(path, "rb") as file:
+            header = file.read(32)[HEADER_CHANGE]
+    except OSError:
+        return FileLook(None, None, None)
+    return FileLook((info.st_dev, info.st_ino), (info.st_size, info.st_mtime_ns, header), _wal_index(path))
+
+
+def _wal_index(path: Path | str) -> bytes | None:
+    try:
+        with open(f"{path}-shm", "rb") as file:
+            head = file.read(WAL_INDEX_BACKFILL.stop)
+    except OSError:
+        return None
+    return head[:WAL_INDEX_HEADER] + head[WAL_INDEX_BACKFILL]
+
+
+class FileWatch:
+    """Whether the file at a path was rewritten in place by something other than SQLite since this
+    process last changed it (``noted`` after each of its own commits and checkpoints).
+
+    Another process's writes are no such change: it writes through the WAL, so the WAL index moves
+    with, or before, the file. A rewrite between two looks that also saw another process's write
+    goes unseen; the doc says to restore with `backup --restore`, which replaces the file whole."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._seen = look(self.path)
+        self._rewritten = False
+
+    def noted(self) -> None:
+        """This process changed the file (a commit, a checkpoint): what it looks like now is its own."""
+        now = look(self.path)
+        with self._lock:
+            if not self._rewritten:
+                self._seen = now
+
+    def rewritten(self) -> bool:
+        """The file at the path is the one opened, but its content was replaced past SQLite (once
+        seen, it stays so: the connections' page caches and WAL index no longer describe it)."""
+        now = look(self.path)
+        with self._lock:
+            if self._rewritten:
+                return True
+            seen = self._seen
+            if now.identity is None or now.identity != seen.identity:
+                return False  # moved, deleted or replaced by a rename: the identity says so
+            if now.content != seen.content and (now.wal == seen.wal or now.wal is None):
+                log.warning("%s was rewritten in place (copied over?); reopening it as it is now", self.path)
+                self._rewritten = True
+                return True
+            self._seen = now  # unchanged, or another process wrote or checkpointed through the WAL
+            return False
+
+
+def discard_wal(path: Path, held: dict[str, tuple[int, int] | None]) -> None:
+    """Empty the -wal this process holds for a file rewritten in place, before its connections
+    close: closing would copy the old content's frames into the new content. Its frames are of a
+    content that is gone (they would damage the new one), so they are dropped, not kept."""
+    wal = Path(f"{path}-wal")
+    if held.get("-wal") is None or identity(wal) != held["-wal"]:
+        return
+    try:
+        size = wal.stat().st_size
+        os.truncate(wal, 0)
+    except OSError as exc:
+        log.warning("could not empty the WAL of %s, rewritten in place: %s", path, exc)
+        return
+    if size:
+        log.warning("dropped the WAL of %s (%d bytes): the file was rewritten in place", path, size)

@@ -214,6 +214,7 @@ class Store(SourceRows):
     def checkpoint(self) -> None:
         """Fold the write-ahead log into the file (smaller and faster to open afterwards)."""
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.watch.noted()  # the file changed by this process's hand, not rewritten under it
 
     def pending_chunks(self, limit: int = 256) -> list[tuple[int, str]]:
         """Chunks stored without a vector, oldest first."""
