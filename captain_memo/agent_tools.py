@@ -44,10 +44,11 @@ ARGUMENTS = {
         "line_start": fields.whole(1, fields.MAX_LINE),
         "line_end": fields.whole(1, fields.MAX_LINE),
         "team": fields.flag(),
+        "idempotency_key": fields.text(fields.MAX_IDEMPOTENCY_KEY, 1),
     },
     "show": {"id": _PART_ID},
     "read": {"id": _ID},
-    "recent": {},
+    "recent": {"cursor": fields.text(fields.MAX_CURSOR_CHARS)},
     "supersede": {"old": _ID, "new": _ID, "undo": fields.flag()},
     "forget": {"id": _ID},
 }
@@ -125,7 +126,7 @@ def run(memo, tool: str, args: dict, ctx: GitContext, client: str | None = None,
     if tool == "remember":
         return remember(memo, args, ctx, client, request_key)
     if tool == "recent":
-        return recent(memo, ctx)
+        return recent(memo, ctx, args.get("cursor"))
     return _CALLS[tool](memo, args, ctx)
 
 
@@ -158,7 +159,6 @@ def remember(memo, args: dict, ctx: GitContext, client: str | None, request_key:
     validation.checked_text("text", args["text"], validation.MAX_BODY_CHARS)  # positions as sent
     validation.checked_text("title", args["title"], validation.MAX_TITLE_CHARS)
     text, title, found = secrets.redacted_memory(args["text"], args["title"])
-    key = f"{app.REQUEST_KEY_PREFIX}{request_key}" if request_key and not args["team"] else None
     memory = NewMemory(
         body=text,
         kind=args["kind"],
@@ -166,13 +166,15 @@ def remember(memo, args: dict, ctx: GitContext, client: str | None, request_key:
         project=ctx.project,
         branch=ctx.branch,
         source=_source(args, ctx, origin_of(client)),
-        source_key=key,
     )
+    already = False  # the same save made before (app.agent_remember_once): its id, nothing new stored
     if args["team"]:
-        # The team store embeds what it stores at once or not at all: no vector waits.
+        # The team store embeds what it stores at once or not at all: no vector waits. An exact
+        # copy already there is not stored twice.
+        app.CANCELLATIONS.refuse_if_cancelled(request_key, "remember")
         saved, vector = memo.get(memo.remember_team(memory)), True
     else:
-        local_id = app.remember_once(memo, memory)
+        local_id, already = app.agent_remember_once(memo, memory, args.get("idempotency_key"), request_key)
         memo.checkpoint()  # the file alone is complete again (a copy or move takes everything)
         saved, vector = memo.get(local_id), memo.missing_vectors(local_id) == 0
     return {
@@ -186,6 +188,7 @@ def remember(memo, args: dict, ctx: GitContext, client: str | None, request_key:
         "private_left_out": any(validation.private_spans(args[name]) for name in ("text", "title")),
         "vector": vector,
         "team": args["team"],
+        "already_saved": already,
     }
 
 
@@ -206,17 +209,42 @@ def read(memo, args: dict, ctx: GitContext) -> dict:
     return memory_json(memo.get(args["id"]), ctx)
 
 
-def recent(memo, ctx: GitContext, limit: int = RECENT_RESOURCES) -> list[dict]:
-    """The newest memories a recall here would search: this project's and personal notes."""
+def recent(memo, ctx: GitContext, cursor: str | None = None, limit: int = RECENT_RESOURCES) -> dict:
+    """A page of the memories a recall here would search, newest first: this project's and personal
+    notes, then the team store's for the project (filling the page the local ones leave short).
+    ``cursor``: where the page starts (the last page's ``next_cursor``, fields.page_cursor);
+    ``next_cursor`` None after the last page."""
+    position: dict = fields.cursor_position(cursor) if cursor else {"store": "local"}
+    page: list = []
+    following = None
+    if position["store"] == "local":
+        before = (position["at"], position["id"]) if "at" in position else None
+        found = memo.list_memories(ctx.project, all_projects=False, limit=limit + 1, before=before)
+        page = found[:limit]
+        if len(found) > limit:
+            following = {"store": "local", "at": page[-1].created_at, "id": page[-1].id}
+        position = {"store": "team", "offset": 0}
+    if following is None and memo.team is not None:
+        room, offset = limit - len(page), position["offset"]
+        team = _team_page(memo, ctx, offset, room)
+        page += team[:room]
+        following = {"store": "team", "offset": offset + room} if len(team) > room else None
+    return {
+        "resources": [{"id": str(m.ref), "kind": m.kind, "title": m.display_title} for m in page],
+        "next_cursor": fields.page_cursor(following) if following else None,
+    }
+
+
+def _team_page(memo, ctx: GitContext, offset: int, room: int) -> list:
+    """The team's memories from ``offset``, one more than ``room`` (to know whether more follow).
+    By offset: the team store lists its newest first, and teams keep far fewer than one's own."""
     from captain_memo.errors import CaptainMemoError
 
-    memories = memo.list_memories(ctx.project, all_projects=False, limit=limit)
-    if memo.team is not None:
-        try:
-            memories += memo.list_team_memories(ctx.project, limit)
-        except CaptainMemoError as exc:  # the team store down: the local ones are still worth listing
-            log.warning("mcp: team memories not listed: %s", exc)
-    return [{"id": str(m.ref), "kind": m.kind, "title": m.display_title} for m in memories]
+    try:
+        return memo.list_team_memories(ctx.project, offset + room + 1)[offset:]
+    except CaptainMemoError as exc:  # the team store down: the local pages were still worth listing
+        log.warning("mcp: team memories not listed: %s", exc)
+        return []
 
 
 def supersede(memo, args: dict, ctx: GitContext | None = None) -> dict:

@@ -11,9 +11,11 @@ Importing this module imports no numpy, SQLite or git: the thin client builds re
 
 from __future__ import annotations
 
+import threading
 import time
-from collections import namedtuple
-from collections.abc import Callable
+from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from captain_memo import fields
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from captain_memo.gitctx import GitContext
 
 REQUEST_KEY_PREFIX = "request:"  # a remembered request's key, kept as the memory's source key
+# An agent saving the same text again this soon (a retry after a timeout, a model repeating itself)
+# makes the same save: its first id comes back and nothing new is stored.
+REPEAT_WINDOW_S = 600.0
 # (folder, fresh) -> the git context there; ``fresh`` asks for the current commit, not a cached one.
 ContextLookup = Callable[[str, bool], "GitContext"]
 
@@ -221,16 +226,107 @@ def remember_once(memo, memory) -> int:
     it stopped answering, or by the client that then ran it itself."""
     if memory.source_key is None:
         return memo.remember(memory)
-    saved = memo.saved_by_key(memory.source_key, memory.project)
-    if saved is not None:
-        return saved
+    return save_once(memo, memory)[0]
+
+
+def agent_remember_once(
+    memo, memory, idempotency_key: str | None = None, request_key: str | None = None, now: float | None = None
+) -> tuple[int, bool]:
+    """Save an agent's ``memory`` in the local store once: the id, and whether it was saved before.
+    A save is known by its ``idempotency_key`` when the agent gave one (a retry with it returns
+    the first id, however late), else by its content (text, title, kind, file and lines, in its
+    project) for REPEAT_WINDOW_S: saved again within it, it is the same save. A call cancelled
+    (``request_key``, CANCELLATIONS) before the write stores nothing."""
+    from dataclasses import replace
+
+    now = time.time() if now is None else now
+    keys = _agent_save_keys(memory, idempotency_key, now)
+    since = None if idempotency_key else now - REPEAT_WINDOW_S
+    return save_once(memo, replace(memory, source_key=keys[0]), keys[1:], since, CANCELLATIONS.asker(request_key))
+
+
+def _agent_save_keys(memory, idempotency_key: str | None, now: float) -> tuple[str, ...]:
+    """The source keys a save is known by, the one to store it under first. The content's keys
+    name this window and the one before, so a repeat just after a window's turn is found too."""
+    import hashlib
+
+    if idempotency_key:
+        named = hashlib.sha256(f"idempotency-key\0{idempotency_key}".encode("utf-8", "surrogatepass"))
+        return (f"{REQUEST_KEY_PREFIX}key:{named.hexdigest()[:32]}",)
+    src = memory.source
+    parts = (memory.kind, memory.title, memory.body, src.path or "", str(src.line_start), str(src.line_end))
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    window = int(now // REPEAT_WINDOW_S)
+    return tuple(f"{REQUEST_KEY_PREFIX}repeat:{w}:{digest}" for w in (window, window - 1))
+
+
+def save_once(
+    memo, memory, earlier: tuple[str, ...] = (), since: float | None = None, cancelled: Callable[[], bool] | None = None
+) -> tuple[int, bool]:
+    """``memory`` saved under its source key unless a save is found under it or under an ``earlier``
+    key (one saved at ``since`` or later): the id, and whether it was found. ``cancelled`` is asked
+    just before the write: true, and nothing is stored (RequestCancelledError)."""
+    for key in (memory.source_key, *earlier):
+        saved = memo.saved_by_key(key, memory.project)
+        if saved is not None and (key == memory.source_key or since is None or memo.get(saved).created_at >= since):
+            return saved, True
+    if cancelled is not None and cancelled():
+        from captain_memo.errors import RequestCancelledError
+
+        raise RequestCancelledError("remember: cancelled by the client before it was stored; nothing was saved")
     try:
-        return memo.remember(memory)
+        return memo.remember(memory), False
     except Exception:
         saved = memo.saved_by_key(memory.source_key, memory.project)  # saved meanwhile by the other
         if saved is None:
             raise
-        return saved
+        return saved, True
+
+
+class Cancellations:
+    """Calls their client cancelled (MCP ``notifications/cancelled``), by request key: a save looks
+    here just before it writes, on whichever thread it waited its turn. One per process: the MCP
+    session that hears the cancellation and the writer that would store the memory share it."""
+
+    KEPT = 256  # cancelled keys remembered; a call cancelled before it started never looks
+
+    def __init__(self) -> None:
+        self._cancelled: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def cancel(self, key: str) -> None:
+        with self._lock:
+            self._cancelled[key] = None
+            while len(self._cancelled) > self.KEPT:
+                self._cancelled.popitem(last=False)
+
+    def is_cancelled(self, key: str | None) -> bool:
+        with self._lock:
+            return key is not None and key in self._cancelled
+
+    def asker(self, key: str | None) -> Callable[[], bool] | None:
+        """What a save asks before it writes; None for a call no client can cancel."""
+        return None if key is None else lambda: self.is_cancelled(key)
+
+    def refuse_if_cancelled(self, key: str | None, what: str) -> None:
+        if self.is_cancelled(key):
+            from captain_memo.errors import RequestCancelledError
+
+            raise RequestCancelledError(f"{what}: cancelled by the client before it was stored; nothing was saved")
+
+    @contextmanager
+    def watching(self, key: str | None) -> Iterator[None]:
+        """Around a call's wait for its answer: the wait cancelled (an error that is no Exception,
+        as asyncio's CancelledError is not), ``key`` is marked cancelled."""
+        try:
+            yield
+        except BaseException as exc:
+            if key is not None and not isinstance(exc, Exception):
+                self.cancel(key)
+            raise
+
+
+CANCELLATIONS = Cancellations()
 
 
 def _source_path(ctx, cwd: str, file: str) -> str:

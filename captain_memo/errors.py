@@ -13,6 +13,10 @@ class InputError(CaptainMemoError):
     """Input the user gave cannot be stored or searched as it is."""
 
 
+class RequestCancelledError(CaptainMemoError):
+    """The client withdrew a call before its write was made: nothing was stored."""
+
+
 class StoreError(CaptainMemoError):
     """The database cannot be opened, read or written."""
 

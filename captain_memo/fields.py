@@ -34,7 +34,10 @@ ID_PATTERN = "^t?[1-9][0-9]{0,18}$"
 # (memory 12 at the part holding line 310), "t12:310" in the team store; a plain id as above.
 PART_ID_PATTERN = "^t?[1-9][0-9]{0,18}(:[1-9][0-9]{0,9})?$"
 PART_ID_HINT = '"12", "t12" or "12:310" (memory 12 at the part holding line 310 of its file)'
+MAX_IDEMPOTENCY_KEY = 64  # an agent's name for one save (a UUID is 36): a retry with it saves nothing new
 MAX_ID = 2**63 - 1  # SQLite's largest integer; a larger id could only fail deeper down
+
+MAX_CURSOR_CHARS = 200  # a page cursor (page_cursor): a few dozen characters
 
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list}
 
@@ -139,11 +142,10 @@ def checked_value(where: str, spec: dict, value: Any):
 
 
 def checked_id(where: str, value: Any, pattern: str = ID_PATTERN) -> str:
-    """A memory id as a string ("12", "t12"; "12:310" where ``pattern`` takes a part). A whole number
-    is taken as its string: clients that saw an older tool list send numbers."""
+    """A memory id as a string ("12", "t12"; "12:310" where ``pattern`` takes a part). A number is
+    refused as the schema says, whole or not: one rule for every tool (``show 9`` was taken while
+    ``forget 9.0`` was refused)."""
     examples = PART_ID_HINT if pattern == PART_ID_PATTERN else '"12" or "t12"'
-    if _of_kind(value, "integer"):
-        value = str(value)
     if not isinstance(value, str):
         raise InputError(f"{where} must be a string such as {examples}, not {json_type(value)}")
     if not re.fullmatch(pattern, value) or int(value.partition(":")[0].lstrip("t")) > MAX_ID:
@@ -218,3 +220,39 @@ def json_type(value) -> str:
 def short(value, limit: int = 60) -> str:
     value = str(value)
     return value if len(value) <= limit else value[:limit] + "…"
+
+
+# -- page cursors (MCP resources/list) -----------------------------------------------------------
+# Opaque to the client: base64 of where the next page starts, {"store": "local", "at": created_at,
+# "id": id} (the last memory listed) or {"store": "team", "offset": n}.
+_CURSOR_FIELDS = {"local": {"store", "at", "id"}, "team": {"store", "offset"}}
+
+
+def page_cursor(position: dict) -> str:
+    import base64
+    import json
+
+    return base64.urlsafe_b64encode(json.dumps(position, separators=(",", ":")).encode()).decode()
+
+
+def cursor_position(cursor: str) -> dict:
+    """The position ``cursor`` (from page_cursor) names, or InputError: a cursor is passed back as it
+    came, never made up."""
+    import base64
+    import binascii
+    import json
+
+    wrong = InputError("invalid cursor: pass back the nextCursor of the previous page as it came")
+    try:
+        position = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+    except (ValueError, UnicodeError, binascii.Error):
+        raise wrong from None
+    store = position.get("store") if isinstance(position, dict) else None
+    if not isinstance(store, str) or set(position) != _CURSOR_FIELDS.get(store, ()):
+        raise wrong
+    numbers = [position[name] for name in ("at", "id", "offset") if name in position]
+    if not all(_of_kind(n, "number") and math.isfinite(n) and n >= 0 for n in numbers):
+        raise wrong
+    if not all(_of_kind(position[name], "integer") for name in ("id", "offset") if name in position):
+        raise wrong
+    return position

@@ -355,10 +355,16 @@ class Memo:
 
     @_translated
     def list_memories(
-        self, project: str | None = None, all_projects: bool = True, kind: str | None = None, limit: int = 100
+        self,
+        project: str | None = None,
+        all_projects: bool = True,
+        kind: str | None = None,
+        limit: int = 100,
+        before: tuple[float, int] | None = None,
     ) -> list[Memory]:
-        """Newest first; ``all_projects`` False keeps ``project``'s memories and personal notes."""
-        return self.store.list_memories(project, all_projects=all_projects, kind=kind, limit=limit)
+        """Newest first; ``all_projects`` False keeps ``project``'s memories and personal notes;
+        ``before``: the page after the memory saved at that (created_at, id)."""
+        return self.store.list_memories(project, all_projects=all_projects, kind=kind, limit=limit, before=before)
 
     @_translated
     def list_team_memories(self, project: str | None, limit: int = 100) -> list[Memory]:

@@ -40,7 +40,10 @@ CALLS = [
     ("show", {"id": 1.5}, 'show: id must be a string such as "12", "t12" or "12:310" (memory 12 at'),
     ("show", {"id": "9" * 19}, "show: id is not a memory id"),
     ("forget", {"id": SECRET}, "forget: id is not a memory id"),
-    ("forget", {"id": -1}, "forget: id is not a memory id"),
+    ("forget", {"id": -1}, 'forget: id must be a string such as "12" or "t12", not a number'),
+    ("forget", {"id": 9.0}, 'forget: id must be a string such as "12" or "t12", not a number'),
+    ("show", {"id": 9}, 'show: id must be a string such as "12", "t12" or "12:310"'),
+    ("supersede", {"old": "1", "new": 2}, 'supersede: new must be a string such as "12" or "t12", not a number'),
     ("supersede", {"old": "1"}, "supersede: new is required"),
 ]
 
@@ -155,9 +158,12 @@ def test_every_request_is_answered_and_stdout_carries_only_protocol_even_for_bro
     assert surrogate["isError"] and surrogate["content"][0]["text"] == (
         "recall: query holds an unpaired UTF-16 surrogate at character 6, which is not text; send it as valid Unicode"
     )
-    for request_id in (7, 12):  # no memory by that id: a tool error the model reads
-        assert answers[request_id]["result"]["isError"], answers[request_id]
-        assert "no memory with id 1" in answers[request_id]["result"]["content"][0]["text"]
+    # An id is a string, as the schema says, for every tool: a number is a tool error naming it.
+    assert answers[7]["result"]["isError"] and answers[7]["result"]["content"][0]["text"].startswith(
+        "show: id must be a string such as"
+    )
+    assert answers[12]["result"]["isError"], "no memory by that id: a tool error the model reads"
+    assert "no memory with id 1" in answers[12]["result"]["content"][0]["text"]
 
 
 def test_an_unreadable_store_is_a_tool_error_naming_the_file_and_the_server_recovers(tmp_path):

@@ -11,12 +11,11 @@ from captain_memo.presentation.text import memory_text, recall_text
 __all__ = ["forget_text", "memory_text", "recall_text", "remember_text", "structured", "supersede_text"]
 
 
-def structured(data: dict) -> dict:
-    """A tool's ``structuredContent``. A compact recall's hits leave out their matching lines, which
-    the text holds: some clients give the model both, and the two together stay near the text's size."""
-    if data.get("detail") != "compact":
-        return data
-    return {**data, "hits": [{k: v for k, v in hit.items() if k != "lines"} for hit in data["hits"]]}
+def structured(data: dict, notices: list[str] | None = None) -> dict:
+    """A tool's ``structuredContent``: everything its text says (a compact hit's matching lines
+    too), since some clients hand the model this alone (Claude Code); the notices the text carries
+    as extra blocks are ``notices``. The text is rendered from it (server.py)."""
+    return {**data, "notices": list(notices)} if notices else data
 
 
 def remember_text(data: dict) -> str:
@@ -24,7 +23,8 @@ def remember_text(data: dict) -> str:
     if data.get("team"):
         where = f"in the team store, project {data['project']}" if data["project"] else "in the team store"
     branch = f" on branch {data['branch']}" if data["branch"] else ""
-    lines = [f"Saved #{data['id']} [{data['kind']}] {data['title']} {where}{branch} ({data['source']['label']})."]
+    saved = "Already saved, nothing new stored:" if data.get("already_saved") else "Saved"
+    lines = [f"{saved} #{data['id']} [{data['kind']}] {data['title']} {where}{branch} ({data['source']['label']})."]
     if data["redacted"]:
         lines.append("Redacted before saving, as it looked like a credential: " + "; ".join(data["redacted"]) + ".")
     if data["private_left_out"]:

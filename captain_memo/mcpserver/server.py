@@ -26,7 +26,7 @@ import anyio
 import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from captain_memo import __version__
+from captain_memo import __version__, agent_tools, app, fields
 from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, NotFoundError
 from captain_memo.mcpserver import render, wire
 from captain_memo.mcpserver.sdk import MCPError, Server, SessionMessage, stdio_server
@@ -122,6 +122,7 @@ class MemoryServer:
                     title=tool.title,
                     description=tool.description,
                     input_schema=tool.input_schema,
+                    output_schema=tool.output_schema,
                     annotations=types.ToolAnnotations(**_snake(tool.annotations)),
                 )
                 for tool in TOOLS.values()
@@ -137,10 +138,15 @@ class MemoryServer:
             args = checked_arguments(tool, params.arguments)
             await self._refresh_roots(ctx)
             client, key = client_name(ctx), _request_key(params)
-            data = await self._on_worker(lambda: self.service.call(tool.name, args, self.workspace, client, key))
+            if tool.name == "remember":
+                key = key or app.new_request_key()  # the name its cancellation is known by (app.CANCELLATIONS)
+            with app.CANCELLATIONS.watching(key):
+                data = await self._on_worker(lambda: self.service.call(tool.name, args, self.workspace, client, key))
             notices = [*self.workspace.take_notices(), *self.service.take_notices()]
-            content: list[types.ContentBlock] = [_text(self._texts[tool.name](data)), *map(_text, notices)]
-            return types.CallToolResult(content=content, structured_content=render.structured(data))
+            structured = render.structured(data, notices)
+            # The text is rendered from the structured result: a client showing either loses nothing.
+            content: list[types.ContentBlock] = [_text(self._texts[tool.name](structured)), *map(_text, notices)]
+            return types.CallToolResult(content=content, structured_content=structured)
         except Exception as exc:
             return types.CallToolResult(content=[_text(self._failure(f"tool {tool.name}", exc))], is_error=True)
 
@@ -163,12 +169,21 @@ class MemoryServer:
         )
 
     async def list_resources(self, ctx, params) -> types.ListResourcesResult:
+        """A page of memories (agent_tools.recent); ``nextCursor`` names the next, until the last."""
+        cursor = params.cursor if params is not None else None
+        try:  # a cursor not made here is the request's fault: -32602, before any work
+            args = agent_tools.checked_call("recent", {"cursor": cursor})
+            if cursor is not None:
+                fields.cursor_position(cursor)
+        except InputError as exc:
+            raise MCPError(types.INVALID_PARAMS, one_line(str(exc))) from None
         await self._refresh_roots(ctx)
         try:
-            rows = await self._on_worker(lambda: self.service.call("recent", {}, self.workspace, client_name(ctx)))
+            page = await self._on_worker(lambda: self.service.call("recent", args, self.workspace, client_name(ctx)))
         except Exception as exc:
             raise MCPError(types.INTERNAL_ERROR, self._failure("resources/list", exc)) from None
         return types.ListResourcesResult(
+            next_cursor=page["next_cursor"],
             resources=[
                 types.Resource(
                     name=f"memory {row['id']}",
@@ -177,8 +192,8 @@ class MemoryServer:
                     description=row["kind"],
                     mime_type="text/markdown",
                 )
-                for row in rows
-            ]
+                for row in page["resources"]
+            ],
         )
 
     async def read_resource(self, ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
@@ -195,7 +210,7 @@ class MemoryServer:
             data = await self._on_worker(
                 lambda: self.service.call("read", {"id": match[1]}, self.workspace, client_name(ctx))
             )
-        except NotFoundError as exc:
+        except (NotFoundError, InputError) as exc:  # InputError: a team memory with no team store set
             raise MCPError(RESOURCE_NOT_FOUND, one_line(str(exc)), data={"uri": uri}) from None
         except Exception as exc:
             raise MCPError(types.INTERNAL_ERROR, self._failure("resources/read", exc)) from None

@@ -94,7 +94,7 @@ class MemoryService:
         """The answer to a tool call (or ``read``/``recent``) from the folder ``workspace`` is in;
         ``key``: the call's request key, when it came with one."""
         if tool == "recent" and self._memo is None and not self.database_path.exists():
-            return []  # clients list resources as they connect: that must not create a store
+            return {"resources": [], "next_cursor": None}  # clients list resources as they connect: no store made
         key = (key or _request_key()) if tool == "remember" else None
         answer = self._ask_service(tool, args, workspace, client, key)
         if answer is not None or self._engine is not None:

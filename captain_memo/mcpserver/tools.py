@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 
 from captain_memo import validation
 from captain_memo.errors import InputError
-from captain_memo.fields import ID_PATTERN, MAX_LINE, MAX_QUERY_CHARS, PART_ID_HINT, PART_ID_PATTERN, short
+from captain_memo.fields import (
+    ID_PATTERN,
+    MAX_IDEMPOTENCY_KEY,
+    MAX_LINE,
+    MAX_QUERY_CHARS,
+    PART_ID_HINT,
+    PART_ID_PATTERN,
+    short,
+)
 from captain_memo.fields import checked_value as _checked_value
 from captain_memo.fields import json_type as _json_type
 from captain_memo.records import KINDS
@@ -31,6 +39,8 @@ class Tool:
     destructive: bool = False
     idempotent: bool = False
     defaults: dict = field(default_factory=dict)
+    result: dict = field(default_factory=dict)  # the structuredContent's properties (output_schema)
+    result_required: tuple[str, ...] = ()
 
     @property
     def input_schema(self) -> dict:
@@ -44,6 +54,14 @@ class Tool:
             "required": list(self.required),
             "additionalProperties": False,
         }
+
+    @property
+    def output_schema(self) -> dict:
+        """What ``structuredContent`` holds: every fact the result's text states, so a client that
+        hands the model only the structured result (Claude Code does) loses nothing. Open to
+        fields added later (``additionalProperties`` is left as JSON Schema's default)."""
+        properties = {**self.result, "notices": NOTICES}
+        return {"type": "object", "properties": properties, "required": list(self.result_required)}
 
     @property
     def annotations(self) -> dict:
@@ -71,6 +89,136 @@ def _id(description: str) -> dict:
         "description": description + ' A string, as recall gives it: "12", or "t12" for a team memory.',
     }
 
+
+# -- what each tool returns ---------------------------------------------------------------------
+# No union of types where one type will do; null is allowed where the JSON holds it (a memory of no
+# project, a hit with no lines in a file).
+
+
+def _maybe(spec: dict) -> dict:
+    """``spec``, or null."""
+    return {**spec, "type": [spec["type"], "null"]}
+
+
+def _list_of(items: dict, description: str = "") -> dict:
+    spec = {"type": "array", "items": items}
+    return {**spec, "description": description} if description else spec
+
+
+_STRING = {"type": "string"}
+_RESULT_ID = {"type": "string", "pattern": ID_PATTERN, "description": '"12", or "t12" for a team memory.'}
+NOTICES = _list_of(
+    _STRING,
+    "What the agent has not been told yet (the engine running in the MCP server's own process, a root "
+    "skipped); present only when there is something to say, and the text's extra blocks say the same.",
+)
+SOURCE = {
+    "type": "object",
+    "description": "Where the memory comes from: a file's lines, a commit, an origin (mcp:<client>, cli, ...).",
+    "properties": {
+        "path": _maybe(_STRING),
+        "line_start": _maybe({"type": "integer"}),
+        "line_end": _maybe({"type": "integer"}),
+        "commit": _maybe(_STRING),
+        "origin": _maybe(_STRING),
+        "filetype": _maybe(_STRING),
+        "label": {"type": "string", "description": "The one line saying where it is, as the text shows it."},
+        "file": _maybe({"type": "string", "description": "That file in the agent's working tree, when it is there."}),
+    },
+}
+HIT = {
+    "type": "object",
+    "required": ["id", "kind", "title"],
+    "properties": {
+        "id": _RESULT_ID,
+        "part": _maybe({"type": "string", "description": "A hit inside a long file: 12:310, the id show opens there."}),
+        "kind": {"type": "string", "enum": list(KINDS)},
+        "title": {"type": "string", "description": "The matching chunk's heading path."},
+        "age": {"type": "string", "description": "How long ago it was saved: now, 5h, 3d, 4mo."},
+        "store": {"type": "string", "description": "local, or team."},
+        "author": _maybe({"type": "string", "description": "The role that wrote a team memory."}),
+        "where": {
+            "type": "string",
+            "description": "The chunk's own lines (doc/team.md:130-141), a commit or an origin.",
+        },
+        "lines": {
+            "type": ["string", "array"],
+            "description": "compact: the lines holding the query's words; detail \"full\": the chunk's first and "
+            "last line in its file ([start, end], nulls when it is in no file).",
+        },
+        "superseded_by": _maybe({**_RESULT_ID, "description": "Out of date: the memory that replaced it."}),
+        "score": {"type": "number"},
+        "branch": _maybe(_STRING),
+        "project": _maybe(_STRING),
+        "source": SOURCE,
+        "excerpt": {"type": "string", "description": "The matching chunk's text, at most 600 characters."},
+        "explain": _list_of(_STRING, "The score's trace: every multiplier and why."),
+    },
+}
+RECALL_RESULT = {
+    "query": _STRING,
+    "detail": {"type": "string", "enum": ["compact", "full"]},
+    "legs": _list_of(_STRING, "The search legs that answered: vector, keyword."),
+    "stores": _list_of(_STRING, "The stores that answered: local, team."),
+    "failed_legs": {
+        "type": "object",
+        "additionalProperties": _STRING,
+        "description": "A leg or store that failed, and why.",
+    },
+    "notice": _maybe(
+        {"type": "string", "description": "A question about time: its window, or the date it was read against."}
+    ),
+    "project": _maybe(_STRING),
+    "branch": _maybe(_STRING),
+    "all_projects": {"type": "boolean"},
+    "profile": _STRING,
+    "elapsed_ms": {"type": "number"},
+    "hits": _list_of(HIT),
+}
+REMEMBER_RESULT = {
+    "id": _RESULT_ID,
+    "kind": {"type": "string", "enum": list(KINDS)},
+    "title": _STRING,
+    "project": _maybe(_STRING),
+    "branch": _maybe(_STRING),
+    "source": SOURCE,
+    "redacted": _list_of(_STRING, "Each credential redacted before saving: its line and kind, masked."),
+    "private_left_out": {"type": "boolean"},
+    "vector": {"type": "boolean", "description": "false: no vector yet; keyword search finds it meanwhile."},
+    "team": {"type": "boolean"},
+    "already_saved": {
+        "type": "boolean",
+        "description": "The same save was made before (its idempotency key, or an exact repeat within minutes): "
+        "this is the first one's id and nothing new was stored.",
+    },
+}
+MEMORY_RESULT = {
+    "id": _RESULT_ID,
+    "kind": {"type": "string", "enum": list(KINDS)},
+    "title": _STRING,
+    "body": _STRING,
+    "created_at": {"type": "number"},
+    "updated_at": _maybe({"type": "number"}),
+    "project": _maybe(_STRING),
+    "branch": _maybe(_STRING),
+    "source": SOURCE,
+    "superseded_by": _maybe(_RESULT_ID),
+    "store": _STRING,
+    "author": _maybe(_STRING),
+    "age": _STRING,
+    "tags": _list_of(_STRING),
+    "chunk": {
+        "type": "object",
+        "description": "Opened at a line (12:310): the part holding it, which the text shows first.",
+        "required": ["title", "line_start", "line_end", "text"],
+        "properties": {
+            "title": _STRING,
+            "line_start": {"type": "integer"},
+            "line_end": {"type": "integer"},
+            "text": _STRING,
+        },
+    },
+}
 
 RECALL = Tool(
     name="recall",
@@ -102,6 +250,8 @@ RECALL = Tool(
     required=("query",),
     read_only=True,
     defaults={"limit": 10, "all_projects": False, "explain": False, "detail": "compact"},
+    result=RECALL_RESULT,
+    result_required=("query", "detail", "legs", "stores", "failed_legs", "hits"),
 )
 
 REMEMBER = Tool(
@@ -116,7 +266,9 @@ REMEMBER = Tool(
         "repository on the current branch, marked as saved by this agent. Text that looks like a credential "
         "is redacted before saving and the result says so; text inside <private>...</private> is never "
         "stored. team: save it to the team store the developer's whole team reads (only when the developer "
-        "asked to share it; fails when no team store is set). Returns the new memory's id (t12 for a team one)."
+        "asked to share it; fails when no team store is set). Returns the new memory's id (t12 for a team one). "
+        "The same text saved again within 10 minutes, or a retry with the same idempotency_key, returns the "
+        "first save's id and stores nothing new."
     ),
     properties={
         "text": _text("The memory itself, standing alone.", validation.MAX_BODY_CHARS, 1),
@@ -126,9 +278,17 @@ REMEMBER = Tool(
         "line_start": {"type": "integer", "minimum": 1, "maximum": MAX_LINE, "description": "First line in that file."},
         "line_end": {"type": "integer", "minimum": 1, "maximum": MAX_LINE, "description": "Last line in that file."},
         "team": {"type": "boolean", "description": "Save to the team store instead of this developer's own."},
+        "idempotency_key": _text(
+            "Any short string naming this save (a UUID, say): a retry with the same key, after a timeout or "
+            "an error, returns the first save's id instead of saving again.",
+            MAX_IDEMPOTENCY_KEY,
+            1,
+        ),
     },
     required=("text",),
     defaults={"title": "", "kind": "observation", "team": False},
+    result=REMEMBER_RESULT,
+    result_required=("id", "kind", "title", "source", "redacted", "private_left_out", "vector", "team"),
 )
 
 SHOW = Tool(
@@ -149,6 +309,8 @@ SHOW = Tool(
     },
     required=("id",),
     read_only=True,
+    result=MEMORY_RESULT,
+    result_required=("id", "kind", "title", "body", "source", "superseded_by", "store"),
 )
 
 SUPERSEDE = Tool(
@@ -167,6 +329,8 @@ SUPERSEDE = Tool(
     required=("old",),
     idempotent=True,
     defaults={"undo": False},
+    result={"old": _RESULT_ID, "superseded_by": _maybe(_RESULT_ID)},
+    result_required=("old", "superseded_by"),
 )
 
 FORGET = Tool(
@@ -180,6 +344,8 @@ FORGET = Tool(
     required=("id",),
     destructive=True,
     idempotent=True,
+    result={"forgotten": _RESULT_ID},
+    result_required=("forgotten",),
 )
 
 TOOLS = {tool.name: tool for tool in (RECALL, REMEMBER, SHOW, SUPERSEDE, FORGET)}

@@ -341,17 +341,28 @@ class Store(SourceRows):
         return {row[0]: (row[1], memory_from_row(row[2:])) for row in rows}
 
     def list_memories(
-        self, project: str | None = None, all_projects: bool = True, kind: str | None = None, limit: int = 100
+        self,
+        project: str | None = None,
+        all_projects: bool = True,
+        kind: str | None = None,
+        limit: int = 100,
+        before: tuple[float, int] | None = None,
     ) -> list[Memory]:
-        where, args = ["1 = 1"], []
+        """Newest first (id breaking ties); ``before``: those after (created_at, id) in that order, a
+        next page found by the index rather than by skipping the pages before it (OFFSET)."""
+        where, args = ["1 = 1"], list[object]()
         if not all_projects:
             where.append("(project IS ? OR project IS NULL)")
             args.append(project)
         if kind:
             where.append("kind = ?")
             args.append(kind)
+        if before is not None:
+            where.append("(created_at < ? OR (created_at = ? AND id < ?))")
+            args.extend((before[0], before[0], before[1]))
         rows = self.conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC LIMIT ?",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)}"
+            " ORDER BY created_at DESC, id DESC LIMIT ?",
             (*args, limit),
         )
         return [memory_from_row(r) for r in rows]
