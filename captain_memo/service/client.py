@@ -262,14 +262,24 @@ def _start(path: Path, db, env, _say) -> socket.socket | None:
     while time.monotonic() < deadline:
         sock = connect(path)
         if sock is not None:
+            _reap_when_it_exits(child)
             return sock
         code = child.poll()
         if code:  # it failed to start; its log says why
             _say(f"the service did not start (exit {code}; see {log.name}); running without it")
             return None
         time.sleep(CONNECT_POLL)
+    _reap_when_it_exits(child)
     _say(f"the service did not answer within {START_TIMEOUT:g} s (see {log.name}); running without it")
     return None
+
+
+def _reap_when_it_exits(child) -> None:
+    """Wait for the service on a thread of its own: it is this process's child, and an agent's relay
+    outlives it (an idle exit, a hand-over to an editor), which left it a zombie for the session."""
+    import threading  # subprocess imported it already
+
+    threading.Thread(target=child.wait, name="captain-memo-service-reaper", daemon=True).start()
 
 
 def _exchange(

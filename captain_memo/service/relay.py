@@ -11,6 +11,10 @@ milliseconds). What it keeps in order to carry the session over when the engine 
 - the requests sent and not yet answered, replayed too. Each ``tools/call`` carries a request key
   (``_meta``), so a remember the first engine stored is found, not stored again, by the second.
 
+A request whose id is neither a string nor an integer (``null``, ``1.5``: MCP allows no other) is
+answered here with -32600 and never sent: the engine's server drops it unanswered, and waiting for
+its answer made the relay take the engine for lost and reconnect, replaying it, every 20 s.
+
 The engine went away (stopped when idle, handed over to an editor, killed) or does not answer a
 request in time: the next engine is asked (started when none runs), at once when requests wait
 for answers, else when the agent next sends one. Where none can be reached, ``relay`` returns a
@@ -33,6 +37,7 @@ from captain_memo.service.build import build_id, code_id
 KEY = "captain-memo/request-key"  # in a tools/call's _meta: the remember it asks for is stored once
 CHUNK = 65536
 MAX_RECONNECTS = 3  # engines lost in a row without an answer between: run the server here instead
+INVALID_REQUEST = -32600
 
 
 class Resume:
@@ -55,15 +60,18 @@ class Session:
         self.waiting: dict[str, tuple[bytes, float]] = {}  # id -> (line, answer due by)
         self.swallow: str | None = None
 
-    def outgoing(self, line: bytes, due: float) -> bytes:
-        """The agent's line as sent on: a tools/call gets its request key; requests are noted."""
+    def outgoing(self, line: bytes, due: float) -> tuple[bytes, bytes]:
+        """The agent's line as sent on (a tools/call gets its request key; requests are noted), and
+        the relay's own answer to the agent instead when the engine would never answer it."""
         try:
             message = json.loads(line)
         except ValueError:
-            return line  # the engine's server answers it (wire.py)
+            return line, b""  # the engine's server answers it (wire.py)
         if not isinstance(message, dict):
-            return line
+            return line, b""
         method = message.get("method")
+        if isinstance(method, str) and "id" in message and not _answerable(message["id"]):
+            return b"", _invalid_id()
         params = message.get("params")
         if method == "tools/call" and isinstance(params, dict):
             meta = params.setdefault("_meta", {})
@@ -76,7 +84,7 @@ class Session:
             self.initialized = line
         if isinstance(method, str) and "id" in message:
             self.waiting[_id(message)] = (line, due)
-        return line
+        return line, b""
 
     def incoming(self, line: bytes) -> bool:
         """Whether to pass the engine's line on to the agent (not the answer to a replayed initialize)."""
@@ -108,6 +116,17 @@ class Session:
 
 def _id(message: dict) -> str:
     return json.dumps(message.get("id"))
+
+
+def _answerable(request_id) -> bool:
+    """An id the engine's server answers: a string or an integer (MCP allows no other)."""
+    return isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+
+
+def _invalid_id() -> bytes:
+    # id null: JSON-RPC's id for a request whose id could not be taken (the one sent may not be JSON's).
+    error = {"code": INVALID_REQUEST, "message": "a request's id must be a string or an integer"}
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode("utf-8") + b"\n"
 
 
 class Relay:
@@ -176,7 +195,10 @@ class Relay:
         return self._send(self._complete_lines())
 
     def _outgoing(self, line: bytes) -> bytes:
-        return self.session.outgoing(line, time.monotonic() + self._allowed(line))
+        sent, answered = self.session.outgoing(line, time.monotonic() + self._allowed(line))
+        if answered:
+            _write_all(1, answered)  # whole lines only: the engine's are written whole too
+        return sent
 
     def _allowed(self, line: bytes) -> float:
         """Seconds the engine has to answer: a remember's text takes longer to embed."""
