@@ -146,8 +146,8 @@ def test_a_store_made_before_the_fix_is_mended_by_its_next_migration(team_db, mo
     assert unpinned == []
     team_db.grant("alice", "a")
     alice = TeamStore(team_db.dsn("alice"))
-    alice.bind_model("test:random", 2)  # the owner's function, called by a member, on its pinned path
-    assert alice.bound_model() == ("test:random", 2)
+    alice.bind_model("test:random", 2)  # recorded with her first vectors, by the owner's function on its pinned path
     added = alice.add(NewMemory(body="written after", project="a"), ["written after"], np.ones((1, 2)) / 2)
+    assert alice.bound_model() == ("test:random", 2)
     assert alice.get(kept).body == "written at version 1" and added > kept
     alice.close()

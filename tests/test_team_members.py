@@ -8,6 +8,7 @@ from sources_support import DECISION_PORTS, commit, git, init_repo
 
 from captain_memo.config import TeamConfig
 from captain_memo.memo import Memo
+from captain_memo.records import NewMemory
 
 PROJECT = "github.com/Acme/Shop"
 
@@ -80,3 +81,168 @@ def test_a_member_indexes_around_the_notes_another_member_owns(tmp_path, shop, g
         again = alice.index(show_progress=False).team
     assert again is not None and again.skipped_files == () and again.removed == 1 and again.updated >= 1
     assert granted.execute("SELECT count(*) FROM memories WHERE body LIKE '%%9300%%'") == [(1,)]
+
+
+@pytest.fixture
+def projects(team_db):
+    """A migrated store: alice may use project a, bob project b, carol nothing; the owner keeps a
+    memory of a secret project."""
+    from captain_memo.store.postgres import TeamStore
+
+    owner = TeamStore(team_db.dsn())
+    owner.add(NewMemory(body="the owner's secret", project="secret"), ["the owner's secret"], None)
+    owner.close()
+    team_db.grant("alice", "a")
+    team_db.grant("bob", "b")
+    return team_db
+
+
+def _refusal(team_db, role: str, statements: list[str], params=()) -> Exception | None:
+    """Run statements in one transaction of ``role`` at a psql prompt; the error that ended it."""
+    import psycopg
+
+    with psycopg.connect(team_db.dsn(role)) as conn:
+        try:
+            for sql in statements:
+                conn.execute(sql, params if "%s" in sql else ())
+        except psycopg.Error as exc:
+            return exc
+    return None
+
+
+def _own_memory(team_db, role: str, project: str) -> int:
+    return team_db.execute(
+        "INSERT INTO memories (kind, body, created_at, updated_at, project, content_hash)"
+        " VALUES ('memory', 'mine', 1, 1, %s, 'h') RETURNING id",
+        (project,),
+        role=role,
+    )[0][0]
+
+
+def test_no_member_sets_the_model_by_calling_the_binding(projects):
+    """carol (no grant) and alice (granted) call the binding with a made-up model and dimension:
+    before, either one turned meaning search off for the whole team."""
+    import psycopg
+
+    for role in ("carol", "alice"):
+        refused = _refusal(projects, role, ["SELECT captain_memo_bind_model('local:all-MiniLM-L6-v2-int8', 3)"])
+        assert isinstance(refused, psycopg.errors.InsufficientPrivilege), role
+        refused = _refusal(projects, role, ["SELECT captain_memo_bind_saved_model('local:all-MiniLM-L6-v2-int8')"])
+        assert isinstance(refused, psycopg.errors.InsufficientPrivilege), role
+        assert "first vectors" in str(refused)
+    assert projects.execute("SELECT key FROM team_meta") == []
+
+
+def test_a_member_records_the_model_only_with_the_vectors_it_saves(projects):
+    """alice's first vector, saved by SQL in her transaction, records the model with its own
+    dimension; the column then takes that dimension only."""
+    memory = _own_memory(projects, "alice", "a")
+    saved = (
+        "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms, embedding)"
+        f" VALUES ({memory}, 'a', 0, 'mine', 'h', ARRAY['mine'], '[0.6,0.8]')"
+    )
+    assert _refusal(projects, "alice", [saved, "SELECT captain_memo_bind_saved_model('test:hash')"]) is None
+    assert sorted(projects.execute("SELECT key, value FROM team_meta")) == [
+        ("embed_dim", "2"),
+        ("embed_model", "test:hash"),
+    ]
+    assert projects.execute(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+        " WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'"
+    ) == [("vector(2)",)]
+
+
+def test_a_members_client_records_the_model_with_its_first_save(projects, hash_embedder):
+    """Through the client, as a command saves: the model and the dimension of the vectors stored."""
+    import numpy as np
+
+    from captain_memo.store.postgres import TeamStore
+
+    # A stray vector carol could never bind with, and one alice saved without binding, of another size.
+    stray = _own_memory(projects, "alice", "a")
+    projects.execute(
+        "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms, embedding)"
+        f" VALUES ({stray}, 'a', 0, 'stray', 'h', ARRAY['stray'], '[1,0,0]')",
+        role="alice",
+    )
+    bob = TeamStore(projects.dsn("bob"))
+    bob.bind_model("test:unit", 2)
+    assert bob.bound_model() is None  # nothing recorded until vectors are saved with it
+    saved = bob.add(NewMemory(body="bob's first", project="b"), ["bob's first"], np.array([[0.6, 0.8]]))
+    assert bob.bound_model() == ("test:unit", 2)
+    bob.close()
+    assert sorted(projects.execute("SELECT key, value FROM team_meta")) == [
+        ("embed_dim", "2"),
+        ("embed_model", "test:unit"),
+    ]
+    assert projects.execute("SELECT embedding::text FROM chunks WHERE memory_id = %s", (saved,)) == [("[0.6,0.8]",)]
+    assert projects.execute("SELECT embedding FROM chunks WHERE memory_id = %s", (stray,)) == [(None,)]
+
+
+def test_supersession_names_only_memories_the_member_may_read(projects):
+    """alice sets superseded_by to the owner's secret memory and to an id that does not exist: both
+    refused alike (before, the foreign key told them apart); a link made before is not shown."""
+    import psycopg
+
+    from captain_memo.store.postgres import TeamStore
+
+    secret = projects.execute("SELECT id FROM memories WHERE project = 'secret'")[0][0]
+    mine, other = _own_memory(projects, "alice", "a"), _own_memory(projects, "alice", "a")
+    errors = [
+        _refusal(projects, "alice", [f"UPDATE memories SET superseded_by = {target} WHERE id = {mine}"])
+        for target in (secret, 10_000)
+    ]
+    assert all(isinstance(e, psycopg.errors.ForeignKeyViolation) for e in errors)
+    assert [e.diag.message_primary.replace(str(t), "N") for e, t in zip(errors, (secret, 10_000))] == [
+        "no memory N in the projects this role may read"
+    ] * 2
+    assert _refusal(projects, "alice", [f"UPDATE memories SET superseded_by = {other} WHERE id = {mine}"]) is None
+    projects.execute("UPDATE memories SET superseded_by = %s WHERE id = %s", (secret, other))  # the owner may
+    alice = TeamStore(projects.dsn("alice"))
+    assert alice.get(other).superseded_by is None and alice.get(mine).superseded_by == other
+    assert [(s.old_id, s.new_id) for s in alice.superseded()] == [(mine, other)]
+    alice.close()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "created_at = 'NaN'",
+        "created_at = 'Infinity'",
+        "updated_at = -1",
+        "last_surfaced = 1e300",
+        "stability = 'NaN'",
+        "line_start = -5, line_end = -10",
+        "line_start = 10, line_end = 5",
+    ],
+)
+def test_values_no_client_writes_are_refused(projects, change):
+    import psycopg
+
+    mine = _own_memory(projects, "alice", "a")
+    refused = _refusal(projects, "alice", [f"UPDATE memories SET {change} WHERE id = {mine}"])
+    assert isinstance(refused, psycopg.errors.CheckViolation)
+
+
+def test_the_migration_mends_rows_written_before_it(team_db, monkeypatch):
+    """A store at version 2 with a NaN date and lines -5 to -10: the owner's next connection mends
+    them and the constraints hold for every row."""
+    from captain_memo.store.postgres import TeamStore, schema
+
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+    monkeypatch.setattr(schema, "LATEST", 2)
+    TeamStore(team_db.dsn()).close()
+    team_db.execute(
+        "INSERT INTO memories (kind, body, created_at, updated_at, project, content_hash, line_start, line_end)"
+        " VALUES ('memory', 'vandalised', 'NaN', 5, 'a', 'h', -5, -10), ('memory', 'fine', 7, 8, 'a', 'h', 3, 4)"
+    )
+    monkeypatch.undo()
+    TeamStore(team_db.dsn()).close()
+    assert team_db.execute("SELECT body, created_at, updated_at, line_start, line_end FROM memories ORDER BY id") == [
+        ("vandalised", 5.0, 5.0, None, None),
+        ("fine", 7.0, 8.0, 3, 4),
+    ]
+    assert team_db.execute(
+        "SELECT count(*) FROM pg_constraint WHERE conrelid = 'memories'::regclass"
+        " AND contype = 'c' AND NOT convalidated"
+    ) == [(0,)]

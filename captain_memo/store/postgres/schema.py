@@ -244,6 +244,110 @@ GRANT INSERT (memory_id, project, seq, text, content_hash, terms, embedding) ON 
 """
 
 
+# Dates as seconds since 1970, up to the end of year 9999 (fields.LATEST_TIME); NaN and the
+# infinities fall outside (NaN sorts above every number in PostgreSQL).
+SANE_TIME = "BETWEEN 0 AND 253402300799"
+M003_MEMBERS_CHECKED = f"""
+-- Any member could set a fresh store's model and dimension by calling the binding with made-up
+-- values, turning meaning search off for the whole team. The owner still binds directly; a member
+-- binds only with the vectors it saved in the same transaction (row-level security let it write
+-- them: a granted project, its own memory), whose dimension is the one recorded.
+CREATE OR REPLACE FUNCTION @schema@.captain_memo_bind_model(model text, dims integer) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {DEFINER_PATH} AS $$
+DECLARE
+    stored text;
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock({MIGRATION_LOCK});
+    SELECT value INTO stored FROM @schema@.team_meta WHERE key = 'embed_model';
+    IF stored IS NOT NULL THEN
+        RETURN stored || '/' || (SELECT value FROM @schema@.team_meta WHERE key = 'embed_dim');
+    END IF;
+    IF dims < 1 OR dims > 16000 THEN
+        RAISE EXCEPTION 'pgvector holds 1 to 16000 dimensions, not %', dims;
+    END IF;
+    INSERT INTO @schema@.team_meta VALUES ('embed_model', model), ('embed_dim', dims::text);
+    -- Vectors saved before any model was recorded, of another size, could not take the column's
+    -- type: they wait for a vector from a client with the team's model, as text saved offline does.
+    UPDATE @schema@.chunks SET embedding = NULL
+        WHERE embedding IS NOT NULL AND @vector@.vector_dims(embedding) <> dims;
+    EXECUTE pg_catalog.format('ALTER TABLE @schema@.chunks ALTER COLUMN embedding TYPE @vector@.vector(%s)', dims);
+    IF dims <= 2000 THEN  -- pgvector's HNSW indexes at most 2,000 dimensions; beyond, scans are exact
+        EXECUTE 'CREATE INDEX chunks_embedding ON @schema@.chunks USING hnsw (embedding @vector@.vector_l2_ops)';
+    END IF;
+    RETURN model || '/' || dims;
+END $$;
+REVOKE ALL ON FUNCTION @schema@.captain_memo_bind_model(text, integer) FROM PUBLIC, {MEMBER_ROLE};
+CREATE FUNCTION @schema@.captain_memo_bind_saved_model(model text) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {DEFINER_PATH} AS $$
+DECLARE
+    stored text;
+    smallest integer;
+    largest integer;
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock({MIGRATION_LOCK});
+    SELECT value INTO stored FROM @schema@.team_meta WHERE key = 'embed_model';
+    IF stored IS NOT NULL THEN
+        RETURN stored || '/' || (SELECT value FROM @schema@.team_meta WHERE key = 'embed_dim');
+    END IF;
+    -- The rows this transaction wrote (their xmin is its id): a member's own vectors, just saved.
+    SELECT pg_catalog.min(@vector@.vector_dims(embedding)), pg_catalog.max(@vector@.vector_dims(embedding))
+        INTO smallest, largest FROM @schema@.chunks
+        WHERE embedding IS NOT NULL AND xmin OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()::xid;
+    IF smallest IS NULL THEN
+        RAISE EXCEPTION 'the embedding model is recorded with the first vectors, in the transaction that saves them'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF smallest <> largest THEN
+        RAISE EXCEPTION 'vectors of % and % dimensions were saved together', smallest, largest;
+    END IF;
+    RETURN @schema@.captain_memo_bind_model(model, smallest);
+END $$;
+REVOKE ALL ON FUNCTION @schema@.captain_memo_bind_saved_model(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @schema@.captain_memo_bind_saved_model(text) TO {MEMBER_ROLE};
+
+-- A member learnt which ids exist in other projects from the foreign key (setting superseded_by
+-- to an id failed or not), and `show` printed them. Supersession names a memory the role may read,
+-- checked with its own row-level security (not a definer): an id of another project and one that
+-- does not exist are refused alike, before the foreign key is looked at.
+CREATE FUNCTION @schema@.captain_memo_superseder_readable() RETURNS trigger LANGUAGE plpgsql
+SET search_path = {DEFINER_PATH} AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM @schema@.memories m WHERE m.id OPERATOR(pg_catalog.=) NEW.superseded_by) THEN
+        RAISE EXCEPTION 'no memory % in the projects this role may read', NEW.superseded_by
+            USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER memories_superseder_readable BEFORE INSERT OR UPDATE OF superseded_by ON @schema@.memories
+    FOR EACH ROW WHEN (NEW.superseded_by IS NOT NULL) EXECUTE FUNCTION @schema@.captain_memo_superseder_readable();
+
+-- Values no client writes, written by SQL ('NaN' saved "nany ago", lines -5 to -10), are refused.
+-- Rows holding them already are mended first (a time takes the row's other time, else 0; line
+-- numbers are dropped), so the constraints hold for every row and those rows stay writable.
+UPDATE @schema@.memories SET
+    created_at = CASE WHEN created_at {SANE_TIME} THEN created_at
+        WHEN updated_at {SANE_TIME} THEN updated_at ELSE 0 END,
+    updated_at = CASE WHEN updated_at {SANE_TIME} THEN updated_at
+        WHEN created_at {SANE_TIME} THEN created_at ELSE 0 END,
+    last_surfaced = CASE WHEN last_surfaced {SANE_TIME} THEN last_surfaced END,
+    last_opened = CASE WHEN last_opened {SANE_TIME} THEN last_opened END,
+    stability = CASE WHEN stability > '-Infinity' AND stability < 'Infinity' THEN stability ELSE 7 END,
+    line_start = CASE WHEN line_start >= 1 AND coalesce(line_end >= line_start, true) THEN line_start END,
+    line_end = CASE WHEN line_end >= 1 AND coalesce(line_end >= line_start, true) THEN line_end END
+WHERE NOT (created_at {SANE_TIME}) OR NOT (updated_at {SANE_TIME}) OR NOT coalesce(last_surfaced {SANE_TIME}, true)
+    OR NOT coalesce(last_opened {SANE_TIME}, true) OR NOT (stability > '-Infinity' AND stability < 'Infinity')
+    OR line_start < 1 OR line_end < 1 OR line_end < line_start;
+ALTER TABLE @schema@.memories
+    ADD CONSTRAINT memories_created_at_sane CHECK (created_at {SANE_TIME}),
+    ADD CONSTRAINT memories_updated_at_sane CHECK (updated_at {SANE_TIME}),
+    ADD CONSTRAINT memories_last_surfaced_sane CHECK (last_surfaced {SANE_TIME}),
+    ADD CONSTRAINT memories_last_opened_sane CHECK (last_opened {SANE_TIME}),
+    ADD CONSTRAINT memories_stability_finite CHECK (stability > '-Infinity' AND stability < 'Infinity'),
+    ADD CONSTRAINT memories_lines_from_one CHECK (line_start >= 1 AND line_end >= 1),
+    ADD CONSTRAINT memories_lines_in_order CHECK (line_end >= line_start)
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -254,6 +358,11 @@ class Migration:
 MIGRATIONS = (
     Migration(1, "tables, bm25 statistics, model binding, row-level security", M001_TABLES),
     Migration(2, "definer functions on a pinned search_path; ids chosen by the store only", M002_PINNED),
+    Migration(
+        3,
+        "the model bound by the owner or with a member's saved vectors; supersession and values checked",
+        M003_MEMBERS_CHECKED,
+    ),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -37,10 +37,13 @@ def team_memory(row) -> Memory:
     return replace(memory_from_row(row[:-1]), author=row[-1])
 
 
+# What superseded a memory, when this role may read it: a link the owner made to another project (or
+# one made before members' links were checked) names no id the role could not look up otherwise.
+READABLE_SUPERSEDER = "(SELECT s.id FROM memories s WHERE s.id = m.superseded_by)"
 # The local store's columns, with '' (no project) read back as None.
 MEMORY_COLUMNS = (
     "m.id, m.kind, m.title, m.body, m.created_at, m.updated_at, nullif(m.project, ''), m.branch, m.source_path,"
-    " m.line_start, m.line_end, m.source_commit, m.origin, m.filetype, m.content_hash, m.superseded_by,"
+    f" m.line_start, m.line_end, m.source_commit, m.origin, m.filetype, m.content_hash, {READABLE_SUPERSEDER},"
     " m.stability, m.last_surfaced, m.opened_in_full, m.source_key, m.tags, m.last_opened,"
     " NULL::bigint,"  # superseded_by_team: a team memory is superseded only within the team store
     " m.author::text"  # who wrote it (read by ``team_memory``)
@@ -149,10 +152,14 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
     def write(self) -> Iterator:
         """One transaction; refused on a schema newer than this client knows."""
         self.require_writable()
-        with self.errors():
-            conn = self.conn
-            with conn.transaction():
-                yield conn
+        try:
+            with self.errors():
+                conn = self.conn
+                with conn.transaction():
+                    yield conn
+        except BaseException:
+            self._bound = None  # a model recorded in the transaction went with it: read it again
+            raise
 
     def close(self) -> None:
         self._conns.close()
@@ -217,25 +224,21 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
 
     def insert_chunks(self, conn, memory_id: int, project: str | None, rows: Iterable[tuple]) -> None:
         """Chunk rows (seq, text, FTS5 tokens, vector or None) of one memory, in the caller's transaction."""
-        if vectors_given := [row for row in rows]:
-            if any(vector is not None for *_, vector in vectors_given):
-                self.require_bound()
-            conn.cursor().executemany(
-                "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms, embedding)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s::vector)",
-                [
-                    (
-                        memory_id,
-                        project or "",
-                        seq,
-                        text,
-                        content_hash(text),
-                        terms,
-                        None if v is None else vector_text(v),
-                    )
-                    for seq, text, terms, v in vectors_given
-                ],
-            )
+        if not (given := list(rows)):
+            return
+        values = [
+            (memory_id, project or "", seq, text, content_hash(text), terms, None if v is None else vector_text(v))
+            for seq, text, terms, v in given
+        ]
+        sql = (
+            "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms, embedding)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s::vector)"
+        )
+        if all(vector is None for *_, vector in given):
+            conn.cursor().executemany(sql, values)
+            return
+        with self.vectors_written(conn):
+            conn.cursor().executemany(sql, values)
 
     def replace_body(
         self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None
@@ -282,7 +285,7 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
     def set_vectors(self, chunk_ids: Sequence[int], vectors: np.ndarray, table: str | None = None) -> None:
         """Vectors for chunks saved without one (the embedder was down)."""
         self.require_bound()
-        with self.write() as conn:
+        with self.write() as conn, self.vectors_written(conn):
             conn.cursor().executemany(
                 "UPDATE chunks SET embedding = %s::vector WHERE id = %s",
                 [(vector_text(v), chunk_id) for chunk_id, v in zip(chunk_ids, vectors)],
@@ -302,7 +305,9 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
                 if mid is not None and not self._exists(conn, mid):
                     raise NotFoundError(f"no memory with id {team_ref(mid)}")
             old_id, new_id = operator.index(old_id), None if new_id is None else operator.index(new_id)
-            previous = conn.execute("SELECT superseded_by FROM memories WHERE id = %s", (old_id,)).fetchone()[0]
+            previous = conn.execute(
+                f"SELECT {READABLE_SUPERSEDER} FROM memories m WHERE m.id = %s", (old_id,)
+            ).fetchone()[0]
             self._changed(
                 conn.execute(
                     "UPDATE memories SET superseded_by = %s, supersede_auto = %s WHERE id = %s RETURNING id",
@@ -431,7 +436,8 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         return [
             Superseded(a, b, bool(auto), title)
             for a, b, auto, title in self.fetch(
-                "SELECT id, superseded_by, supersede_auto, title FROM memories WHERE superseded_by IS NOT NULL ORDER BY id"
+                f"SELECT m.id, {READABLE_SUPERSEDER} AS b, m.supersede_auto, m.title FROM memories m"
+                f" WHERE {READABLE_SUPERSEDER} IS NOT NULL ORDER BY m.id"
             )
         ]
 
