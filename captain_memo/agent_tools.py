@@ -68,6 +68,8 @@ DEFAULTS: dict[str, dict] = {
 # Calls that write run one at a time on the service's writer; opening a memory (show) counts it
 # for Tide, a write too. The others may run twice (a lost answer is asked again).
 WRITES = {"remember", "show", "supersede", "forget"}
+# The answers that carry stored text: each says what was redacted from it (``redacted``: [] when nothing was).
+SAYS_REDACTED = {"recall", "show", "read", "remember"}
 
 
 def checked_call(tool, args) -> dict:
@@ -122,18 +124,51 @@ def checked_envelope(request) -> dict:
 
 
 def run(memo, tool: str, args: dict, ctx: GitContext, client: str | None = None, request_key: str | None = None):
-    """The tool's answer, on ``memo``."""
+    """The tool's answer, on ``memo``, as it may reach an agent. Every answer leaves through here,
+    from this process and from the engine's (service/server.py), so this is where no credential
+    may pass: each string is redacted (a recall's hits from their whole chunk first, ``recall``),
+    and an answer holding stored text says what was redacted in ``redacted``."""
+    _store_exists(memo, tool, args)
     if tool == "remember":
-        return remember(memo, args, ctx, client, request_key)
-    if tool == "recent":
-        return recent(memo, ctx, args.get("cursor"))
-    return _CALLS[tool](memo, args, ctx)
+        answer = remember(memo, args, ctx, client, request_key)
+    elif tool == "recent":
+        answer = recent(memo, ctx, args.get("cursor"))
+    else:
+        answer = _CALLS[tool](memo, args, ctx)
+    return outbound(tool, answer)
+
+
+def outbound(tool: str, answer):
+    """``answer`` with no credential in any string; ``redacted`` lists what was replaced."""
+    from captain_memo import secrets
+
+    clean, found = secrets.redacted_json(answer)
+    if tool in SAYS_REDACTED and isinstance(clean, dict):
+        clean["redacted"] = list(dict.fromkeys([*(answer.get("redacted") or []), *found]))
+    return clean
+
+
+def _store_exists(memo, tool: str, args: dict) -> None:
+    """A read never creates the store it reads: an agent started with another HOME or
+    CAPTAIN_MEMO_DB was answered "0 memories" from a new, empty store made on the spot."""
+    path = getattr(memo, "path", None)
+    if tool not in ("recall", "show", "read") or path is None or Path(path).exists():
+        return
+    if tool != "recall" and str(args.get("id", "")).lower().startswith("t"):
+        return  # a team memory: the team store holds it
+    from captain_memo.errors import NotFoundError
+
+    raise NotFoundError(
+        f"no memory store at {path}: nothing has been saved there yet (an agent started with another "
+        "HOME or CAPTAIN_MEMO_DB reads another store); remember or `captain-memo index` creates it"
+    )
 
 
 # -- the tools ------------------------------------------------------------------------------
 
 
 def recall(memo, args: dict, ctx: GitContext) -> dict:
+    from captain_memo.presentation.outbound import redacted_recall
     from captain_memo.presentation.views import locate_hits, recall_json
     from captain_memo.records import RecallRequest
 
@@ -146,9 +181,9 @@ def recall(memo, args: dict, ctx: GitContext) -> dict:
             all_projects=args["all_projects"],
         )
     )
-    found = locate_hits(recall_json(result), ctx)
+    found, redacted = redacted_recall(locate_hits(recall_json(result), ctx))
     scope = {"project": ctx.project, "branch": ctx.branch, "all_projects": args["all_projects"]}
-    return recall_answer(found, scope, args.get("detail") or "compact", args["explain"])
+    return {**recall_answer(found, scope, args.get("detail") or "compact", args["explain"]), "redacted": redacted}
 
 
 def remember(memo, args: dict, ctx: GitContext, client: str | None, request_key: str | None = None) -> dict:

@@ -346,6 +346,24 @@ def team_config(env: Mapping[str, str] | None = None) -> TeamConfig:
     return cfg
 
 
+HOOK_TEAM_ENV = ENV_PREFIX + "HOOK_TEAM"
+
+
+def hook_team(env: Mapping[str, str] | None = None) -> bool:
+    """Whether `captain-memo hook` puts team memories in an agent's prompt (``CAPTAIN_MEMO_HOOK_TEAM=1``).
+    Off by default: the hook speaks to the model unasked, and a teammate's text would reach it with
+    no one choosing to read it (recall and show still find team memories)."""
+    env = os.environ if env is None else env
+    raw = env.get(HOOK_TEAM_ENV)
+    if raw is None or not raw.strip():
+        return False
+    try:
+        return _parse(bool, raw)
+    except ValueError as exc:
+        _warn_once(HOOK_TEAM_ENV, raw, str(exc), False)
+        return False
+
+
 def masked_url(url: str) -> str:
     """``url`` as it may be printed: its user, password and parameter values masked."""
     from captain_memo.urls import masked_url as masked

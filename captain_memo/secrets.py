@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from captain_memo.errors import InputError
 from captain_memo.terminal import one_line
@@ -281,6 +282,32 @@ def _before(position: int, edits: list[tuple[int, int, int, int]], is_end: bool)
 def redact(text: str) -> str:
     """``text`` without its private spans, with every finding replaced by ``[REDACTED <kind>]``."""
     return redacted(text)[0]
+
+
+def redacted_json(value: Any) -> tuple[Any, list[str]]:
+    """``value`` (a JSON value) with every credential in its strings replaced by its mark, and what
+    was replaced, each once: ``GitHub token in #3`` (the id of the nearest object that has one).
+
+    Everything that leaves for an agent goes through here: the user's own store keeps what it was
+    given (``index`` warned "stored as is", ``remember --allow-secrets``, commit messages), but a
+    model is never sent a credential. Keys are ours, not the user's text: only values are scanned."""
+    found: dict[str, None] = {}
+
+    def walk(item: Any, where: str) -> Any:
+        if isinstance(item, str):
+            clean, findings = redacted(item) if item else (item, [])
+            for finding in findings:
+                found[f"{finding.kind} in {where}" if where else finding.kind] = None
+            return clean
+        if isinstance(item, dict):
+            named = item.get("id")
+            here = f"#{named}" if isinstance(named, (str, int)) and not isinstance(named, bool) else where
+            return {key: walk(part, here) for key, part in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(part, where) for part in item]
+        return item
+
+    return walk(value, ""), list(found)
 
 
 def redacted_memory(text: str, title: str) -> tuple[str, str, list[Finding]]:

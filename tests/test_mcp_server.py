@@ -47,8 +47,11 @@ def test_tools_and_the_memory_template_are_listed_and_the_model_loads_on_the_fir
             [server] = children_named("captain-memo")
             assert "onnxruntime" not in maps_of(server), "the model must not load before a tool needs it"
             templates = (await client.list_resource_templates()).resource_templates
-            await client.call_tool("recall", {"query": "anything at all"})
-            assert "onnxruntime" in maps_of(server), "the first recall loads the model"
+            missing = await client.call_tool("recall", {"query": "anything at all"})
+            assert missing.is_error and f"no memory store at {tmp_path / 'memo.db'}" in missing.content[0].text
+            assert not (tmp_path / "memo.db").exists(), "a recall creates no store"
+            await client.call_tool("remember", {"text": "the first note, which creates the store"})
+            assert "onnxruntime" in maps_of(server), "the first tool that embeds loads the model"
             return tools, templates
 
     tools, templates = run(body)

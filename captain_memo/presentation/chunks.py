@@ -20,6 +20,7 @@ _WORDS = re.compile(r"\w")
 FROM_A_FILE = "file"  # the origin of a memory indexed from a note file (sources/indexer.py)
 SNIPPET_LINES = 2  # a snippet is this many lines of the chunk, the ones with most query words
 SNIPPET_LINE_CHARS = 160  # a longer line is cut around its first match
+PATH_SEPARATOR = " > "  # between a heading path's headings (sources/markdown.py)
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,23 @@ def heading_of(memory: Memory, chunk_text: str) -> tuple[str, list[str]]:
     lines = chunk_text.strip("\n").split("\n")
     title = memory.display_title
     first = lines[0].strip() if lines else ""
-    stem = title.rstrip("…").strip()
-    if first and stem and (first == title or first.startswith(stem) or first.rstrip("…") == stem):
+    if _is_heading(first, title):
         return first, lines[1:]
     return title, lines
+
+
+def _is_heading(first: str, title: str) -> bool:
+    """Whether a chunk's first line is its heading path: the title itself, the title's own heading
+    path cut with an ellipsis, or a deeper path under it. A line that merely starts with the title
+    is text: a one-line memory titled "Invoice rounding" whose line reads "Invoice rounding: rounds
+    half-even to cents" (its chunk does not repeat the title, chunking.py), or an untitled one whose
+    title is its line's first 80 characters; taken for a heading, its fact never reached the hook."""
+    stem = title.rstrip("…").strip()
+    if not first or not stem:
+        return False
+    if first == title or first.rstrip("…") == stem:
+        return True
+    return first.startswith(stem) and (title.endswith("…") or first.startswith(stem + PATH_SEPARATOR))
 
 
 def place(memory: Memory, chunk_text: str) -> ChunkPlace:
@@ -155,5 +169,12 @@ def _cut(line: str, pattern, limit: int = SNIPPET_LINE_CHARS) -> str:
         return line
     hit = pattern.search(line) if pattern else None
     start = max(0, (hit.start() if hit else 0) - limit // 3)
-    piece = line[start : start + limit].strip()
-    return ("… " if start else "") + piece + (" …" if start + limit < len(line) else "")
+    end = start + limit
+    # At spaces where there are some: a word cut in two reads as another word, and a token cut in
+    # two is one no scan for credentials recognises (presentation/outbound.py).
+    if start and (space := line.find(" ", start, start + limit // 3)) != -1:
+        start = space + 1
+    if end < len(line) and (space := line.rfind(" ", end - limit // 3, end)) != -1:
+        end = space
+    piece = line[start:end].strip()
+    return ("… " if start else "") + piece + (" …" if end < len(line) else "")

@@ -147,6 +147,8 @@ def recall_text(data: dict) -> str:
     ]
     if data.get("notice"):  # a question about time: its window, or the date it was read against
         lines.append(data["notice"])
+    if data.get("redacted"):
+        lines.append(redaction_line(data["redacted"]))
     lines.extend(_warning(failed, why) for failed, why in data["failed_legs"].items())
     for hit in hits:
         lines.extend(_model_hit(hit, full))
@@ -216,10 +218,16 @@ def memory_meta(data: dict) -> list[str]:
     ]
 
 
+def redaction_line(redacted: list[str]) -> str:
+    """What was taken out of an answer on its way to a model (secrets.redacted_json)."""
+    return f"Redacted on the way out, as it looked like a credential (the store keeps it): {'; '.join(redacted)}."
+
+
 def memory_text(data: dict) -> str:
     """A memory in full, as a model reads it (MCP ``show`` and resources); opened at a line
     (``show 12:310``), the part holding it first."""
-    head = f"# {data['title']}\n{' · '.join(memory_meta(data))}\n\n"
+    said = f"{redaction_line(data['redacted'])}\n" if data.get("redacted") else ""
+    head = f"# {data['title']}\n{' · '.join(memory_meta(data))}\n{said}\n"
     part = data.get("chunk")
     if not part:
         return head + data["body"]
