@@ -425,6 +425,14 @@ class Memo:
     def remember_team(self, memory: NewMemory) -> MemoryRef:
         """Store a memory in the team store, under its project's portable identity; its reference
         (``t12``). An exact copy already there is not stored twice: its reference comes back."""
+        from captain_memo.errors import InputError
+        from captain_memo.sources.settings import personal_agent_file
+
+        if personal_agent_file(memory.source.path):
+            raise InputError(
+                f"not saved to the team store: {memory.source.path} holds a developer's own instructions "
+                "(CLAUDE.local.md); it stays in this store"
+            )
         team = self._team_or_refuse("saving to the team store")
         shared = replace(memory, project=self.project_id(memory.project))
         return MemoryRef(TEAM, team.call("saving a memory", _team_remember, shared))
@@ -494,7 +502,7 @@ class Memo:
         # With a team store, the repository's own note folders (decisions, skills) are shared:
         # indexed there under the project's portable identity; personal folders and folders named on
         # the command line stay here.
-        shared = [f for f in folders if not f.personal and not f.named] if self.team is not None and not paths else []
+        shared = [f for f in folders if f.shared] if self.team is not None and not paths else []
         local = [f for f in folders if f not in shared] + named_before
         notes = index_folders(self.engine, local, settings, show_progress=show_progress) if local else IndexReport()
         team = self._index_team(shared, settings, show_progress) if shared else None

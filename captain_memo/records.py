@@ -20,6 +20,36 @@ TEAM_PREFIX = "t"
 
 
 @dataclass(frozen=True)
+class RuleScope:
+    """Where an agent's rule applies, as its front matter says: always (Cursor's ``alwaysApply``, a
+    Claude Code rule without ``paths``), or to the files its globs match (``globs``, ``applyTo``,
+    ``paths``). A file without one (AGENTS.md, a Cursor rule picked by its description) has none:
+    recall alone decides when it is shown."""
+
+    always: bool = False
+    globs: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return "always applies" if self.always else "applies to " + ", ".join(self.globs)
+
+    def stored(self) -> str:
+        """The store's text for it: ``always``, or the globs one a line (a glob holds no newline)."""
+        return ALWAYS_APPLIES if self.always else "\n".join(self.globs)
+
+    @classmethod
+    def from_stored(cls, text: str | None) -> RuleScope | None:
+        if not text:
+            return None
+        return cls(always=True) if text == ALWAYS_APPLIES else cls(globs=tuple(text.split("\n")))
+
+    def to_json(self) -> dict:
+        return {"always": self.always, "globs": list(self.globs)}
+
+
+ALWAYS_APPLIES = "always"
+
+
+@dataclass(frozen=True)
 class Source:
     """Where a memory came from: a file and line range, a commit, and how it was captured."""
 
@@ -29,6 +59,7 @@ class Source:
     commit: str | None = None
     origin: str = "cli"  # cli | editor | file | git | import | mcp:<client name> (an agent saved it)
     filetype: str | None = None
+    rule_scope: RuleScope | None = None  # an agent's rule: where it applies (kept in the local store only)
 
     def describe(self) -> str:
         where = self.origin
@@ -43,8 +74,9 @@ class Source:
             where = f"commit {self.commit[:10]}"
         # What an agent saved says so wherever its source is shown (results, the editor's float).
         if self.origin.startswith("mcp") and where != self.origin:
-            return f"{where} · {self.origin}"
-        return where
+            where = f"{where} · {self.origin}"
+        # A rule says where it applies wherever it is shown (a hit, the hook's line, the editor).
+        return f"{where} · {self.rule_scope.describe()}" if self.rule_scope else where
 
 
 @dataclass(frozen=True)
@@ -219,7 +251,7 @@ class Superseded:
 
 def source_json(source: Source, label: bool = False) -> dict:
     """A source as JSON; ``label`` adds the one-line description lists show (a recall hit, the editor)."""
-    data = {
+    data: dict[str, object] = {
         "path": source.path,
         "line_start": source.line_start,
         "line_end": source.line_end,
@@ -227,6 +259,8 @@ def source_json(source: Source, label: bool = False) -> dict:
         "origin": source.origin,
         "filetype": source.filetype,
     }
+    if source.rule_scope is not None:  # only a rule has one: every other source's JSON is as before
+        data["rule_scope"] = source.rule_scope.to_json()
     if label:
         data["label"] = source.describe()
     return data

@@ -106,6 +106,58 @@ def test_front_matter_subset(front, title, tags, bad_date):
     assert (note.title, note.front.tags, note.front.date_error) == (title, tags, bad_date)
 
 
+SKILL_BLOCK = """---
+name: db-retries
+description: |
+  Retry a failed database call with backoff.
+  Use when a query times out or the pool is exhausted.
+---
+# Retries
+
+Body.
+"""
+
+
+@pytest.mark.parametrize("style, joined", [("|", "\n"), (">", " ")])
+def test_a_block_description_is_read_whole_and_leads_the_preamble(style, joined):
+    note = parse(SKILL_BLOCK.replace("description: |", f"description: {style}"), "SKILL")
+    wanted = f"Retry a failed database call with backoff.{joined}Use when a query times out or the pool is exhausted."
+    assert note.front.description == wanted  # the subset reader stored "|"
+    assert note.sections[0].text.startswith(wanted)
+
+
+@pytest.mark.parametrize(
+    "front, field, wanted",
+    [
+        ('tags: [db, "retry, backoff"]', "tags", ("db", "retry backoff")),  # was split inside the quotes
+        ("title: Cache policy # draft", "title", "Cache policy"),  # the comment was kept
+        ('title: "Cache policy" # draft', "title", "Cache policy"),  # the quotes and comment were kept
+        ("title: 'It''s cached'", "title", "It's cached"),  # stayed doubled
+        ("title: 2024", "title", "2024"),
+        ("tags: [1, true, [nested], db]", "tags", ("1", "db")),  # words only
+    ],
+)
+def test_front_matter_is_read_as_yaml(front, field, wanted):
+    note = parse(f"---\n{front}\n---\n# H1 title\n\nText.\n", "stem")
+    assert (note.title if field == "title" else note.front.tags) == wanted
+    assert note.front.fallback is None
+
+
+def test_yaml_dates_are_read_as_dates():
+    note = parse("---\ndate: 2024-05-06\ncreated: 2020-01-01\n---\ntext\n", "n")
+    assert note.front.date == parse_date("2024-05-06") and note.front.date_error is None
+    timed = parse("---\ndate: 2024-05-06T10:00:00+02:00\n---\ntext\n", "n")
+    assert timed.front.date == parse_date("2024-05-06T08:00:00Z")
+
+
+def test_front_matter_yaml_refuses_is_read_by_the_simple_reader_and_says_why():
+    # Cursor writes unquoted globs; YAML reads a leading * as an alias and refuses the block.
+    note = parse("---\ndescription: Web rules\nglobs: *.ts,*.tsx\nalwaysApply: false\n---\nUse strict.\n", "web")
+    assert note.front.description == "Web rules" and note.front.data["globs"] == "*.ts,*.tsx"
+    assert note.front.fallback is not None and "file line 3" in note.front.fallback
+    assert parse("---\n- a list\n---\ntext\n", "n").front.fallback == "YAML gave a list, not keys and values"
+
+
 def test_without_front_matter_or_h1_the_file_name_is_the_title():
     note = parse("Just a line of text.\n\n## Part\n\nMore.\n", "quick-note")
     assert [s.title for s in note.sections] == ["quick-note", "quick-note > Part"]

@@ -22,6 +22,7 @@ import sys
 from captain_memo import app
 from captain_memo.commands._common import run_request
 from captain_memo.presentation.words import age
+from captain_memo.rule_scope import hits_in_scope
 from captain_memo.terminal import one_line
 
 DEFAULT_BUDGET = 1_500
@@ -161,6 +162,7 @@ def memory_block(args, event: dict) -> str:
     request = app.RecallRequest(query, folder, limit=max(1, args.limit), how="auto")
     result, _ = redacted_recall(run_request(args, "recall", request))
     hits = [hit for hit in result["hits"] if not hit.get("superseded_by") and shown_here(hit)]
+    hits = hits_in_scope(hits, query, event, folder)  # a rule for web/**/*.ts stays out of src/price.py
     heading = f"{FRAME} Found for this prompt; open one with the recall or show tool:"
     return fitted(heading, hits, budget_for(args, event))
 

@@ -14,7 +14,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from captain_memo.sources.settings import NOTE_SUFFIXES, SKILL_FILE, SourceSettings
+from captain_memo.rule_scope import working_tree as repository_root  # noqa: F401 - the sources' name for it
+from captain_memo.sources.settings import NOTE_SUFFIXES, PERSONAL_AGENT_FILES, SKILL_FILE, SourceSettings
 
 # Folders never worth walking into: version control, dependencies, build output.
 IGNORED_DIRS = {"node_modules", "__pycache__", "venv", ".venv", "target", "build", "dist"}
@@ -55,13 +56,11 @@ class Folder:
     def kind_of(self, file: Path) -> str:
         return "skill" if file.name == SKILL_FILE else self.kind
 
-
-def repository_root(path: Path) -> Path | None:
-    """The working tree holding ``path``, found by looking for ``.git`` (no git process needed)."""
-    for folder in (path, *path.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
+    @property
+    def shared(self) -> bool:
+        """Indexed into a team store when one is set: a repository's own folders, not a personal
+        folder, a folder named on the command line nor a developer's own file (CLAUDE.local.md)."""
+        return not self.personal and not self.named and self.path.name not in PERSONAL_AGENT_FILES
 
 
 def repository_folders(root: Path, project: str | None, branch: str | None, settings: SourceSettings) -> list[Folder]:

@@ -26,6 +26,7 @@ from captain_memo.errors import EmbeddingError, InputError
 from captain_memo.progress import Progress
 from captain_memo.records import NewMemory, Source
 from captain_memo.sources import asciidoc, markdown, rst
+from captain_memo.sources.agent_rules import rule_scope
 from captain_memo.sources.folders import (
     Folder,
     folder_of,
@@ -51,7 +52,9 @@ BATCH_CHUNKS = 256
 # gets four requests per batch instead of one.
 EMBED_SLICE = 64
 # Bump when parsing or chunking changes what a file's memories are: every file is then re-read.
-FILE_STATE_VERSION = "1"
+# 2: front matter read as YAML, and agents' rules keep their scope.
+FILE_STATE_VERSION = "2"
+FELL_BACK = "read with the simple reader (key: value, quoted strings, lists); the rest is ignored"
 
 
 class OwnedElsewhere(Exception):
@@ -408,6 +411,9 @@ class _Run:
             self.tally.warnings.append(
                 (where, f"front matter date {note.front.date_error!r} is not an ISO date; using the file's time")
             )
+        if note.front.fallback:
+            self.tally.warnings.append((where, f"front matter is not YAML ({note.front.fallback}); {FELL_BACK}"))
+        scope = rule_scope(where, note.front.data)
         planned = []
         for section in note.sections:
             key = f"{KEY_PREFIX}{where}#{section.anchor}"
@@ -420,7 +426,7 @@ class _Run:
                 title=section.title,
                 project=folder.project,
                 branch=folder.branch,
-                source=Source(where, section.line_start, section.line_end, None, "file", filetype),
+                source=Source(where, section.line_start, section.line_end, None, "file", filetype, scope),
                 created_at=file.stat().st_mtime if dated_by_file else note.front.date,
                 source_key=key,
                 tags=note.front.tags,

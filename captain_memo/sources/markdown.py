@@ -10,6 +10,7 @@ so a hit shows where in the file it came from, and both legs can find a chunk by
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from functools import cached_property
@@ -31,6 +32,10 @@ class FrontMatter:
     tags: tuple[str, ...] = ()
     description: str | None = None
     date_error: str | None = None  # the raw value when a date was given but could not be read
+    # Every key (lower-cased) with its value: what an agent's rule says about where it applies.
+    data: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
+    # Why YAML refused the block, when it was read with the simple reader instead.
+    fallback: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,17 +72,55 @@ class Note:
 
 
 def split_front_matter(lines: list[str]) -> tuple[dict[str, object], int]:
-    """The front matter's keys and how many lines it takes (0 when the file has none).
+    """The front matter's keys and how many lines it takes (0 when the file has none)."""
+    block, taken = front_block(lines)
+    return read_front(block)[0], taken
 
-    Only the small YAML subset notes use is read: ``key: value``, quoted strings, ``[a, b]`` flow
-    lists and ``- item`` block lists. Anything else is ignored rather than guessed at.
-    """
+
+def front_block(lines: list[str]) -> tuple[list[str], int]:
+    """The lines between a leading ``---`` and its closing ``---`` (or ``...``), and how many lines
+    the front matter takes (0 when the file has none)."""
     if not lines or lines[0].strip() != "---":
-        return {}, 0
+        return [], 0
     for end in range(1, len(lines)):
         if lines[end].strip() in ("---", "..."):
-            return _read_yaml_subset(lines[1:end]), end + 1
-    return {}, 0  # an opening --- without a closing one is a horizontal rule, not front matter
+            return lines[1:end], end + 1
+    return [], 0  # an opening --- without a closing one is a horizontal rule, not front matter
+
+
+def read_front(block: list[str]) -> tuple[dict[str, object], str | None]:
+    """The front matter's keys (lower-cased), read as YAML (PyYAML's safe loader); and, when YAML
+    refuses the block, why: it is then read with the small reader below (``key: value``, quoted
+    strings, ``[a, b]`` and ``- item`` lists), which takes what it can."""
+    if not any(line.strip() for line in block):
+        return {}, None
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load("\n".join(block), Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        return _read_yaml_subset(block), _yaml_problem(exc)
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        return _read_yaml_subset(block), f"YAML gave a {type(data).__name__}, not keys and values"
+    return {str(key).lower(): _plain(value) for key, value in data.items()}, None
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """YAML's complaint in one line, with the front matter's line it points at (1 is the line after
+    the opening ``---``, which is line 2 of the file)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+    return f"{problem} (file line {mark.line + 2})" if mark is not None else str(problem)
+
+
+def _plain(value: object) -> object:
+    """A YAML date or time as the ISO text the rest reads (``parse_date``); anything else as is."""
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    return value
 
 
 def _read_yaml_subset(lines: list[str]) -> dict[str, object]:
@@ -124,15 +167,21 @@ def parse_date(value: object) -> float | None:
     return parsed.timestamp()
 
 
-def front_matter(data: dict[str, object]) -> FrontMatter:
+def front_matter(data: Mapping[str, object], fallback: str | None = None) -> FrontMatter:
     def text(key: str) -> str | None:
         value = data.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)  # title: 2024
         return value.strip() or None if isinstance(value, str) else None
 
     raw_tags: Any = data.get("tags", data.get("keywords", []))
     if isinstance(raw_tags, str):
         raw_tags = re.split(r"[,\s]+", raw_tags)
-    tags = tuple(dict.fromkeys(t.strip().replace(",", " ") for t in raw_tags if str(t).strip()))
+    if not isinstance(raw_tags, list):
+        raw_tags = []
+    # Words only: a nested list or mapping is no tag (and YAML aliases can make one huge to print).
+    words = (str(t).strip() for t in raw_tags if isinstance(t, (str, int, float)) and not isinstance(t, bool))
+    tags = tuple(dict.fromkeys(" ".join(t.replace(",", " ").split()) for t in words if t))  # stored comma-joined
     raw_date = text("date") or text("created")
     when = parse_date(raw_date) if raw_date else None
     return FrontMatter(
@@ -141,6 +190,8 @@ def front_matter(data: dict[str, object]) -> FrontMatter:
         tags=tags,
         description=text("description"),
         date_error=raw_date if raw_date and when is None else None,
+        data=data,
+        fallback=fallback,
     )
 
 
@@ -246,8 +297,9 @@ def slug(text: str) -> str:
 def parse(text: str, fallback_title: str, max_chars: int = MAX_CHUNK_CHARS) -> Note:
     """Split a Markdown file's text into its sections and their chunks."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    data, skip = split_front_matter(lines)
-    return sectioned(lines, skip, front_matter(data), _blocks(lines[skip:], skip + 1), fallback_title, max_chars)
+    block, skip = front_block(lines)
+    front = front_matter(*read_front(block))
+    return sectioned(lines, skip, front, _blocks(lines[skip:], skip + 1), fallback_title, max_chars)
 
 
 def sectioned(

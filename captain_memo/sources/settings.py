@@ -7,7 +7,8 @@ Folders come from two places:
   entry is a folder inside every repository, added to the defaults below.
 - Repository defaults: ``docs/decisions``, ``docs/adr`` and ``.captain-memo/memory`` hold curated
   memory; ``.captain-memo/skills`` holds skills; and the coding agents' own files (``AGENTS.md``,
-  ``CLAUDE.md``, ``.cursor/rules``, ``.claude/skills`` ...).
+  ``CLAUDE.md``, ``CLAUDE.local.md``, ``.cursor/rules``, ``.claude/rules``, ``.claude/skills``,
+  ``.agents/skills`` ...).
 
 Every number is an environment variable too; a value that does not parse is reported once, naming
 the variable, and the default is used.
@@ -29,6 +30,8 @@ AGENT_MEMORY_FILES = (
     "AGENTS.md",
     "CLAUDE.md",
     ".claude/CLAUDE.md",
+    "CLAUDE.local.md",
+    ".claude/rules",
     "GEMINI.md",
     ".github/copilot-instructions.md",
     ".github/instructions",
@@ -36,9 +39,20 @@ AGENT_MEMORY_FILES = (
 )
 # Read wherever they are in the tree too: a monorepo's packages keep their own.
 AGENT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
-AGENT_SKILL_DIRS = (".claude/skills", ".github/skills", ".codex/skills")
+# .agents/skills: Codex's documented project skills (.codex/skills is read too, as before).
+AGENT_SKILL_DIRS = (".claude/skills", ".github/skills", ".codex/skills", ".agents/skills")
+# A developer's own instructions for a project (Claude Code's CLAUDE.local.md, kept out of git):
+# indexed into the local store only, never into a team store nor published to one.
+PERSONAL_AGENT_FILES = ("CLAUDE.local.md",)
 REPO_MEMORY_DIRS = ("docs/decisions", "docs/adr", ".captain-memo/memory", *AGENT_MEMORY_FILES)
 REPO_SKILL_DIRS = (".captain-memo/skills", *AGENT_SKILL_DIRS)
+
+
+def personal_agent_file(stored_path: str | None) -> bool:
+    """Whether a memory's file is one a developer keeps to themselves (``CLAUDE.local.md``)."""
+    return stored_path is not None and Path(stored_path).name in PERSONAL_AGENT_FILES
+
+
 # .mdc: a Cursor rule, Markdown with front matter (description, globs, alwaysApply).
 NOTE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx", ".mdc", ".txt", ".rst", ".adoc", ".asciidoc")
 SKILL_FILE = "SKILL.md"

@@ -295,6 +295,13 @@ def _m007_touched_paths(conn) -> None:
     backfill_from_bodies(conn)
 
 
+def _m008_rule_scopes(conn) -> None:
+    # Where an agent's rule applies (Cursor's globs or alwaysApply, Copilot's applyTo, Claude
+    # Code's paths): records.RuleScope's stored text, NULL for every other memory. Rules indexed
+    # before have none until their file is read again (the sources' file state version says so).
+    conn.execute("ALTER TABLE memories ADD COLUMN rule_scope TEXT")
+
+
 MIGRATIONS = [
     (1, _m001_tables),
     (2, _m002_vector_changes),
@@ -303,6 +310,7 @@ MIGRATIONS = [
     (5, _m005_source_files_and_reindex),
     (6, _m006_portable_projects),
     (7, _m007_touched_paths),
+    (8, _m008_rule_scopes),
 ]
 # Migrations whose tables only writers use (indexing, reindex): a read-only store without them is
 # read as it is.

@@ -12,7 +12,7 @@ import numpy as np
 from captain_memo.chunking import content_hash
 from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError
-from captain_memo.records import Chunk, Memory, NewMemory, Source, Superseded
+from captain_memo.records import Chunk, Memory, NewMemory, RuleScope, Source, Superseded
 from captain_memo.store.db import vector_blob
 from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, row_id, setting, text_row
 from captain_memo.store.sync import SourceRows
@@ -22,7 +22,7 @@ from captain_memo.store.touched import insert_touched
 MEMORY_COLUMNS = (
     "id, kind, title, body, created_at, updated_at, project, branch, source_path, line_start, line_end, "
     "source_commit, origin, filetype, content_hash, superseded_by, stability, last_surfaced, opened_in_full, "
-    "source_key, tags, last_opened, superseded_by_team"
+    "source_key, tags, last_opened, superseded_by_team, rule_scope"
 )
 
 
@@ -52,6 +52,8 @@ def memory_from_row(row) -> Memory:
         last_opened,
         superseded_by_team,
     ) = row[:23]
+    # The team store's rows end at the 23rd column: a rule's scope is kept in the local store only.
+    scope = RuleScope.from_stored(row[23]) if len(row) > 23 else None
     return Memory(
         id=mid,
         kind=kind,
@@ -61,7 +63,7 @@ def memory_from_row(row) -> Memory:
         updated_at=updated,
         project=project,
         branch=branch,
-        source=Source(path, start, end, commit, origin, filetype),
+        source=Source(path, start, end, commit, origin, filetype, scope),
         content_hash=digest,
         superseded_by=superseded_by,
         stability=stability,
@@ -104,9 +106,10 @@ class Store(SourceRows):
 
     def _insert(self, conn, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float) -> int:
         marks = ", ".join("?" * len(NEW_COLUMNS.split(",")))
+        scope = memory.source.rule_scope
         cur = conn.execute(
-            f"INSERT INTO memories ({NEW_COLUMNS}) VALUES ({marks})",
-            new_row(memory, now, self.initial_stability, memory.project),
+            f"INSERT INTO memories ({NEW_COLUMNS}, rule_scope) VALUES ({marks}, ?)",
+            (*new_row(memory, now, self.initial_stability, memory.project), scope.stored() if scope else None),
         )
         memory_id = cur.lastrowid
         self._insert_chunks(conn, memory_id, memory.project, chunks, vectors)

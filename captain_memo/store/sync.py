@@ -33,16 +33,23 @@ class Stored:
     line_end: int | None
     tags: tuple[str, ...]
     created_at: float
+    rule_scope: str | None = None  # records.RuleScope's stored text (the local store keeps it)
     # Who wrote it, when this role may not change it (a team store's member reading another's note).
     kept_by: str | None = None
 
     def same_place(self, memory: NewMemory) -> bool:
-        return (self.source_path, self.line_start, self.line_end, self.tags) == (
+        return (self.source_path, self.line_start, self.line_end, self.tags, self.rule_scope) == (
             memory.source.path,
             memory.source.line_start,
             memory.source.line_end,
             memory.tags,
+            _stored_scope(memory),
         )
+
+
+def _stored_scope(memory: NewMemory) -> str | None:
+    scope = memory.source.rule_scope
+    return scope.stored() if scope else None
 
 
 class SourceRows(Database):
@@ -51,14 +58,16 @@ class SourceRows(Database):
     def stored_by_key(self, project: str | None, prefix: str) -> dict[str, Stored]:
         """Memories of ``project`` whose source key starts with ``prefix`` (one query)."""
         rows = self.conn.execute(
-            "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at"
-            " FROM memories WHERE ifnull(project, '') = ifnull(?, '') AND source_key IS NOT NULL"
+            "SELECT id, source_key, kind, content_hash, source_path, line_start, line_end, tags, created_at,"
+            " rule_scope FROM memories WHERE ifnull(project, '') = ifnull(?, '') AND source_key IS NOT NULL"
             " AND substr(source_key, 1, ?) = ?",
             (project, len(prefix), prefix),
         )
         return {
-            key: Stored(mid, key, kind, digest, path, start, end, tuple(t for t in tags.split(",") if t), created)
-            for mid, key, kind, digest, path, start, end, tags, created in rows
+            key: Stored(
+                mid, key, kind, digest, path, start, end, tuple(t for t in tags.split(",") if t), created, scope
+            )
+            for mid, key, kind, digest, path, start, end, tags, created, scope in rows
         }
 
     def bodies(self, ids: Sequence[int]) -> dict[int, str]:
@@ -76,6 +85,7 @@ class SourceRows(Database):
         """Only where the text sits moved (line range, tags, date, key): no chunk is touched."""
         with self.write() as conn:
             conn.execute(f"UPDATE memories SET {place_setting('?')} WHERE id = ?", (*place_row(memory), memory_id))
+            conn.execute("UPDATE memories SET rule_scope = ? WHERE id = ?", (_stored_scope(memory), memory_id))
 
     def rewrite(
         self, memory_id: int, memory: NewMemory, chunks: Sequence[str], vectors: Mapping[str, np.ndarray] | None
@@ -92,6 +102,7 @@ class SourceRows(Database):
                 f"UPDATE memories SET {setting(REWRITE_COLUMNS, '?')} WHERE id = ?",
                 (*text_row(memory, now, REWRITE_COLUMNS), memory_id),
             )
+            conn.execute("UPDATE memories SET rule_scope = ? WHERE id = ?", (_stored_scope(memory), memory_id))
             old: dict[str, list[int]] = {}
             for chunk_id, digest in conn.execute(
                 "SELECT id, content_hash FROM chunks WHERE memory_id = ? ORDER BY seq", (memory_id,)
