@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from captain_memo.commands._common import print_json
 from captain_memo.presentation.words import counted
@@ -29,7 +30,8 @@ def run(args) -> int:
     db = args.db or db_path()
     answer = control(args.action, db)
     if args.json:
-        print_json({"running": answer is not None, **(answer or {})})
+        up = {"up_seconds": _uptime(answer)} if answer is not None and "started" in answer else {}
+        print_json({"running": answer is not None, **(answer or {}), **up})
         return 0
     if answer is None:
         print(f"no service is running for {db}")
@@ -46,9 +48,36 @@ def run(args) -> int:
         print(
             f"{_who(answer)} for {answer['db']}: model {answer['model'] or 'not loaded yet'}, "
             f"{counted(answer['requests'], 'request')}{_by_client(answer.get('clients'))}, "
-            f"{_embedded(answer.get('embedded'))}up {time.time() - answer['started']:.0f} s, {_lifetime(answer)}"
+            f"{_embedded(answer.get('embedded'))}{_up(answer)}, {_lifetime(answer)}"
         )
     return 0
+
+
+def _up(answer: dict) -> str:
+    seconds = _uptime(answer)
+    return "up for a time unknown (the clock was set back)" if seconds is None else f"up {seconds:.0f} s"
+
+
+def _uptime(answer: dict) -> float | None:
+    """How long the serving process has run: from the kernel's own count since boot, which no clock
+    change moves (the wall clock set back a year made it "up -31535996 s"); else from its start's
+    wall-clock time, None when that lies ahead."""
+    age = _process_age(answer.get("pid"))
+    if age is None:
+        age = time.time() - answer["started"]
+    return round(age, 1) if age >= 0 else None
+
+
+def _process_age(pid) -> float | None:
+    """Seconds since process ``pid`` started, from /proc (Linux); None where it cannot be read."""
+    import os
+
+    try:
+        since_boot = float(Path("/proc/uptime").read_text().split()[0])
+        started = int(Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        return since_boot - started / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
 
 
 def _who(answer: dict) -> str:

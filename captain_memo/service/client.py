@@ -315,20 +315,33 @@ def _exchange(
             raise _Stale()
         if not first.get("accepted"):
             raise CaptainMemoError(first.get("error") or "the service refused the request")
+        who = server_name(first.get("host"))
         sock.settimeout(deadline)
         try:
             reply = wire.receive(reader)
         except TimeoutError:
-            raise _Unanswered(f"the service took `{op}` but did not answer within {deadline:g} s", taken=True) from None
+            raise _Unanswered(f"{who} took `{op}` but did not answer within {deadline:g} s", taken=True) from None
         except (OSError, wire.WireError) as exc:
-            raise _Lost(f"the service failed while running `{op}` ({exc})") from None
+            raise _Lost(f"{who} failed while running `{op}` ({exc})") from None
     if reply is None:
-        raise _Lost(f"the service stopped while running `{op}`")
+        raise _Lost(f"{who} stopped while running `{op}`")
     if reply.get("internal"):
-        raise _Lost(reply.get("error") or "the service failed without saying why")
+        raise _Lost(_named(reply.get("error"), who) or f"{who} failed without saying why")
     if not reply.get("ok"):
         raise _failure(reply)
     return reply["result"]
+
+
+def server_name(host) -> str:
+    """Who serves, as its accepted line says: Neovim's host (its engine serves the store while the
+    editor runs) or a service of its own; the shell said "the service" for both."""
+    return "Neovim's host" if host == "editor" else "the service"
+
+
+def _named(error: str | None, who: str) -> str | None:
+    """A serving process's own report of its failure, naming who it was."""
+    prefix = "the service failed"
+    return who + error[len("the service") :] if error and error.startswith(prefix) else error
 
 
 def _failure(reply: dict) -> CaptainMemoError:
