@@ -229,10 +229,22 @@ class Memo:
         holder closes it (which saves its last writes into it) and opens the path afresh."""
         return self._store is not None and self._store.moved()
 
-    def checkpoint(self) -> None:
-        """Write the WAL into the file, so the file alone is complete (after a long-lived holder's write)."""
-        if self._store is not None:
+    def checkpoint(self) -> str | None:
+        """Write the WAL into the file, so the file alone is complete (after a long-lived holder's
+        write). It runs after a commit: a failure (a full disk) loses nothing, the write stays in
+        the WAL, so it is logged and returned for a warning, never raised (reported as "nothing
+        was saved", a committed save was made again by the user's retry)."""
+        if self._store is None:
+            return None
+        try:
             self._store.checkpoint()
+        except Exception as exc:
+            import logging
+
+            problem = f"its write-ahead log was not written into {self.path} ({exc}); it is kept there"
+            logging.getLogger("captain_memo").warning("saved, but %s", problem)
+            return problem
+        return None
 
     def defer_writes(self, queue: Callable[[Callable[[], None]], object]) -> None:
         """Hand the bookkeeping writes of a recall (Tide) to ``queue`` rather than making the recall

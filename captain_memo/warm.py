@@ -169,8 +169,8 @@ class WarmMemo:
                         continue
                     with memo.reading() if read else nullcontext():  # a read: long embeddings wait for it
                         result = work(memo)
-                    if write:
-                        memo.checkpoint()
+                    if write:  # committed: a checkpoint that fails (a full disk) is a warning
+                        result = _warned(result, memo.checkpoint())
                     return result
         except Exception as exc:
             from captain_memo.errors import DatabaseDamagedError
@@ -224,6 +224,7 @@ class WarmMemo:
             with self._gate.shared():
                 if memo is self._memo:
                     job()
+                    memo.checkpoint()  # an empty WAL: a file copied over the store is noticed
         except Exception as exc:
             log.warning("recording a recall for Tide failed: %s", exc)
 
@@ -241,6 +242,13 @@ class WarmMemo:
                 memo.close()
             except Exception:  # closing a damaged store can fail; it is dropped either way
                 log.exception("closing %s failed", self.path)
+
+
+def _warned(result, problem: str | None):
+    """A write's answer, with a warning when it was saved but its WAL not written into the file."""
+    if problem is None or not isinstance(result, dict):
+        return result
+    return {**result, "warning": f"saved, but {problem}"}
 
 
 def _fingerprint(memo) -> tuple:

@@ -92,6 +92,8 @@ def remember(args) -> int:
     data = run_request(args, "remember", request)
     for finding in data["kept_secrets"]:
         print(f"captain-memo: warning: storing a credential as it is ({finding})", file=sys.stderr)
+    if data.get("warning"):  # saved all the same (a full disk after the commit): not to be retried
+        print(f"captain-memo: warning: {data['warning']}", file=sys.stderr)
     if args.json:
         print_json({"id": data["id"], "pending_vectors": data["pending_vectors"]})
     else:

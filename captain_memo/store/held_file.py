@@ -18,8 +18,8 @@ A file rewritten in place (``cp backup.db memo.db`` keeps the inode) is the same
 above, and to SQLite too: its connections keep their page cache and the WAL index, which say
 nothing changed, so the next write mixes the old pages into the new content (a damaged store) and
 a reader of the file sees the old WAL's frames laid over it. ``FileWatch`` notices it: the file's
-size, modification time or header changed while the WAL index did not (every SQLite connection
-that writes or checkpoints moves the WAL index; ``cp`` does not). The holder then must not copy
+size or modification time changed while its WAL was empty and untouched (a SQLite connection
+changes the file only by copying the WAL into it; ``cp`` does not touch the WAL). The holder then must not copy
 the old WAL into the new content, neither by a checkpoint nor when it closes: ``discard_wal``
 empties the WAL file its connections hold before they close, and the -wal and -shm leave the
 path with them.
@@ -81,49 +81,40 @@ def release_leftovers(path: Path, held: dict[str, tuple[int, int] | None], empti
             pass
 
 
-# The SQLite header's file change counter (offset 24) and the database size in pages (offset 28).
-HEADER_CHANGE = slice(24, 32)
-# The WAL index (-shm): its header (48 bytes, of which the first copy) and the checkpoint's
-# backfill count at offset 96; read marks (100-120) move with every reader and are left out.
-WAL_INDEX_HEADER = 48
-WAL_INDEX_BACKFILL = slice(96, 100)
-
-
 @dataclass(frozen=True)
 class FileLook:
-    """What the file at a path and its WAL index look like at one moment."""
+    """What the file at a path and its WAL look like at one moment, from ``stat`` alone: opening
+    and closing the file (to read its header) would drop every POSIX lock this process's SQLite
+    connections hold on it, and another process's last connection would then delete the -wal and
+    -shm they still use (seen: an `import` beside the service)."""
 
     identity: tuple[int, int] | None
-    content: tuple | None  # size, mtime_ns, the header's change counter and page count
-    wal: bytes | None  # the WAL index's header and backfill count; None with no -shm
+    content: tuple[int, int] | None  # size, mtime_ns
+    wal: tuple[int, int, int] | None  # the -wal's inode, size and mtime_ns; None with none
 
 
 def look(path: Path | str) -> FileLook:
     try:
         info = os.stat(path)
-        with open(path, "rb") as file:
-            header = file.read(32)[HEADER_CHANGE]
     except OSError:
         return FileLook(None, None, None)
-    return FileLook((info.st_dev, info.st_ino), (info.st_size, info.st_mtime_ns, header), _wal_index(path))
-
-
-def _wal_index(path: Path | str) -> bytes | None:
     try:
-        with open(f"{path}-shm", "rb") as file:
-            head = file.read(WAL_INDEX_BACKFILL.stop)
+        wal = os.stat(f"{path}-wal")
+        wal_look: tuple[int, int, int] | None = (wal.st_ino, wal.st_size, wal.st_mtime_ns)
     except OSError:
-        return None
-    return head[:WAL_INDEX_HEADER] + head[WAL_INDEX_BACKFILL]
+        wal_look = None
+    return FileLook((info.st_dev, info.st_ino), (info.st_size, info.st_mtime_ns), wal_look)
 
 
 class FileWatch:
     """Whether the file at a path was rewritten in place by something other than SQLite since this
     process last changed it (``noted`` after each of its own commits and checkpoints).
 
-    Another process's writes are no such change: it writes through the WAL, so the WAL index moves
-    with, or before, the file. A rewrite between two looks that also saw another process's write
-    goes unseen; the doc says to restore with `backup --restore`, which replaces the file whole."""
+    A SQLite connection changes the file only by copying WAL frames into it (a checkpoint), and
+    writes them into the WAL first. So the file changing while its WAL is empty and untouched
+    since the last look is a rewrite; with frames waiting in the WAL it may be another process's
+    checkpoint, and is taken for one (the holders checkpoint after their writes, so the WAL is
+    mostly empty). The doc says to restore with `backup --restore`, which replaces the file whole."""
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
@@ -148,11 +139,12 @@ class FileWatch:
             seen = self._seen
             if now.identity is None or now.identity != seen.identity:
                 return False  # moved, deleted or replaced by a rename: the identity says so
-            if now.content != seen.content and (now.wal == seen.wal or now.wal is None):
+            wal_empty = seen.wal is None or seen.wal[1] == 0
+            if now.content != seen.content and now.wal == seen.wal and wal_empty:
                 log.warning("%s was rewritten in place (copied over?); reopening it as it is now", self.path)
                 self._rewritten = True
                 return True
-            self._seen = now  # unchanged, or another process wrote or checkpointed through the WAL
+            self._seen = now  # unchanged, or changed through the WAL (another process's writes)
             return False
 
 
