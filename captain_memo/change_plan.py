@@ -8,18 +8,30 @@ window says so and offers the newest changes before it.
 
 The local store keeps every touched path (store/touched.py). A team store keeps none: there a change
 question is answered by relevance and recency as any temporal question, and a window still keeps only
-the observations dated inside it.
+the observations dated inside it. A window is judged over both stores (``over_team``): when the local
+store has nothing of the topic in the dates the words mean but the team store's hits do, those dates
+stand.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from captain_memo.config import RankConfig
 from captain_memo.ranking.changes import is_change_question
-from captain_memo.ranking.query import WORD, QueryShape, strip_token, topic, topic_match
+from captain_memo.ranking.query import (
+    ASCII_SEPARATORS,
+    WORD,
+    QueryShape,
+    is_topic_word,
+    strip_token,
+    topic,
+    topic_match,
+)
 from captain_memo.ranking.window import OPEN_END, Ask, Window, find_window, resolve
+from captain_memo.records import Memory
 from captain_memo.store import Store
 from captain_memo.store import touched as rows
 from captain_memo.store.search import Scope
@@ -40,6 +52,11 @@ class ChangePlan:
     chunk_ids: list[int] = field(default_factory=list)  # their first chunks, to join the pool
     window: Window | None = None
     notice: str = ""
+    subject: str = ""  # what the question is about, without its time words
+    # The dates the words mean, read against now, when the local store moved the window away from
+    # them (its history stopped before them, or nothing of the topic is in them): the team's hits
+    # may still hold the topic there (``over_team``).
+    asked: Window | None = None
 
 
 def _day(stamp: float) -> str:
@@ -108,7 +125,7 @@ def plan(store, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, no
         return None
     asked = ask.rest if ask else query
     subject = topic(asked) or _object_of(asked)
-    result = ChangePlan(subject or query)
+    result = ChangePlan(subject or query, subject=subject)
     local = isinstance(store, Store)
     finder = _Finder(store, scope, max(cfg.temporal_pool, cfg.result_limit)) if local else None
     if ask is not None:
@@ -149,6 +166,7 @@ def _date_window(result: ChangePlan, ask: Ask, store, scope: Scope, now: float, 
     newest = finder.newest() if finder is not None else None
     if ask.relative and newest is not None and newest < window.start:
         # The history stopped before the window began: read the words against its last day.
+        result.asked = window
         window = resolve(ask, newest, _tag_date(store, scope)) or window
         result.notice = f"{window.label}, read against {_day(newest)} (the newest observation's date)"
     result.window = window
@@ -158,9 +176,37 @@ def _before_window(result: ChangePlan, finder: _Finder, subject: str) -> dict[in
     """Nothing inside the window: say so, and offer the newest touching changes before it."""
     window = result.window
     assert window is not None
+    result.asked = result.asked or window
     about = f" touching {subject}" if subject else ""
     found = finder.touching(subject, (0.0, window.start))
     said = f"nothing{about} in it" + ("; the newest before it:" if found else "")
     result.notice = f"{result.notice or window.label}: {said}"
     result.window = Window(0.0, window.start, f"before {window.label}")
     return found
+
+
+def over_team(plan: ChangePlan, rows: Mapping[int, tuple[str, Memory]]) -> ChangePlan:
+    """The plan judged over both stores, given the team store's hits (chunk id -> text, memory):
+    when the local store moved the window away from the dates the words mean and a team observation
+    of the topic is dated inside them, those dates stand (the local changes found elsewhere are
+    then outside them, and left out as any observation outside a window is)."""
+    asked = plan.asked
+    if asked is None:
+        return plan
+    words = _topic_words(plan.subject)
+    for text, memory in rows.values():
+        if memory.kind == "observation" and asked.start <= (memory.created_at or 0.0) < asked.end:
+            said = {w.casefold() for w in WORD.findall(f"{memory.title} {text}")}
+            if words <= said:
+                return replace(plan, window=asked, notice=f"observations {asked.label}", touching={}, asked=None)
+    return plan
+
+
+def _topic_words(subject: str) -> set[str]:
+    """The words a text must hold to be about ``subject`` (as ``topic_match`` asks the index)."""
+    return {
+        part.casefold()
+        for raw in topic(subject).split()
+        for part in ASCII_SEPARATORS.split(raw)
+        if WORD.fullmatch(part) and is_topic_word(part)
+    }

@@ -302,6 +302,8 @@ class Engine:
             failures = {**failures, **team_failures}
             if found is not None:
                 parts, stores = [*parts, found], (*stores, TEAM)
+                if changes is not None:  # a window is judged over both stores
+                    changes = change_plan.over_team(changes, found.rows)
             if not parts:
                 raise RecallError("; ".join(f"{k}: {v}" for k, v in failures.items()))
         pool = pool_of(parts, scale_keyword=not fusion_for(cfg).scores_union)

@@ -246,3 +246,46 @@ def test_the_migration_mends_rows_written_before_it(team_db, monkeypatch):
         "SELECT count(*) FROM pg_constraint WHERE conrelid = 'memories'::regclass"
         " AND contype = 'c' AND NOT convalidated"
     ) == [(0,)]
+
+
+@pytest.mark.parametrize("recent_local_change", [False, True])
+def test_a_window_is_judged_over_both_stores(tmp_path, shop, granted, hash_embedder, recent_local_change):
+    """The observation of last week about the deploy pipeline is in the team store only; the local
+    store holds an older one (and, or not, a recent one about something else). Before, the window
+    was judged on the local store alone: read against the older one's date, or "nothing touching
+    deploy pipeline in it", and the older one shown."""
+    import time
+
+    from captain_memo.records import RecallRequest
+
+    now = time.time()
+    project = str(shop.resolve())
+    with _memo(tmp_path, "alice", granted.dsn("alice"), hash_embedder) as memo:
+        memo.remember(
+            NewMemory(
+                "deploy pipeline: builds moved to the shared runners",
+                kind="observation",
+                project=project,
+                created_at=now - 60 * 86_400,
+            )
+        )
+        if recent_local_change:
+            memo.remember(
+                NewMemory(
+                    "the login form keeps its state", kind="observation", project=project, created_at=now - 86_400
+                )
+            )
+        memo.remember_team(
+            NewMemory(
+                "deploy pipeline: the canary stage now waits for the smoke tests",
+                kind="observation",
+                project=project,
+                created_at=now - 2 * 86_400,
+            )
+        )
+        result = memo.recall(RecallRequest("what changed in the deploy pipeline last week", project=project))
+    assert result.failures == {}
+    assert result.notice.startswith("observations last week (") and "nothing" not in result.notice
+    bodies = [h.memory.body for h in result.hits]
+    assert bodies[0] == "deploy pipeline: the canary stage now waits for the smoke tests"
+    assert "deploy pipeline: builds moved to the shared runners" not in bodies  # outside the window
