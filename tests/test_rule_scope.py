@@ -183,6 +183,42 @@ def test_the_scope_is_stored_and_follows_the_files_changes(engine, tmp_path):
     assert web.source.rule_scope == RuleScope(globs=("app/**/*.ts",))
 
 
+def test_rules_indexed_before_get_their_scope_at_the_next_index(db_file, hash_embedder, tmp_path):
+    """A store made before migration 8 has no rule_scope column, and its file states say every
+    file is unchanged: the migration adds the column, the new file state version makes the next
+    run read each file again, and each rule's scope is written in place (nothing is embedded)."""
+    import sqlean
+    from sources_support import write
+
+    from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
+    from captain_memo.engine import Engine
+    from captain_memo.store import Store
+
+    repo = init_repo(tmp_path / "repo")
+    for path, text in RULES.items():
+        write(repo, path, text)
+    settings = source_settings({})
+    folders = repository_folders(repo, str(repo), "main", settings)
+    engine = Engine(Store(db_file), hash_embedder)
+    index_folders(engine, folders, settings)
+    engine.close()
+    with sqlean.connect(str(db_file)) as conn:  # as the version before left it
+        conn.execute("ALTER TABLE memories DROP COLUMN rule_scope")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 8")
+        for path, text in RULES.items():
+            digest = content_hash("1", "memory", str(MAX_CHUNK_CHARS), "False", text)
+            conn.execute("UPDATE source_files SET digest = ? WHERE path = ?", (digest, path))
+    engine = Engine(Store(db_file), hash_embedder)
+    try:
+        assert all(m.source.rule_scope is None for m in engine.store.list_memories())
+        report = index_folders(engine, folders, settings)
+        assert (report.unchanged, report.updated, report.chunks_embedded) == (len(RULES), 0, 0)
+        scopes = {m.source.path: m.source.rule_scope for m in engine.store.list_memories()}
+    finally:
+        engine.close()
+    assert scopes[".claude/rules/python.md"] == RuleScope(globs=("src/**/*.py",))
+
+
 # -- the whole path, through the real commands -----------------------------------------------------
 
 

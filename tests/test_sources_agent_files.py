@@ -66,3 +66,28 @@ def test_claude_local_stays_local_when_the_repository_is_indexed_to_a_team_store
         assert memo.get(mine.id).body == mine.body, "refused: the memory stays where it was"
         with pytest.raises(InputError, match="not saved to the team store"):
             memo.remember_team(NewMemory("copied by hand", source=Source("sub/CLAUDE.local.md", origin="file")))
+
+
+def test_a_rule_whose_front_matter_yaml_refuses_is_read_anyway_and_named(engine, tmp_path):
+    """Cursor writes globs unquoted; YAML reads `*.sql` as an alias and refuses the block."""
+    from sources_support import write
+
+    from captain_memo.sources.indexer import repository_folders
+
+    repo = init_repo(tmp_path / "repo")
+    write(
+        repo,
+        ".cursor/rules/sql.mdc",
+        "---\ndescription: SQL style\nglobs: *.sql\nalwaysApply: false\n---\nQualify names.\n",
+    )
+    settings = source_settings({})
+    report = index_folders(engine, repository_folders(repo, str(repo), "main", settings), settings)
+    [(path, message)] = report.warnings
+    assert (
+        path == ".cursor/rules/sql.mdc"
+        and message.startswith("front matter is not YAML (")
+        and "file line 3" in message
+    )
+    assert "read with the simple reader" in message
+    [rule] = engine.store.list_memories()
+    assert rule.source.rule_scope == RuleScope(globs=("*.sql",)) and rule.body.startswith("SQL style")

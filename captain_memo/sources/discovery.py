@@ -68,7 +68,9 @@ def unindexed_folders(root: Path, indexed: list[Folder]) -> list[Found]:
     return sorted(found, key=lambda f: -f.files)
 
 
-AGENTS_FILES = "the coding agents' files (AGENTS.md, CLAUDE.md, GEMINI.md, Copilot and Cursor rules, skill folders)"
+AGENTS_FILES = (
+    "the coding agents' files (AGENTS.md, CLAUDE.md, GEMINI.md, Copilot, Cursor and Claude rules, skill folders)"
+)
 
 
 def looked_in(shown: list[tuple[Folder, str]]) -> tuple[str, ...]:
