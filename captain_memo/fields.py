@@ -243,6 +243,8 @@ def cursor_position(cursor: str) -> dict:
     import json
 
     wrong = InputError("invalid cursor: pass back the nextCursor of the previous page as it came")
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise wrong
     try:
         position = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
     except (ValueError, UnicodeError, binascii.Error):
@@ -254,5 +256,7 @@ def cursor_position(cursor: str) -> dict:
     if not all(_of_kind(n, "number") and math.isfinite(n) and n >= 0 for n in numbers):
         raise wrong
     if not all(_of_kind(position[name], "integer") for name in ("id", "offset") if name in position):
+        raise wrong
+    if page_cursor(position) != cursor:  # one spelling per position: base64 would take stray bytes
         raise wrong
     return position

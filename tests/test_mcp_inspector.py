@@ -1,7 +1,8 @@
 """A conformance run with a client nobody here wrote: the MCP Inspector's CLI
 (`npx @modelcontextprotocol/inspector --cli`) against a real `captain-memo mcp` process. It checks
 the tool schemas for portability (`--strict`: a union type such as ["integer", "string"] is
-reported), and sends every tool argument as it parses it from `key=value` (an id as "1").
+reported), and sends every tool argument as it parses it from `key=value` (`id=1` a number,
+`id="1"` a string).
 Skipped when node is not installed or the package cannot be fetched."""
 
 from __future__ import annotations
@@ -73,8 +74,14 @@ def test_the_inspector_finds_the_tools_portable_and_calls_each_one(inspector_cli
     assert rc == 0 and not saved.get("isError"), (saved, stderr)
     assert saved["structuredContent"]["id"] == "1"
 
-    rc, shown, _ = inspector(
+    # The Inspector reads `id=1` as the number 1; ids are strings, as the schema says, for every
+    # tool, so it is refused with a line naming the argument, and `id="1"` is the string.
+    rc, number, _ = inspector(
         inspector_cli, tmp_path, repo, "--method", "tools/call", "--tool-name", "show", "--tool-arg", "id=1"
+    )
+    assert number["isError"] is True and number["content"][0]["text"].startswith("show: id must be a string")
+    rc, shown, _ = inspector(
+        inspector_cli, tmp_path, repo, "--method", "tools/call", "--tool-name", "show", "--tool-arg", 'id="1"'
     )
     assert not shown.get("isError") and NOTE in shown["content"][0]["text"], shown
 

@@ -172,9 +172,9 @@ class MemoryServer:
         """A page of memories (agent_tools.recent); ``nextCursor`` names the next, until the last."""
         cursor = params.cursor if params is not None else None
         try:  # a cursor not made here is the request's fault: -32602, before any work
-            args = agent_tools.checked_call("recent", {"cursor": cursor})
             if cursor is not None:
                 fields.cursor_position(cursor)
+            args = agent_tools.checked_call("recent", {"cursor": cursor})
         except InputError as exc:
             raise MCPError(types.INVALID_PARAMS, one_line(str(exc))) from None
         await self._refresh_roots(ctx)

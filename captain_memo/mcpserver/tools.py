@@ -92,12 +92,14 @@ def _id(description: str) -> dict:
 
 # -- what each tool returns ---------------------------------------------------------------------
 # No union of types where one type will do; null is allowed where the JSON holds it (a memory of no
-# project, a hit with no lines in a file).
+# project, a team memory's author).
 
 
 def _maybe(spec: dict) -> dict:
-    """``spec``, or null."""
-    return {**spec, "type": [spec["type"], "null"]}
+    """``spec``, or null: ``anyOf`` with one type each, as the Inspector's --strict asks (a list of
+    types is lost on clients that map schemas onto a one-type dialect, such as Gemini's)."""
+    described = {"description": spec["description"]} if "description" in spec else {}
+    return {"anyOf": [{k: v for k, v in spec.items() if k != "description"}, {"type": "null"}], **described}
 
 
 def _list_of(items: dict, description: str = "") -> dict:
@@ -142,7 +144,7 @@ HIT = {
             "description": "The chunk's own lines (doc/team.md:130-141), a commit or an origin.",
         },
         "lines": {
-            "type": ["string", "array"],
+            "anyOf": [{"type": "string"}, {"type": "array"}],
             "description": "compact: the lines holding the query's words; detail \"full\": the chunk's first and "
             "last line in its file ([start, end], nulls when it is in no file).",
         },
