@@ -47,6 +47,10 @@ def open_memory_indexed(path: Path):
     return memo
 
 
+class EngineClosed(RuntimeError):
+    """The held store is closing (its process quits): the call was not started."""
+
+
 class Gate:
     """Many calls share the store; a reopen has it alone."""
 
@@ -110,9 +114,9 @@ class WarmMemo:
         return self.submit(work, write, expires).result()
 
     def submit(self, work: Callable[[Any], Any], write: bool = False, expires: float | None = None) -> Future:
-        if self._closed.is_set():
-            raise RuntimeError("the warm store is closed")
-        return (self._writer if write else self._readers).submit(self._run, work, write, expires, not write)
+        return _submit(
+            self._writer if write else self._readers, self._closed, self._run, work, write, expires, not write
+        )
 
     def recall(self, request: app.RecallRequest, expires: float | None = None) -> dict:
         return self.call(lambda memo: app.recall(memo, request, self._context), expires=expires)
@@ -123,9 +127,7 @@ class WarmMemo:
     def embed(self, work: Callable[[Any], Any], expires: float | None = None):
         """``work(memo)`` embedding another process's texts: on the embedding thread, not marked
         as a read (its slices wait for the reads)."""
-        if self._closed.is_set():
-            raise RuntimeError("the warm store is closed")
-        return self._embedding.submit(self._run, work, False, expires).result()
+        return _submit(self._embedding, self._closed, self._run, work, False, expires).result()
 
     def warm_up(self) -> None:
         """Open the store and load the model now, so the first search does not wait for them."""
@@ -242,6 +244,17 @@ class WarmMemo:
                 memo.close()
             except Exception:  # closing a damaged store can fail; it is dropped either way
                 log.exception("closing %s failed", self.path)
+
+
+def _submit(pool: ThreadPoolExecutor, closed: threading.Event, *call) -> Future:
+    """``call`` on ``pool``; EngineClosed once the store is closed or the interpreter is exiting
+    (which shuts every pool before a daemon thread's last calls come in)."""
+    if closed.is_set():
+        raise EngineClosed("the warm store is closed")
+    try:
+        return pool.submit(*call)
+    except RuntimeError as exc:  # "cannot schedule new futures after (interpreter) shutdown"
+        raise EngineClosed(f"the warm store is closing ({exc})") from None
 
 
 def _warned(result, problem: str | None):

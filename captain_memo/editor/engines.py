@@ -14,7 +14,6 @@ All of this runs on the host's worker threads, never on Neovim's loop.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +24,9 @@ from captain_memo.editor.settings import EditorSettings
 
 log = logging.getLogger("captain_memo")
 RETRY_UNSERVED_S = 60.0  # a store that could not be served (holder stopped) is claimed again after this
+# Neovim quit: the calls the host's engine took may finish for this long (a long remember embeds
+# for a while) before the agents' sessions are ended anyway (their relays replay what is left).
+LEAVE_WAIT = 60.0
 
 
 class Forward(Exception):
@@ -141,9 +143,16 @@ class Engines:
             return Engine(remote=path)
         if claim is not None and claim.reason is not None:
             self._say_once(f"the store's engine could not be shared: {claim.reason}; running it in this editor")
-        engine = Engine(warm=warm or self._warm(settings), path=path)
-        if claim is not None and claim.listener is not None:
-            self._serve(engine, settings, claim)
+        try:
+            engine = Engine(warm=warm or self._warm(settings), path=path)
+            if claim is not None and claim.listener is not None:
+                self._serve(engine, settings, claim)
+        except BaseException:
+            if claim is not None and path is not None and claim.listener is not None:
+                from captain_memo.service.handover import release
+
+                release(path, claim)  # unserved: no client may wait for a lock nobody serves
+            raise
         return engine
 
     def _socket(self, settings: EditorSettings) -> Path | None:
@@ -186,9 +195,10 @@ class Engines:
     def _serve(self, engine: Engine, settings: EditorSettings, claim) -> None:
         from captain_memo.service.server import EDITOR, Service
 
-        assert engine.path is not None  # claimed on it
+        path = engine.path
+        assert path is not None  # claimed on it
         service = Service(
-            engine.path,
+            path,
             settings.database_path(),
             float("inf"),
             memo=engine.warm,
@@ -198,12 +208,14 @@ class Engines:
         )
 
         def serve() -> None:
+            from captain_memo.service.server import release_lock
+
             try:
                 service.serve(claim.listener)
             except Exception:
-                log.exception("serving %s failed", engine.path)
+                log.exception("serving %s failed", path)
             finally:
-                os.close(claim.lock)
+                release_lock(path, claim.lock)
 
         engine.service = service
         engine.thread = threading.Thread(target=serve, name="captain-memo-serve", daemon=True)
@@ -217,14 +229,19 @@ class Engines:
 
 
 def _stop(engine: Engine) -> None:
-    """Stop serving at once: the socket goes first, so clients start a service of their own."""
+    """Stop serving at once: the socket goes first, so clients start a service of their own. The
+    calls taken are answered (for LEAVE_WAIT at most), then the agents' sessions end, their relays
+    carrying them to the next engine, and the socket's lock file goes."""
     service = engine.service
     if service is None or not engine.serving():
         return
-    from captain_memo.service.server import ACCEPT_POLL, remove_socket
+    from captain_memo.service.server import remove_socket
 
     service.stop()  # type: ignore[attr-defined]
     if service.bound is not None:  # type: ignore[attr-defined]
         remove_socket(service.path, service.bound)  # type: ignore[attr-defined]
     if engine.thread is not None:
-        engine.thread.join(timeout=2 * ACCEPT_POLL + 1)
+        engine.thread.join(timeout=LEAVE_WAIT)
+        if engine.thread.is_alive():
+            log.warning("calls still running after %g s; ending the agents' sessions", LEAVE_WAIT)
+            service.end_sessions_now()  # type: ignore[attr-defined]

@@ -46,6 +46,7 @@ from captain_memo.records import (
 log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
 HINT_LIMIT = 50
+LOOKUPS = {"recall", "changes", "hint", "check"}  # nothing to keep when Neovim is gone
 
 
 def open_memo(settings: EditorSettings) -> Memo:
@@ -123,6 +124,7 @@ class EditorService:
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
         self._log_files: set[str] = set()
+        self._leaving = False
         self.ops = {
             "recall": self.recall,
             "changes": self.changes,
@@ -151,7 +153,7 @@ class EditorService:
             return bool(channel) and self._latest.get(str(channel)) != request.get("id", 0)
 
     def _run(self, request: dict) -> None:
-        if self._superseded(request):
+        if self._superseded(request) or (self._leaving and request.get("op") in LOOKUPS):
             return
         reply = self.handle(request)
         if self._superseded(request):
@@ -228,7 +230,10 @@ class EditorService:
         return readable_error(exc, settings.database_path())
 
     def close(self) -> None:
-        self._worker.shutdown(wait=False, cancel_futures=True)
+        """Neovim quit (or asked the host to shut down): the saves it sent are still made, its
+        lookups skipped (nobody would see them); each store stops being served (engines.py)."""
+        self._leaving = True
+        self._worker.shutdown(wait=True)
         self.engines.close()
 
     # -- shared parts -------------------------------------------------------------------

@@ -51,10 +51,12 @@ def send(conn: socket.socket, listener: socket.socket, lock: int) -> None:
 def claim(path: Path, wait: float = CLAIM_WAIT) -> Claim:
     deadline = time.monotonic() + wait
     while True:
-        lock = server.take_lock(path, wait=0.0)
+        try:
+            lock = server.take_lock(path, wait=0.0)
+        except OSError as exc:  # a full file system, a folder removed: no lock file to be had
+            return Claim(reason=f"cannot make its lock file {path}.lock ({exc.strerror or exc})")
         if lock is not None:
-            server.write_pid(lock)
-            return Claim(listener=server.listen(path), lock=lock)
+            return _listen(path, lock)
         try:
             answer, fds = _ask(path)
         except TimeoutError:
@@ -71,6 +73,26 @@ def claim(path: Path, wait: float = CLAIM_WAIT) -> Claim:
         if time.monotonic() > deadline:
             return Claim(reason=f"its service did not hand it over within {wait:g} s")
         time.sleep(POLL)  # a service starting (not serving yet) or exiting (lock not yet free)
+
+
+def _listen(path: Path, lock: int) -> Claim:
+    """Nobody held the lock: bind the socket. When it cannot be bound (a full file system, a path
+    longer than a socket's 108 bytes), the lock goes at once, or every client would wait for it."""
+    try:
+        server.write_pid(lock)
+        return Claim(listener=server.listen(path), lock=lock)
+    except OSError as exc:
+        server.release_lock(path, lock)
+        return Claim(reason=f"cannot listen on {path} ({exc.strerror or exc})")
+
+
+def release(path: Path, claim: Claim) -> None:
+    """A claim not served after all (its engine failed to open): the socket and the lock go."""
+    if claim.listener is not None:
+        path.unlink(missing_ok=True)  # ours: bound under the lock still held
+        claim.listener.close()
+    if claim.lock is not None:
+        server.release_lock(path, claim.lock)
 
 
 def _ask(path: Path) -> tuple[dict, list[int]]:

@@ -29,6 +29,7 @@ from captain_memo import app, runtime
 from captain_memo.errors import CaptainMemoError
 from captain_memo.service import wire
 from captain_memo.service.build import build_id, installation, same_code
+from captain_memo.warm import EngineClosed
 
 log = logging.getLogger("captain_memo")
 ACCEPT_POLL = 0.5  # seconds between idle checks while nobody connects
@@ -136,10 +137,15 @@ class Service:
         if sessions:
             time.sleep(SESSION_GRACE)
         for conn in sessions:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _end_session(conn)
+
+    def end_sessions_now(self) -> None:
+        """End the agents' sessions held here without waiting for their calls (a process that
+        cannot wait longer): their relays replay the calls left unanswered."""
+        with self._lock:
+            sessions = list(self._sessions)
+        for conn in sessions:
+            _end_session(conn)
 
     def _idle_too_long(self) -> bool:
         with self._lock:
@@ -195,6 +201,8 @@ class Service:
         except CaptainMemoError as exc:
             wire.send(conn, {"accepted": False, "error": str(exc)})
             return
+        if self._stopping.is_set():  # closed unanswered: the relay opens it in the next engine
+            return
         conn.settimeout(None)
         wire.send(conn, {"accepted": True, "host": self.host})
         with self._lock:
@@ -202,20 +210,31 @@ class Service:
             self._sessions.add(conn)
         try:
             with conn.makefile("wb") as writer:
-                serve_session(reader, writer, folder, share, self._engine_call, self.db)
+                serve_session(
+                    reader, writer, folder, share, lambda op, call: self._engine_call(op, call, conn), self.db
+                )
         finally:
             with self._lock:
                 self._sessions.discard(conn)
                 self._active += 1
 
-    def _engine_call(self, op: str, request: dict):
-        """A call of a session held here: run on this process's engine, counted as activity."""
+    def _engine_call(self, op: str, request: dict, conn: socket.socket):
+        """A call of a session held here (on ``conn``): run on this process's engine, counted as
+        activity. Once this process stops serving, or its engine is closing (Neovim quit, the
+        interpreter exiting), a new call ends the session unanswered instead of failing: its relay
+        carries the call, and the session, over to the next engine."""
         with self._lock:
             self._active += 1
             self._last = time.monotonic()
         try:
+            if self._stopping.is_set():
+                raise EngineClosed("this engine stopped serving")
             self.requests += 1
             return self.ops[op](request, None)
+        except EngineClosed:
+            log.info("an agent's call came as this engine stopped: its session ends, its relay carries it over")
+            _end_session(conn)
+            raise
         finally:
             with self._lock:
                 self._active -= 1
@@ -360,6 +379,14 @@ class Service:
             pass
 
 
+def _end_session(conn: socket.socket) -> None:
+    """No further line goes either way: the relay reads the end of the session at once."""
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
 def _expires(within) -> float | None:
     """When a request sent with ``within`` seconds left stops being worth starting, on this
     process's monotonic clock. A client sends how long it waits, never a time of its own clock:
@@ -383,17 +410,41 @@ def same_user(conn: socket.socket) -> bool:
 def take_lock(path: Path, wait: float = LOCK_WAIT):
     """The service's lock file, held for its lifetime; None when another service answers on
     ``path``. A service still finishing its last requests holds the lock a moment longer."""
-    fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
     deadline = time.monotonic() + wait
+    fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
         except BlockingIOError:
             if time.monotonic() >= deadline or answering(path):
                 os.close(fd)
                 return None
             time.sleep(0.02)
+            continue
+        if _names(path, fd):
+            return fd
+        # Its holder removed the file as it quit (release_lock): this lock guards nothing now.
+        os.close(fd)
+        fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+
+
+def _names(path: Path, fd: int) -> bool:
+    """The lock file at the path is the one ``fd`` holds."""
+    try:
+        return os.stat(f"{path}.lock").st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def release_lock(path: Path, lock: int) -> None:
+    """A serving process quitting: the lock file goes (while still held, so a process that took it
+    meanwhile sees it was removed and opens a new one), then the lock."""
+    try:
+        if _names(path, lock):
+            os.unlink(f"{path}.lock")
+    except OSError:
+        pass
+    os.close(lock)
 
 
 def write_pid(lock: int) -> None:
@@ -460,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         service.serve(listener)
     finally:
         service.memo.close()
+        if not service.handed_over:  # a lock handed over is the editor's now
+            release_lock(path, lock)
         log.info("stopped after %d requests", service.requests)
     return 0
 

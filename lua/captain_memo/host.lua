@@ -8,7 +8,19 @@ local install = require("captain_memo.install")
 
 local M = {}
 
-local HOST = "import sys; sys.path = [p for p in sys.path if p != '']; import pynvim; pynvim.start_host()"
+-- When Neovim exits, the host's stdin closes and start_host ends (raising EOFError): the plugin then
+-- stops serving its stores while its threads can still finish the calls taken
+-- (captain_memo_nvim.loop_ended), before the interpreter's exit shuts its thread pools.
+local HOST = table.concat({
+  "import sys",
+  "sys.path = [p for p in sys.path if p != '']",
+  "import pynvim",
+  "try:",
+  "    pynvim.start_host()",
+  "finally:",
+  "    plugin = sys.modules.get('captain_memo_nvim')",
+  "    plugin and plugin.loop_ended()",
+}, "\n")
 local STDERR_LINES = 20 -- the host's last lines of stderr, quoted when it stops
 
 local channel = nil ---@type integer|nil

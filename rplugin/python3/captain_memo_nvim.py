@@ -7,6 +7,16 @@ Nothing from captain_memo is imported until the first request, so starting the h
 import pynvim
 
 RECEIVE = "require('captain_memo.bridge').receive(...)"
+_plugins = []  # this host's plugin objects, for loop_ended
+
+
+def loop_ended():
+    """Neovim is gone: its host's loop returned when its stdin closed (lua/captain_memo/host.lua
+    calls this then). Only an explicit shutdown request runs the shutdown hook, and atexit comes
+    after the interpreter has shut every thread pool: the stores' engines stop serving here, while
+    the calls they took can still finish, so agents' relays carry the rest to the next engine."""
+    for plugin in _plugins:
+        plugin.shutdown()
 
 
 @pynvim.plugin
@@ -14,6 +24,7 @@ class CaptainMemoPlugin:
     def __init__(self, nvim):
         self.nvim = nvim
         self._service = None
+        _plugins.append(self)
 
     # Async: Neovim must not wait for a search or a save. The request only enters the service's
     # queue; its answer comes back through _deliver from the worker thread.
@@ -35,8 +46,9 @@ class CaptainMemoPlugin:
 
     @pynvim.shutdown_hook
     def shutdown(self):
-        if self._service is not None:
-            self._service.close()
+        service, self._service = self._service, None
+        if service is not None:
+            service.close()
 
     def _get_service(self):
         if self._service is None:

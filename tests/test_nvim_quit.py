@@ -1,0 +1,105 @@
+"""Neovim quits, or its host stops, while the host serves the store to agents: real Neovim hosts,
+real `captain-memo mcp` relays, the real model over HTTP on 127.0.0.1 behind a gate, so a call can
+be held inside the host's engine at the moment Neovim goes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+from embed_support import MODEL, REPO, provider_env
+from mcp_support import connect, run
+from nvim_support import child_env, close, requires_nvim, start_editor
+from service_support import alive, status, stop_all, wait_for
+
+pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.slow]
+
+
+@pytest.fixture
+def env(gate, tmp_path):
+    run_folder = tmp_path / "run"
+    settings = {
+        **provider_env("openai", f"http://127.0.0.1:{gate.server.server_address[1]}", MODEL),
+        "CAPTAIN_MEMO_SERVICE": "1",
+        "CAPTAIN_MEMO_RUNTIME_DIR": str(run_folder),
+        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
+    }
+    yield settings
+    stop_all(run_folder)
+
+
+def editor_env(tmp_path, settings: dict) -> dict:
+    """The shell's settings (so the editor's host names the same socket as the commands)."""
+    shell = {k: v for k, v in os.environ.items() if k.startswith("CAPTAIN_MEMO_")}
+    return child_env(tmp_path, **{**shell, **settings})
+
+
+def host_pid(editor) -> int:
+    return editor.lua("return vim.fn.jobpid(require('captain_memo.host').job())")
+
+
+def recall_in(editor, query: str) -> str:
+    editor.lua("vim.g.captain_memo_test_results = nil")
+    editor.nvim.command(f"CaptainMemo recall {query}")
+    return "\n".join(editor.results()) + f"\n{editor.notifications()}"
+
+
+def bodies(env: dict, like: str) -> list[str]:
+    conn = sqlite3.connect(env["CAPTAIN_MEMO_DB"])
+    try:
+        return [r[0] for r in conn.execute("SELECT body FROM memories WHERE body LIKE ?", (f"%{like}%",))]
+    finally:
+        conn.close()
+
+
+def test_neovim_quitting_mid_call_carries_every_agent_call_to_the_next_engine(env, gate, tmp_path):
+    """Agent C's remember is held inside the host's engine when Neovim quits; agents A (recall) and
+    B (remember) call just after. The host stops serving at once (its socket and lock file go),
+    finishes C's call, and A's and B's come back to their relays unanswered, which replay them to
+    the next engine: every call answered, no tool error, each memory stored once."""
+    editor = start_editor(tmp_path, editor_env(tmp_path, env), cwd=REPO)
+    log_file = Path(editor.lua("return require('captain_memo.log').path()"))
+    recall_in(editor, "anything at all")  # the host claims the store's socket
+    host = host_pid(editor)
+    assert wait_for(lambda: status(env)["pid"] == host)
+    sock = Path(status(env)["socket"])
+
+    async def body():
+        async with (
+            connect(tmp_path / "memo.db", tmp_path, env=env, client="agent-a") as a,
+            connect(tmp_path / "memo.db", tmp_path, env=env, client="agent-b") as b,
+            connect(tmp_path / "memo.db", tmp_path, env=env, client="agent-c") as c,
+        ):
+            for agent in (a, b, c):  # each session is held in the editor's host
+                assert not (await agent.call_tool("recall", {"query": "warm up"})).is_error
+            answers: dict[str, object] = {}
+
+            async def call(name, agent, tool, args):
+                answers[name] = await agent.call_tool(tool, args)
+
+            gate.arm(0)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call, "c", c, "remember", {"text": "gamma: saved as Neovim quit " + "x" * 30000})
+                assert await anyio.to_thread.run_sync(gate.reached.wait, 60)
+                close(editor)  # Neovim quits while its host embeds C's text
+                assert await anyio.to_thread.run_sync(lambda: wait_for(lambda: not sock.exists(), 30))
+                tasks.start_soon(call, "a", a, "recall", {"query": "what was saved as Neovim quit"})
+                tasks.start_soon(call, "b", b, "remember", {"text": "beta: saved just after Neovim quit"})
+                carried = "its relay carries it over"
+                assert await anyio.to_thread.run_sync(
+                    lambda: wait_for(lambda: log_file.read_text().count(carried) >= 2, 30)
+                ), log_file.read_text()
+                gate.release()
+            for name, answer in answers.items():
+                assert not answer.is_error, (name, answer.content)
+            found = await a.call_tool("recall", {"query": "beta saved just after"})
+            assert "beta: saved just after" in found.content[0].text
+
+    run(body)
+    assert bodies(env, "gamma: saved") and len(bodies(env, "gamma: saved")) == 1
+    assert bodies(env, "beta: saved") == ["beta: saved just after Neovim quit"]
+    assert wait_for(lambda: not alive(host))
+    assert not Path(f"{sock}.lock").exists() or status(env)["pid"] != host
