@@ -235,15 +235,16 @@ def rules_repo(tmp_path_factory):
     return repo, env
 
 
-def prompt_block(repo: Path, env: dict, prompt: str) -> str:
-    """What Claude Code adds to the model's context for ``prompt`` (its documented event on stdin)."""
+def prompt_block(repo: Path, env: dict, prompt: str | None) -> str:
+    """What Claude Code adds to the model's context for ``prompt`` (its documented event on stdin),
+    or at a session's start when ``prompt`` is None."""
     event = {
         "session_id": "s-1",
         "transcript_path": str(repo / "transcript.jsonl"),
         "cwd": str(repo),
         "permission_mode": "default",
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": prompt,
+        "hook_event_name": "UserPromptSubmit" if prompt is not None else "SessionStart",
+        **({"prompt": prompt} if prompt is not None else {"source": "startup"}),
     }
     done = subprocess.run(
         ["sh", "-c", f"{COMMAND} hook --budget 4000"],
@@ -272,6 +273,13 @@ def test_a_prompt_about_a_typescript_file_gets_its_rules(rules_repo):
     assert all(title in block for title in TYPESCRIPT_RULES), block
     assert "Python price rules" not in block and "[memory] Money (" in block
     assert "applies to web/**/*.ts" in block
+
+
+def test_a_session_start_lists_no_scoped_rule(rules_repo):
+    repo, env = rules_repo
+    block = prompt_block(repo, env, None)
+    assert "[memory] Money (" in block, block
+    assert not [title for title in (*TYPESCRIPT_RULES, "Python price rules") if title in block], block
 
 
 def test_a_recall_shows_each_rules_scope(rules_repo):

@@ -22,7 +22,7 @@ import sys
 from captain_memo import app
 from captain_memo.commands._common import run_request
 from captain_memo.presentation.words import age
-from captain_memo.rule_scope import hits_in_scope
+from captain_memo.rule_scope import applies, hits_in_scope
 from captain_memo.terminal import one_line
 
 DEFAULT_BUDGET = 1_500
@@ -208,7 +208,7 @@ def session_block(args, folder: str, budget: int) -> str:
             m
             for kind in ("memory", "skill")
             for m in memo.list_memories(ctx.project, all_projects=False, kind=kind, limit=max(1, args.limit))
-            if m.superseded_by is None
+            if m.superseded_by is None and applies(m.source.rule_scope, ())  # no file is in play yet
         ]
     newest.sort(key=lambda m: m.created_at, reverse=True)
     hits = [
