@@ -66,7 +66,11 @@ class Agent:
 
 @pytest.fixture
 def relayed(service_env, tmp_path):
-    """An agent's relay, past initialize, to the service it started; closed at the end."""
+    """An agent's relay, past initialize, to the service it started; closed at the end. The store
+    exists: a relay starts no engine for a store that does not (the engine would make it)."""
+    from captain_memo.store import Store
+
+    Store(Path(service_env["CAPTAIN_MEMO_DB"])).close()
     agent = Agent({**service_env, "CAPTAIN_MEMO_SERVICE_TIMEOUT": "2"}, make_repo(tmp_path))
     agent.send(INITIALIZE, INITIALIZED)
     assert agent.answer()["id"] == 1

@@ -96,7 +96,10 @@ class MemoryService:
         if tool == "recent" and self._memo is None and not self.database_path.exists():
             return {"resources": [], "next_cursor": None}  # clients list resources as they connect: no store made
         key = (key or _request_key()) if tool == "remember" else None
-        answer = self._ask_service(tool, args, workspace, client, key)
+        # No store yet: a service started for it would make one and answer "0 memories"; here a read
+        # says the store is missing, naming it (agent_tools.run).
+        missing = self._engine is None and tool in ("recall", "show", "read") and not self.database_path.exists()
+        answer = None if missing else self._ask_service(tool, args, workspace, client, key)
         if answer is not None or self._engine is not None:
             return answer
         ctx = workspace.context(fresh=tool == "remember")

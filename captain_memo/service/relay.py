@@ -146,6 +146,10 @@ class Relay:
     def run(self) -> int | Resume | None:
         """0 when the agent ended the session; None when serving is off (the server then runs here
         from the start); a Resume when no engine could be had, at the start or mid-session."""
+        if not os.path.exists(self.db):
+            # No store: an engine started for it would make one, empty, and answer from it. The
+            # server here says the store is missing, naming it, and its first remember makes it.
+            return None
         self.sock = self._open()
         if self.sock is None:  # said why: that is where the server here starts from
             return Resume(b"", None, "; ".join(self.said)) if self.said else None
