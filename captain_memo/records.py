@@ -65,9 +65,9 @@ class Source:
         where = self.origin
         if self.path:
             lines = ""
-            if self.line_start:
+            if self.line_start and self.line_start >= 1:  # no line 0 or -5: unknown lines are not shown
                 lines = f":{self.line_start}" + (
-                    f"-{self.line_end}" if self.line_end and self.line_end != self.line_start else ""
+                    f"-{self.line_end}" if self.line_end and self.line_end > self.line_start else ""
                 )
             where = self.path + lines
         elif self.commit:

@@ -289,3 +289,29 @@ def test_a_window_is_judged_over_both_stores(tmp_path, shop, granted, hash_embed
     bodies = [h.memory.body for h in result.hits]
     assert bodies[0] == "deploy pipeline: the canary stage now waits for the smoke tests"
     assert "deploy pipeline: builds moved to the shared runners" not in bodies  # outside the window
+
+
+def test_dates_and_lines_no_file_has_are_shown_as_unknown(projects):
+    """A memory holding a NaN date and lines -5 to -10 (as a store written by hand before its
+    constraints held): `show` said "saved nany ago" and "x.py:-5--10"."""
+    from dataclasses import replace
+
+    from captain_memo.commands.memories import created
+    from captain_memo.presentation.chunks import place
+    from captain_memo.presentation.views import opened_json
+    from captain_memo.store.postgres import TeamStore
+
+    owner = TeamStore(projects.dsn())
+    memory = owner.get(owner.list_memories(limit=1)[0].id)
+    owner.close()
+    vandalised = replace(
+        memory,
+        created_at=float("nan"),
+        source=replace(memory.source, path="x.py", line_start=-5, line_end=-10, origin="file"),
+    )
+    assert created(vandalised.created_at) == "saved at an unknown time"
+    assert opened_json(vandalised)["age"] == "unknown"
+    assert vandalised.source.describe() == "x.py"
+    assert replace(vandalised.source, line_start=10, line_end=5).describe() == "x.py:10"
+    where = place(vandalised, vandalised.body)
+    assert (where.file_start, where.file_end) == (None, None)

@@ -13,6 +13,7 @@ from captain_memo import app
 from captain_memo.commands._common import add_context_args, add_secrets_arg, age, open_memo, print_json, run_request
 from captain_memo.kinds import KINDS
 from captain_memo.presentation.text import marks
+from captain_memo.presentation.words import UNKNOWN_AGE
 from captain_memo.terminal import block, one_line
 from captain_memo.validation import parse_date
 
@@ -133,6 +134,8 @@ def show(args) -> int:
 def created(seconds: float) -> str:
     """When a memory was saved, for a reader: "saved just now", "saved 3d ago"."""
     when = age(seconds)
+    if when == UNKNOWN_AGE:
+        return "saved at an unknown time"
     return "saved just now" if when == "now" else f"saved {when} ago"
 
 

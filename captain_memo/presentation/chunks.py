@@ -76,9 +76,12 @@ def place(memory: Memory, chunk_text: str) -> ChunkPlace:
     body = memory.body.split("\n")
     found = _find(lines, body)
     src = memory.source
-    if not found or src.origin != FROM_A_FILE or not src.path or src.line_start is None:
+    # Lines no file has (0, -5, an end before the start: written into a store by hand) are unknown.
+    known = src.line_start is not None and 1 <= src.line_start <= (src.line_end or src.line_start)
+    if not found or src.origin != FROM_A_FILE or not src.path or src.line_start is None or not known:
         start, end = (found[0], found[-1]) if found else (None, None)
-        return ChunkPlace(title, tuple(lines), start, end, src.line_start, src.line_end)
+        file_lines = (src.line_start, src.line_end) if known else (None, None)
+        return ChunkPlace(title, tuple(lines), start, end, *file_lines)
     start, end = found[0], found[-1]
     span = (src.line_end or src.line_start) - src.line_start + 1
     # Text put before the file's lines (a skill's description) shifts the body, never the file.

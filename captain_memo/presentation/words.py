@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 DAY = 86_400.0
+UNKNOWN_AGE = "unknown"
 
 # Words a question is made of that say nothing about what it is about: never matched in a snippet.
 STOP_WORDS = frozenset(
@@ -20,7 +21,10 @@ _SUFFIXES = ("ing", "ed", "es", "s")
 
 
 def age(seconds: float) -> str:
-    """How long ago, in one short word: "now", "5h", "3d", "4mo", "2y"."""
+    """How long ago, in one short word: "now", "5h", "3d", "4mo", "2y"; "unknown" for a date that is
+    no number (NaN or infinite, written into a store by hand: NaN read "nany")."""
+    if not abs(seconds) < float("inf"):
+        return UNKNOWN_AGE
     days = seconds / DAY
     if days < 1:
         hours = seconds / 3600
