@@ -5,12 +5,13 @@ be held inside the host's engine at the moment Neovim goes."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 
 import anyio
 import pytest
-from embed_support import MODEL, REPO, provider_env
+from embed_support import MODEL, REPO, cli, provider_env
 from mcp_support import connect, run
 from nvim_support import child_env, close, requires_nvim, start_editor
 from service_support import alive, status, stop_all, wait_for
@@ -103,3 +104,56 @@ def test_neovim_quitting_mid_call_carries_every_agent_call_to_the_next_engine(en
     assert bodies(env, "beta: saved") == ["beta: saved just after Neovim quit"]
     assert wait_for(lambda: not alive(host))
     assert not Path(f"{sock}.lock").exists() or status(env)["pid"] != host
+
+
+def test_an_editor_that_cannot_bind_the_socket_frees_its_lock_and_says_so_once(service_env, tmp_path):
+    """A runtime folder so long that a socket in it is over 108 bytes: the host takes the lock, the
+    bind fails. It lets the lock go and runs its engine unserved (said once), so a command does not
+    wait for a lock nobody serves: it finds no service to start and answers in its own process."""
+    long = tmp_path / ("r" * 100)
+    settings = {**service_env, "CAPTAIN_MEMO_RUNTIME_DIR": str(long)}
+    assert cli("--no-service", "remember", "Tokens expire after 15 minutes.", env=settings).returncode == 0
+    editor = start_editor(tmp_path, editor_env(tmp_path, settings), cwd=REPO)
+    try:
+        assert "Tokens expire" in (rows := recall_in(editor, "when do tokens expire")), rows
+        assert all(_free(lock) for lock in long.glob("*.sock.lock")), "the host let the lock go"
+        found = cli("recall", "token expiry", env=settings)
+        assert found.returncode == 0 and "Tokens expire" in found.stdout, found.stderr
+        assert "did not answer within" not in found.stderr, found.stderr
+        assert "Tokens expire" in (rows := recall_in(editor, "token expiry minutes")), rows
+        said = [n["msg"] for n in editor.notifications() if "could not be shared" in n["msg"]]
+    finally:
+        close(editor)
+    assert len(said) == 1 and "cannot listen on" in said[0], said
+
+
+def _free(lock: Path) -> bool:
+    import fcntl
+
+    with open(lock, "a") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+
+def test_the_editor_serves_again_after_its_runtime_folder_is_removed(service_env, tmp_path):
+    """The runtime folder removed while Neovim serves (a tmp cleaner, logind at the last logout):
+    the host sees its socket gone, makes the folder again (0700) and serves the store there, so a
+    command is answered by the editor's engine, not by a second one."""
+    assert cli("--no-service", "remember", "Deploys freeze on Fridays after noon.", env=service_env).returncode == 0
+    editor = start_editor(tmp_path, editor_env(tmp_path, service_env), cwd=REPO)
+    try:
+        assert "Deploys freeze" in (rows := recall_in(editor, "when do deploys freeze")), rows
+        host = host_pid(editor)
+        run_folder = Path(service_env["CAPTAIN_MEMO_RUNTIME_DIR"])
+        assert status(service_env)["pid"] == host
+        shutil.rmtree(run_folder)
+        assert wait_for(lambda: status(service_env).get("pid") == host, 30), status(service_env)
+        assert run_folder.stat().st_mode & 0o777 == 0o700
+        found = cli("recall", "deploys fridays", env=service_env)
+        assert found.returncode == 0 and "Deploys freeze" in found.stdout, found.stderr
+        assert status(service_env)["clients"].get("cli") == 1
+    finally:
+        close(editor)

@@ -83,6 +83,7 @@ class Engines:
         self._engines: dict[tuple, Engine] = {}
         self._lock = threading.Lock()
         self._said: set[str] = set()
+        self._closing = False
 
     def held(self, settings: EditorSettings):
         """The WarmMemo holding the store of ``settings``; Forward when another editor serves it."""
@@ -117,6 +118,7 @@ class Engines:
 
     def close(self) -> None:
         with self._lock:
+            self._closing = True
             engines, self._engines = list(self._engines.values()), {}
         for engine in engines:
             _stop(engine)
@@ -216,11 +218,26 @@ class Engines:
                 log.exception("serving %s failed", path)
             finally:
                 release_lock(path, claim.lock)
+            if service.socket_lost and not self._closing:
+                threading.Thread(
+                    target=self._claim_again, args=(settings, threading.current_thread()), daemon=True
+                ).start()
 
         engine.service = service
         engine.thread = threading.Thread(target=serve, name="captain-memo-serve", daemon=True)
         engine.thread.start()
         log.info("serving %s on %s", settings.database_path(), engine.path)
+
+    def _claim_again(self, settings: EditorSettings, served: threading.Thread) -> None:
+        """The socket was removed under this host (its folder cleaned): claim the store again at
+        once, the folder made afresh, rather than leave it to a second engine."""
+        served.join()
+        try:
+            self.held(settings)
+        except Forward:
+            pass  # another editor claimed it first: this host sends its requests there
+        except Exception:
+            log.exception("claiming %s again failed", settings.database_path())
 
     def _say_once(self, text: str) -> None:
         if text not in self._said:

@@ -73,6 +73,7 @@ class Service:
         self.bound: int | None = None
         self.listener: socket.socket | None = None
         self.handed_over = False
+        self.socket_lost = False  # serve() returned because the socket left its path
         self._sessions: set[socket.socket] = set()  # agents' MCP sessions held here (mcpserver/hosted.py)
         self.requests = 0
         self._active = 0
@@ -105,6 +106,13 @@ class Service:
             poller.register(readable, select.POLLIN)
         threading.Thread(target=self._warm_up, name="captain-memo-warm-up", daemon=True).start()
         while not self._stopping.is_set() and not self._idle_too_long():
+            if not _still_bound(self.path, bound):
+                # Its folder was removed (logind at the last logout, a tmp cleaner): nobody can
+                # reach this socket any more, and the next client starts a service. Stop, so that
+                # only one engine holds the store (the editor's host claims the store again).
+                log.info("the socket %s was removed; no longer serving on it", self.path)
+                self.socket_lost = True
+                break
             if not poller.poll(ACCEPT_POLL * 1000) or self._stopping.is_set():
                 continue  # idle, or woken by stop()
             try:
@@ -476,6 +484,13 @@ def listen(path: Path) -> socket.socket:
         os.umask(old)
     listener.listen(BACKLOG)
     return listener
+
+
+def _still_bound(path: Path, inode: int) -> bool:
+    try:
+        return os.lstat(path).st_ino == inode
+    except FileNotFoundError:
+        return False
 
 
 def remove_socket(path: Path, inode: int) -> None:
