@@ -315,3 +315,83 @@ def test_dates_and_lines_no_file_has_are_shown_as_unknown(projects):
     assert replace(vandalised.source, line_start=10, line_end=5).describe() == "x.py:10"
     where = place(vandalised, vandalised.body)
     assert (where.file_start, where.file_end) == (None, None)
+
+
+def test_the_owner_repairs_a_model_a_member_recorded_by_hand(projects):
+    """A granted member's hand-made first vector recorded a 3-d model; the owner's repair in
+    doc/team.md lets the next client record the team's model."""
+    import numpy as np
+
+    from captain_memo.store.postgres import TeamStore
+
+    memory = _own_memory(projects, "alice", "a")
+    saved = (
+        "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms, embedding)"
+        f" VALUES ({memory}, 'a', 0, 'junk', 'h', ARRAY['junk'], '[1,0,0]')"
+    )
+    assert (
+        _refusal(projects, "alice", [saved, "SELECT captain_memo_bind_saved_model('local:all-MiniLM-L6-v2-int8')"])
+        is None
+    )
+    for repair in (
+        "DROP INDEX chunks_embedding",
+        "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector",
+        "DELETE FROM team_meta WHERE key IN ('embed_model', 'embed_dim')",
+    ):
+        projects.execute(repair)
+    bob = TeamStore(projects.dsn("bob"))
+    bob.bind_model("test:unit", 2)
+    bob.add(NewMemory(body="bob's first", project="b"), ["bob's first"], np.array([[0.6, 0.8]]))
+    bob.close()
+    assert sorted(projects.execute("SELECT key, value FROM team_meta")) == [
+        ("embed_dim", "2"),
+        ("embed_model", "test:unit"),
+    ]
+    assert projects.execute("SELECT embedding FROM chunks WHERE memory_id = %s", (memory,)) == [(None,)]
+
+
+def test_two_members_first_vectors_at_once_record_one_model(projects):
+    """alice and bob save their first vectors at the same moment (both held at the binding's lock
+    until both wait there): one records the model, the other's save follows it; no deadlock."""
+    import threading
+    import time
+
+    import numpy as np
+
+    from captain_memo.store.postgres import TeamStore, schema
+
+    stores = {role: TeamStore(projects.dsn(role)) for role in ("alice", "bob")}
+    saved, failed = {}, {}
+
+    def save(role: str, project: str) -> None:
+        store = stores[role]
+        store.bind_model("test:unit", 2)
+        try:
+            saved[role] = store.add(
+                NewMemory(body=f"{role}'s first", project=project), ["first"], np.array([[0.6, 0.8]])
+            )
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            failed[role] = exc
+
+    import psycopg
+
+    with psycopg.connect(projects.dsn()) as holder:
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (schema.MIGRATION_LOCK,))
+        threads = [threading.Thread(target=save, args=args) for args in (("alice", "a"), ("bob", "b"))]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while projects.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")[0][0] < 2:
+            assert time.monotonic() < deadline, "the two saves never reached the binding's lock"
+            time.sleep(0.01)
+        holder.rollback()
+    for thread in threads:
+        thread.join(60)
+    for store in stores.values():
+        store.close()
+    assert failed == {} and sorted(saved) == ["alice", "bob"]
+    assert sorted(projects.execute("SELECT key, value FROM team_meta")) == [
+        ("embed_dim", "2"),
+        ("embed_model", "test:unit"),
+    ]
+    assert projects.execute("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL") == [(2,)]
