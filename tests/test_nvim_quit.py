@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sqlite3
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import anyio
 import pytest
 from embed_support import MODEL, REPO, cli, provider_env
 from mcp_support import connect, run
-from nvim_support import child_env, close, requires_nvim, start_editor
+from nvim_support import child_env, close, requires_nvim, saved_id, start_editor
 from service_support import alive, status, stop_all, wait_for
 
 pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.slow]
@@ -157,3 +158,40 @@ def test_the_editor_serves_again_after_its_runtime_folder_is_removed(service_env
         assert status(service_env)["clients"].get("cli") == 1
     finally:
         close(editor)
+
+
+def test_a_save_forwarded_to_a_stopped_editor_is_stored_once(env, gate, tmp_path):
+    """A second Neovim's save is taken by the first one's host, which is stopped (SIGSTOP) inside
+    it past the deadline: the second editor saves it itself, and when the first host resumes and
+    finishes the save, it finds the same request stored and stores nothing more."""
+    settings = {**env, "CAPTAIN_MEMO_SERVICE_TIMEOUT": "2", "CAPTAIN_MEMO_SERVICE_ACCEPT": "2"}
+    one = start_editor(tmp_path, editor_env(tmp_path, settings), cwd=REPO)
+    two = None
+    try:
+        recall_in(one, "anything at all")  # the first host claims the store's socket
+        first_host = host_pid(one)
+        assert wait_for(lambda: status(env).get("pid") == first_host)
+        two = start_editor(tmp_path, editor_env(tmp_path, settings), cwd=REPO)
+        recall_in(two, "anything at all")  # forwarded to the first host
+        assert status(env)["clients"].get("editor") == 1
+        gate.arm(0)
+        two.nvim.command("CaptainMemo note")
+        two.nvim.current.buffer[:] = ["Forwarded note", "Invoices are sent on the first working day."]
+        two.nvim.command("write")
+        assert gate.reached.wait(60), "the first host never embedded the forwarded save"
+        os.kill(first_host, signal.SIGSTOP)
+        try:
+            gate.release()
+            saved_id(two)  # saved by the second editor itself, past the deadline
+        finally:
+            os.kill(first_host, signal.SIGCONT)
+        # The first host finishes the save it took: a save from the shell through it runs after it
+        # on its one writer.
+        after = cli("remember", "Credit notes are numbered apart.", env=settings)
+        assert after.returncode == 0 and "running" not in after.stderr, after.stderr
+        assert status(env)["pid"] == first_host
+    finally:
+        close(one)
+        if two is not None:
+            close(two)
+    assert len(bodies(env, "first working day")) == 1, bodies(env, "first working day")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from captain_memo import secrets
+from captain_memo.app import REQUEST_KEY_PREFIX, new_request_key, remember_once
 from captain_memo.contexts import ContextCache
 from captain_memo.editor.engines import Engines, Forward
 from captain_memo.editor.settings import SECRET_POLICIES, EditorSettings, _choice
@@ -46,6 +48,7 @@ from captain_memo.records import (
 log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
 HINT_LIMIT = 50
+REQUEST_KEY = re.compile("[0-9a-f]{32}")
 LOOKUPS = {"recall", "changes", "hint", "check"}  # nothing to keep when Neovim is gone
 
 
@@ -92,6 +95,25 @@ def _ref(args: dict, name: str) -> MemoryRef:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise InputError(f"{name} must be a memory id (12, or t12 for a team memory), not {value!r}")
     return Memo.ref(value)
+
+
+def _keyed(request: dict) -> dict:
+    """A save with its request key, chosen where the editor asked for it: sent to another editor's
+    host, run here when that host stopped answering, and run there too when it resumes, it is
+    stored once (app.remember_once), as the command line's and agents' saves are."""
+    args = request.get("args")
+    if request.get("op") != "save" or not isinstance(args, dict) or "request_key" in args:
+        return request
+    return {**request, "args": {**args, "request_key": new_request_key()}}
+
+
+def _request_key(args: dict) -> str | None:
+    key = args.get("request_key")
+    if key is None:
+        return None
+    if not isinstance(key, str) or not REQUEST_KEY.fullmatch(key):
+        raise InputError("request_key must be 32 hex digits")
+    return key
 
 
 def _ref_json(ref: MemoryRef) -> int | str:
@@ -175,6 +197,8 @@ class EditorService:
             op = self.ops.get(str(request.get("op")))
             if op is None:
                 raise InputError(f"unknown request {request.get('op')!r}")
+            if not forwarded:
+                request = _keyed(request)
             elsewhere = None if forwarded else self.engines.served_elsewhere(settings)
             if elsewhere is None:
                 try:
@@ -350,6 +374,8 @@ class EditorService:
             origin="editor",
             filetype=args.get("filetype") or None,
         )
+        where = _choice(args, "store", (LOCAL, TEAM)) or LOCAL
+        key = _request_key(args)
         memory = NewMemory(
             body=text,
             kind=args.get("kind") or "memory",
@@ -357,10 +383,11 @@ class EditorService:
             project=ctx.project,
             branch=ctx.branch,
             source=source,
+            source_key=f"{REQUEST_KEY_PREFIX}{key}" if key is not None and where == LOCAL else None,
         )
-        where = _choice(args, "store", (LOCAL, TEAM)) or LOCAL
         memory_id = self.write(
-            settings, lambda memo: memo.remember(memory) if where == LOCAL else _ref_json(memo.remember_team(memory))
+            settings,
+            lambda memo: remember_once(memo, memory) if where == LOCAL else _ref_json(memo.remember_team(memory)),
         )
         return {
             "saved": True,
