@@ -195,3 +195,29 @@ def test_a_save_forwarded_to_a_stopped_editor_is_stored_once(env, gate, tmp_path
         if two is not None:
             close(two)
     assert len(bodies(env, "first working day")) == 1, bodies(env, "first working day")
+
+
+def test_a_killed_host_is_said_to_restart_not_to_need_a_build(env, gate, tmp_path):
+    """The host killed while a recall waits in it: the editor says it stopped and starts again with
+    the next request, not to run :CaptainMemo build (that is for an install that is missing)."""
+    editor = start_editor(tmp_path, editor_env(tmp_path, env), cwd=REPO)
+    try:
+        recall_in(editor, "anything at all")
+        host = host_pid(editor)
+        gate.arm(0)
+        editor.nvim.command("CaptainMemo recall what is held at the gate")
+        assert gate.reached.wait(60)
+        os.kill(host, signal.SIGKILL)
+        editor.wait_for(
+            "(function() for _, n in ipairs(vim.g.captain_memo_test_notes) do "
+            "if n.msg:find('host stopped', 1, true) then return true end end end)()",
+            what="the host's exit to be told",
+        )
+        gate.release()
+        said = [n["msg"] for n in editor.notifications() if "host stopped" in n["msg"]]
+        recall_in(editor, "anything again")
+        assert host_pid(editor) != host
+    finally:
+        close(editor)
+    assert len(said) == 1 and "killed by signal 9" in said[0] and "next request" in said[0], said
+    assert "CaptainMemo build" not in said[0], said

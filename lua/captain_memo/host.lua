@@ -74,12 +74,16 @@ local function exited(code)
   if vim.v.exiting ~= vim.NIL or not M.on_exit then
     return
   end
-  local why = stderr[#stderr] or ("exit " .. code)
-  if table.concat(stderr, "\n"):find("No module named 'pynvim'", 1, true) then
-    why = "it has no pynvim"
-  end
+  local said = table.concat(stderr, "\n")
   local python, how = M.python()
-  M.on_exit(("the Python host stopped: %s (%s): %s; run :CaptainMemo build"):format(tostring(python), how, why))
+  if said:find("No module named", 1, true) then -- the install is missing: building it is the fix
+    local why = said:find("No module named 'pynvim'", 1, true) and "it has no pynvim" or stderr[#stderr]
+    M.on_exit(("the Python host stopped: %s (%s): %s; run :CaptainMemo build"):format(tostring(python), how, why))
+    return
+  end
+  -- Killed (128 + the signal) or crashed: nothing to build; the next request starts it again.
+  local why = code > 128 and ("killed by signal " .. (code - 128)) or stderr[#stderr] or ("exit " .. code)
+  M.on_exit(("the Python host stopped (%s); it starts again with the next request"):format(why))
 end
 
 local function start()
