@@ -158,6 +158,8 @@ def test_the_editor_serves_again_after_its_runtime_folder_is_removed(service_env
         assert status(service_env)["clients"].get("cli") == 1
     finally:
         close(editor)
+    # Neovim gone: its host takes its socket and lock file with it.
+    assert wait_for(lambda: not list(run_folder.glob("*.sock*")), 30), list(run_folder.iterdir())
 
 
 def test_a_save_forwarded_to_a_stopped_editor_is_stored_once(env, gate, tmp_path):
