@@ -148,6 +148,11 @@ def outbound(tool: str, answer):
     return clean
 
 
+def _path_of(memo) -> str | None:
+    path = getattr(memo, "path", None)
+    return str(Path(path).absolute()) if path else None
+
+
 def _store_exists(memo, tool: str, args: dict) -> None:
     """A read never creates the store it reads: an agent started with another HOME or
     CAPTAIN_MEMO_DB was answered "0 memories" from a new, empty store made on the spot."""
@@ -183,7 +188,9 @@ def recall(memo, args: dict, ctx: GitContext) -> dict:
     )
     found, redacted = redacted_recall(locate_hits(recall_json(result), ctx))
     scope = {"project": ctx.project, "branch": ctx.branch, "all_projects": args["all_projects"]}
-    return {**recall_answer(found, scope, args.get("detail") or "compact", args["explain"]), "redacted": redacted}
+    answer = recall_answer(found, scope, args.get("detail") or "compact", args["explain"])
+    # The store read, by path: an empty answer from another HOME's store must not pass for yours.
+    return {**answer, "redacted": redacted, "database": _path_of(memo)}
 
 
 def remember(memo, args: dict, ctx: GitContext, client: str | None, request_key: str | None = None) -> dict:

@@ -177,6 +177,7 @@ def test_no_credential_reaches_an_agent_through_the_mcp_tools_and_resources(stor
     kinds = {said.split(" in #")[0] for said in data["redacted"]}
     assert set(SECRETS) - {"private key"} <= kinds, data["redacted"]  # the key may lie past the snippet
     assert "Redacted on the way out, as it looked like a credential" in text
+    assert data["database"] == bob["CAPTAIN_MEMO_DB"], "the answer names the store it read"
     [team_hit] = [hit for hit in data["hits"] if hit["id"] == "t1"]
     assert team_hit["store"] == "team" and team_hit["author"] == "alice"
     assert "team, by alice" in text

@@ -153,7 +153,8 @@ def recall_text(data: dict) -> str:
     for hit in hits:
         lines.extend(_model_hit(hit, full))
     if not hits:
-        lines.append("No memory matched.")
+        # Named: an agent started with another HOME or CAPTAIN_MEMO_DB reads another store.
+        lines.append(f"No memory matched in {data['database']}." if data.get("database") else "No memory matched.")
     return "\n".join(lines)
 
 
