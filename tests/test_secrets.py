@@ -366,3 +366,25 @@ def test_private_spans_go_before_the_scan_so_what_is_reported_is_what_is_redacte
     assert [f.kind for f in findings] == ["AWS access key id", "GitHub token"]
     assert clean == "[REDACTED AWS access key id] and [REDACTED GitHub token]"
     assert secrets.redact(text) == clean
+
+
+def test_a_json_answer_is_redacted_at_every_depth_and_says_where():
+    """What leaves for an agent (agent_tools.run): every string, however deep, through the same
+    redactor as saving; keys and numbers as they were; each finding named once, by the id of the
+    nearest object that has one."""
+    token = "ghp_" + "a1B2" * 9
+    answer = {
+        "id": "3",
+        "title": f"deploy with {token}",
+        "hits": [
+            {"id": "t8", "lines": ['password = "hunter2hunter2"', f"again {token}"], "score": 0.5},
+            {"rank": 2, "text": "nothing here"},
+        ],
+        "notice": f"token {token}",
+    }
+    clean, said = secrets.redacted_json(answer)
+    assert token not in json.dumps(clean) and "hunter2hunter2" not in json.dumps(clean)
+    assert clean["title"] == "deploy with [REDACTED GitHub token]" and clean["hits"][0]["score"] == 0.5
+    assert clean["hits"][1] == {"rank": 2, "text": "nothing here"} and set(clean) == set(answer)
+    assert said == ["GitHub token in #3", "password or key assignment in #t8", "GitHub token in #t8"]
+    assert secrets.redacted_json(clean) == (clean, [])
