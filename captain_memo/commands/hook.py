@@ -8,6 +8,11 @@ decisions and skills of the repository. The output's shape follows the agent (do
 ``hookSpecificOutput.additionalContext`` for Claude Code, Codex and Gemini CLI, ``additional_context``
 for Cursor, plain text with ``--format text``.
 
+The block speaks to the model unasked, so what it carries is guarded: every entry is quoted data
+naming its store (and a team memory's author), team memories come only with
+CAPTAIN_MEMO_HOOK_TEAM=1, credentials are redacted on the way out (presentation/outbound.py), the
+budget stops at what the agent reads whole, and a missing store is named, never created.
+
 A memory hook must never stand in the user's way: it never exits 2 (which blocks a prompt in Claude
 Code, Codex and Gemini CLI), prints nothing for a prompt with nothing to look up, and a failure is
 one line on stderr with exit status 1, which every one of them treats as a warning.
