@@ -159,6 +159,10 @@ def _store_exists(memo, tool: str, args: dict) -> None:
     path = getattr(memo, "path", None)
     if tool not in ("recall", "show", "read") or path is None or Path(path).exists():
         return
+    if tool == "recall":  # a malformed query is named first: the model can mend that at once
+        from captain_memo import validation
+
+        validation.checked_text("query", args["query"], fields.MAX_QUERY_CHARS)
     if tool != "recall" and str(args.get("id", "")).lower().startswith("t"):
         return  # a team memory: the team store holds it
     from captain_memo.errors import NotFoundError
