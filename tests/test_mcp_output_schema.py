@@ -84,6 +84,7 @@ def test_every_result_validates_against_its_declared_output_schema(guide_repo):
             e.message for e in Draft202012Validator(tools[name].output_schema).iter_errors(result.structured_content)
         ]
         assert not errors, (name, args, errors)
+        assert not undeclared(tools[name].output_schema, result.structured_content), (name, args)
 
     by_call = [(name, args, result.structured_content, result.content[0].text) for name, args, result in calls]
     # A compact hit's matching lines are in the structured result, and the text shows the same lines.
@@ -102,3 +103,16 @@ def test_every_result_validates_against_its_declared_output_schema(guide_repo):
     assert part["chunk"]["line_start"] and part["chunk"]["text"] in by_call[13][3]
     superseded = by_call[15][2]["hits"]
     assert any(hit.get("superseded_by") for hit in superseded), "the superseded mark is in the structured hit"
+
+
+def undeclared(schema: dict, value, where: str = "") -> list[str]:
+    """The fields of ``value`` its schema does not name: the schema stays open to additions, but
+    what the server sends today is declared, so a client reading the schema knows every field."""
+    schema = next((s for s in schema.get("anyOf", []) if s.get("type") != "null"), schema)
+    if isinstance(value, list):
+        return [f for i, item in enumerate(value) for f in undeclared(schema.get("items", {}), item, f"{where}[{i}]")]
+    if not isinstance(value, dict) or "properties" not in schema:
+        return []
+    props = schema["properties"]
+    missing = [f"{where}.{key}" for key in value if key not in props]
+    return missing + [f for key in value if key in props for f in undeclared(props[key], value[key], f"{where}.{key}")]

@@ -114,6 +114,11 @@ NOTICES = _list_of(
     "What the agent has not been told yet (the engine running in the MCP server's own process, a root "
     "skipped); present only when there is something to say, and the text's extra blocks say the same.",
 )
+REDACTED_ON_THE_WAY_OUT = _list_of(
+    _STRING,
+    "Each credential replaced on the way out (its kind and where), though the store keeps the text as "
+    "given; the text says the same.",
+)
 SOURCE = {
     "type": "object",
     "description": "Where the memory comes from: a file's lines, a commit, an origin (mcp:<client>, cli, ...).",
@@ -176,6 +181,8 @@ RECALL_RESULT = {
     "profile": _STRING,
     "elapsed_ms": {"type": "number"},
     "hits": _list_of(HIT),
+    "redacted": REDACTED_ON_THE_WAY_OUT,
+    "database": _maybe({"type": "string", "description": "The store file this recall read."}),
 }
 REMEMBER_RESULT = {
     "id": _RESULT_ID,
@@ -209,6 +216,10 @@ MEMORY_RESULT = {
     "author": _maybe(_STRING),
     "age": _STRING,
     "tags": _list_of(_STRING),
+    "stability": _maybe({"type": "number", "description": "Tide's stability in days: how slowly it fades."}),
+    "last_surfaced": _maybe({"type": "number", "description": "When a recall last showed it (Unix seconds)."}),
+    "opened_in_full": {"type": "boolean", "description": "Whether it was ever opened whole (Tide keeps it afloat)."},
+    "redacted": REDACTED_ON_THE_WAY_OUT,
     "chunk": {
         "type": "object",
         "description": "Opened at a line (12:310): the part holding it, which the text shows first.",
