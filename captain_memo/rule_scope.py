@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from captain_memo.records import RuleScope
@@ -29,6 +28,7 @@ MORE_SUFFIXES = frozenset(
 )
 # A token of a prompt that may be a path: letters, digits and the characters paths hold.
 PATH_TOKEN = re.compile(r"[\w@~+./-]+")
+MAX_PATH_CHARS = 1_024
 # Where agents' events name files: Cursor's attachments and edits, a tool call's input.
 EVENT_FILE_FIELDS = ("file_path", "filePath", "path")
 
@@ -48,47 +48,118 @@ def glob_holds(glob: str, path: str) -> bool:
     if not pattern or not path:
         return False
     if "/" not in path:
-        return _regex(pattern.rsplit("/", 1)[-1]).fullmatch(path) is not None
-    if "/" not in pattern.rstrip("/"):
+        pattern = pattern.rsplit("/", 1)[-1]
+    elif "/" not in pattern.rstrip("/"):
         pattern = "**/" + pattern
     if pattern.endswith("/"):
         pattern += "**"  # a folder: everything in it
-    return _regex(pattern).fullmatch(path) is not None
+    return any(_holds(_tokens(word), path) for word in _expanded(pattern))
 
 
-@lru_cache(maxsize=256)
-def _regex(glob: str) -> re.Pattern[str]:
-    return re.compile(_translated(glob))
+# Matched token by token over the set of path positions reached, never by backtracking: a regular
+# expression of `*a*a*a*a*a*a*a*a*a*b` took minutes on a 200-character name (and a rule's globs are
+# whatever a teammate wrote). O(pattern length x path length).
+LITERAL, ONE, SET, STAR, FOLDERS, ANYTHING = range(6)
 
 
-def _translated(glob: str) -> str:
-    """The regular expression of a glob (the module's docstring says how it reads)."""
-    out, i = [], 0
+def _tokens(glob: str) -> list[tuple]:
+    tokens: list[tuple] = []
+    i = 0
     while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
+        if glob.startswith("**", i):
+            while glob.startswith("*", i):
+                i += 1
+            folders = glob.startswith("/", i)
+            i += folders
+            if not tokens or tokens[-1][0] not in (FOLDERS, ANYTHING):  # repeated ** say no more
+                tokens.append((FOLDERS,) if folders else (ANYTHING,))
         elif glob[i] == "*":
-            out.append("[^/]*")
+            tokens.append((STAR,))
             i += 1
         elif glob[i] == "?":
-            out.append("[^/]")
+            tokens.append((ONE,))
             i += 1
         elif glob[i] == "[" and (end := glob.find("]", i + 2)) != -1:
-            inner = glob[i + 1 : end]
-            out.append("[" + ("^" + inner[1:] if inner[0] in "!^" else inner).replace("\\", "\\\\") + "]")
-            i = end + 1
-        elif glob[i] == "{" and (end := _closing_brace(glob, i)) != -1:
-            words = _split_words(glob[i + 1 : end])
-            out.append("(?:" + "|".join(_translated(word) for word in words) + ")")
+            tokens.append((SET, *_character_set(glob[i + 1 : end])))
             i = end + 1
         else:
-            out.append(re.escape(glob[i]))
+            tokens.append((LITERAL, glob[i]))
             i += 1
-    return "".join(out)
+    return tokens
+
+
+def _character_set(inner: str) -> tuple[bool, tuple[tuple[str, str], ...]]:
+    """``!a-c_`` -> (negated, ((a, c), (_, _)))."""
+    negated = inner[0] in "!^"
+    inner = inner[1:] if negated else inner
+    ranges, i = [], 0
+    while i < len(inner):
+        if i + 2 < len(inner) and inner[i + 1] == "-":
+            ranges.append((inner[i], inner[i + 2]))
+            i += 3
+        else:
+            ranges.append((inner[i], inner[i]))
+            i += 1
+    return negated, tuple(ranges)
+
+
+def _holds(tokens: list[tuple], path: str) -> bool:
+    n = len(path)
+    reached = bytearray(n + 1)
+    reached[0] = 1
+    for token in tokens:
+        kind = token[0]
+        after = bytearray(n + 1)
+        active = False
+        for q in range(n + 1):
+            if kind == STAR:  # any run of characters within one folder's name
+                active = active or bool(reached[q])
+                after[q] = active
+                active = active and q < n and path[q] != "/"
+            elif kind == FOLDERS:  # nothing, or anything ending in /
+                after[q] = reached[q] or (active and path[q - 1] == "/")
+                active = active or bool(reached[q])
+            elif kind == ANYTHING:
+                active = active or bool(reached[q])
+                after[q] = active
+            elif q and reached[q - 1] and _one(token, path[q - 1]):
+                after[q] = 1
+        reached = after
+        if not any(reached):
+            return False
+    return bool(reached[n])
+
+
+def _one(token: tuple, char: str) -> bool:
+    kind = token[0]
+    if kind == LITERAL:
+        return char == token[1]
+    if char == "/":
+        return False
+    if kind == ONE:
+        return True
+    negated, ranges = token[1], token[2]
+    return any(low <= char <= high for low, high in ranges) != negated
+
+
+# A glob's {a,b} alternatives are tried one by one; past this many the rest are not.
+MAX_ALTERNATIVES = 64
+
+
+def _expanded(glob: str) -> list[str]:
+    """``src/*.{ts,tsx}`` -> [src/*.ts, src/*.tsx] (nested braces too), at most MAX_ALTERNATIVES."""
+    start = glob.find("{")
+    end = _closing_brace(glob, start) if start != -1 else -1
+    if end == -1:
+        return [glob]
+    head, tail = glob[:start], glob[end + 1 :]
+    found: list[str] = []
+    for word in _split_words(glob[start + 1 : end]):
+        for rest in _expanded(head + word + tail):
+            if len(found) >= MAX_ALTERNATIVES:
+                return found
+            found.append(rest)
+    return found
 
 
 def _closing_brace(glob: str, start: int) -> int:
@@ -126,6 +197,8 @@ def files_named(prompt: str) -> list[str]:
     """Tokens of a prompt that name a file: a known suffix (``price.py``, ``web/app.tsx``)."""
     found = []
     for token in PATH_TOKEN.findall(prompt):
+        if len(token) > MAX_PATH_CHARS:
+            continue  # a pasted blob, not a path
         token = clean(token).rstrip(".,:;")
         suffix = PurePosixPath(token).suffix.lstrip(".").casefold()
         if suffix and (suffix in FILE_SUFFIXES or suffix in MORE_SUFFIXES):

@@ -106,6 +106,10 @@ def test_globs_keep_their_braces_and_drop_what_is_no_glob():
         ("web/**/*.ts", "cart.ts", True),  # a bare name named alone: its folder is unknown
         ("web/**/*.ts", "price.py", False),
         ("src/(a|b).py", "src/a.py", False),  # regex characters are literal
+        ("**/*.{ts,{js,jsx}}", "web/a.jsx", True),
+        ("**/**/**/*.py", "src/price.py", True),
+        # Matched without backtracking: as a regular expression this ran for minutes.
+        ("*a*a*a*a*a*a*a*a*a*b", "a" * 200 + ".py", False),
     ],
 )
 def test_globs_match_as_the_agents_document_them(glob, path, held):
