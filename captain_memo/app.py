@@ -73,13 +73,14 @@ class RecallRequest(
     _Request,
     namedtuple(
         "RecallRequest",
-        "query cwd project branch limit profile all_projects how",
-        defaults=(None, None, None, None, False, "search"),
+        "query cwd project branch limit profile all_projects how team",
+        defaults=(None, None, None, None, False, "search", True),
     ),
 ):
     """A search from the folder ``cwd``; ``project`` overrides its repository ("none": personal notes);
     ``how`` the hits reach the user, for Tide ("search", or "auto": shown unasked, as an agent's hook
-    shows them)."""
+    shows them); ``team``: the team store too, when one is set (an agent's hook leaves it out unless
+    the user turned it on, and then need not wait for it)."""
 
     __slots__ = ()
     FIELDS = fields.RECALL_FIELDS
@@ -151,7 +152,8 @@ def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> 
             profile=request.profile,
             all_projects=request.all_projects,
             how=_surfacing(request.how),
-        )
+        ),
+        team=request.team,
     )
     return {**recall_json(result, time.time()), "project": ctx.project}
 

@@ -69,6 +69,7 @@ RECALL_FIELDS = {
     "profile": one_of(PROFILES, nullable=True),
     "all_projects": flag(),
     "how": one_of(("search", "auto")),  # how the hits reach the user, for Tide (records.Surfacing)
+    "team": flag(),  # the team store too, when one is set
 }
 REMEMBER_FIELDS = {
     "text": text(MAX_BODY_CHARS),  # empty: "nothing to remember" (engine.prepare)

@@ -270,9 +270,10 @@ class Memo:
     # -- memories -----------------------------------------------------------------------
 
     @_translated
-    def recall(self, request: RecallRequest):
-        """Both legs over the local store and, when one is set, the team store, ranked as one."""
-        return self.engine.recall(request, team=self.team)
+    def recall(self, request: RecallRequest, team: bool = True):
+        """Both legs over the local store and, when one is set and ``team`` asks for it, the team
+        store, ranked as one."""
+        return self.engine.recall(request, team=self.team if team else None)
 
     @_translated
     def naming(self, token: str, project: str | None, branch: str | None, limit: int) -> list[int | str]:

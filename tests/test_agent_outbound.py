@@ -204,3 +204,32 @@ def test_an_agent_on_a_store_that_does_not_exist_is_told_its_path_and_none_is_ma
     assert answer.is_error and f"no memory store at {missing}" in answer.content[0].text
     assert not missing.exists() and not missing.parent.exists()
     assert not list(Path(service_env["CAPTAIN_MEMO_RUNTIME_DIR"]).glob("*.sock")), "no service was started"
+
+
+def test_with_team_memories_off_the_hook_does_not_ask_the_team_store(stores):
+    """Not asked at all, rather than asked and filtered: a slow or unreachable team store would
+    otherwise hold up every prompt for the team timeout. The team store here is a real listener on
+    127.0.0.1 that never speaks; it counts who connects."""
+    import socket
+    import threading
+
+    repo, bob = stores
+    listener = socket.create_server(("127.0.0.1", 0))
+    port, connected = listener.getsockname()[1], []
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            connected.append(connection)
+
+    threading.Thread(target=accept, daemon=True).start()
+    env = {**bob, "CAPTAIN_MEMO_TEAM_DB": f"postgresql://bob@127.0.0.1:{port}/team", "CAPTAIN_MEMO_TEAM_TIMEOUT": "1"}
+    try:
+        sent = hook_output(repo, env, "Claude Code", "UserPromptSubmit")
+    finally:
+        listener.close()
+    assert "Staging access (local store" in sent
+    assert connected == [], "the team store was asked though its memories would be left out"
