@@ -161,11 +161,10 @@ def memory_block(args, event: dict) -> str:
         return missing
     if name in SESSION_EVENTS:
         return session_block(args, folder, budget_for(args, event))
+    from captain_memo.config import hook_team
     from captain_memo.presentation.outbound import redacted_recall
 
     # Shown without being asked: Tide strengthens the hits as it does a hover's, not a search's.
-    from captain_memo.config import hook_team
-
     request = app.RecallRequest(query, folder, limit=max(1, args.limit), how="auto", team=hook_team())
     result, _ = redacted_recall(run_request(args, "recall", request))
     hits = [hit for hit in result["hits"] if not hit.get("superseded_by") and shown_here(hit)]
