@@ -69,7 +69,9 @@ def test_claude_local_stays_local_when_the_repository_is_indexed_to_a_team_store
 
 
 def test_a_rule_whose_front_matter_yaml_refuses_is_read_anyway_and_named(engine, tmp_path):
-    """Cursor writes globs unquoted; YAML reads `*.sql` as an alias and refuses the block."""
+    """Cursor writes globs bare (`globs: *.sql`, an alias to YAML): that is its documented form, read
+    as a glob without a word. A block YAML refuses for another reason is read by the simple reader,
+    and the file is named."""
     from sources_support import write
 
     from captain_memo.sources.indexer import repository_folders
@@ -80,14 +82,16 @@ def test_a_rule_whose_front_matter_yaml_refuses_is_read_anyway_and_named(engine,
         ".cursor/rules/sql.mdc",
         "---\ndescription: SQL style\nglobs: *.sql\nalwaysApply: false\n---\nQualify names.\n",
     )
+    write(
+        repo,
+        ".cursor/rules/web.mdc",
+        "---\ndescription: Web style\nglobs: [web/**/*.ts\nalwaysApply: false\n---\nStrict mode.\n",
+    )
     settings = source_settings({})
     report = index_folders(engine, repository_folders(repo, str(repo), "main", settings), settings)
     [(path, message)] = report.warnings
-    assert (
-        path == ".cursor/rules/sql.mdc"
-        and message.startswith("front matter is not YAML (")
-        and "file line 3" in message
-    )
-    assert "read with the simple reader" in message
-    [rule] = engine.store.list_memories()
-    assert rule.source.rule_scope == RuleScope(globs=("*.sql",)) and rule.body.startswith("SQL style")
+    assert path == ".cursor/rules/web.mdc" and message.startswith("front matter is not YAML (")
+    assert "file line" in message and "read with the simple reader" in message
+    rules = {rule.source.path: rule for rule in engine.store.list_memories()}
+    sql = rules[".cursor/rules/sql.mdc"]
+    assert sql.source.rule_scope == RuleScope(globs=("*.sql",)) and sql.body.startswith("SQL style")

@@ -151,10 +151,13 @@ def test_yaml_dates_are_read_as_dates():
 
 
 def test_front_matter_yaml_refuses_is_read_by_the_simple_reader_and_says_why():
-    # Cursor writes unquoted globs; YAML reads a leading * as an alias and refuses the block.
-    note = parse("---\ndescription: Web rules\nglobs: *.ts,*.tsx\nalwaysApply: false\n---\nUse strict.\n", "web")
+    # Cursor writes unquoted globs, which YAML reads as an alias: its documented form, read as globs.
+    note = parse("---\ndescription: Web rules\nglobs: *.ts,*.tsx # web\nalwaysApply: false\n---\nUse strict.\n", "web")
     assert note.front.description == "Web rules" and note.front.data["globs"] == "*.ts,*.tsx"
-    assert note.front.fallback is not None and "file line 3" in note.front.fallback
+    assert note.front.fallback is None and note.front.data["alwaysapply"] is False
+    broken = parse("---\ndescription: Web rules\nglobs: [*.ts\n---\nUse strict.\n", "web")
+    assert broken.front.description == "Web rules"
+    assert broken.front.fallback is not None and "file line" in broken.front.fallback
     assert parse("---\n- a list\n---\ntext\n", "n").front.fallback == "YAML gave a list, not keys and values"
 
 

@@ -100,12 +100,27 @@ def read_front(block: list[str]) -> tuple[dict[str, object], str | None]:
     try:
         data = yaml.load("\n".join(block), Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
-        return _read_yaml_subset(block), _yaml_problem(exc)
+        try:  # Cursor's own rules write `globs: *.ts,*.tsx` bare, which YAML reads as an alias
+            data = yaml.load("\n".join(_bare_stars_quoted(block)), Loader=loader)  # noqa: S506
+        except yaml.YAMLError:
+            return _read_yaml_subset(block), _yaml_problem(exc)
     if data is None:
         return {}, None
     if not isinstance(data, dict):
         return _read_yaml_subset(block), f"YAML gave a {type(data).__name__}, not keys and values"
     return {str(key).lower(): _plain(value) for key, value in data.items()}, None
+
+
+def _bare_stars_quoted(block: list[str]) -> list[str]:
+    """``key: *.ts,*.tsx`` as ``key: '*.ts,*.tsx'``: a value that starts with ``*`` is a glob as
+    Cursor writes it, never a YAML alias in an agent's front matter."""
+    return [
+        re.sub(r"^(\s*[\w-]+:\s+)(\*.*?)(\s+#.*)?\s*$", lambda m: m[1] + _single_quoted(m[2]), line) for line in block
+    ]
+
+
+def _single_quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _yaml_problem(exc: Exception) -> str:
