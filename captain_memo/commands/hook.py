@@ -35,7 +35,7 @@ DEFAULT_BUDGET = 1_500
 # where each figure comes from): --budget is capped at the agent's own.
 CONTEXT_LIMITS = {
     "Claude Code": 10_000,  # documented: past it the text goes to a file and the model gets a preview
-    "Codex": 8_000,  # additionalContextLimit, in tokens; its default is not documented: under 2,500 tokens
+    "Codex": 8_000,  # none documented: kept below the others, the cap when the agent is not told
     "Gemini CLI": 10_000,  # none documented
     "Cursor": 10_000,  # none documented
 }
