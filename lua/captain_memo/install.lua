@@ -6,7 +6,7 @@
 ---on 'runtimepath' (mini.deps' post_install, `nvim -l build.lua`).
 local M = {}
 
-local MINIMUM = { 3, 10 }
+local MINIMUM = { 3, 11 }
 local VERSION = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 local TAIL = 12 -- lines of a failed step's output quoted in the error; the whole output goes to the log
 
@@ -39,7 +39,7 @@ local function version_ok(text)
   return major ~= nil and (major > MINIMUM[1] or (major == MINIMUM[1] and minor >= MINIMUM[2]))
 end
 
----A Python 3.10+ to make the environment with: g:python3_host_prog where set (only read), else
+---A Python 3.11+ to make the environment with: g:python3_host_prog where set (only read), else
 ---python3, else python on PATH. Returns the path and version, or nil and what was tried.
 ---@return string|nil, string
 function M.base_python()
