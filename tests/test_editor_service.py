@@ -37,7 +37,7 @@ class Replies:
 @pytest.fixture
 def service(db_file, hash_embedder):
     replies = Replies()
-    svc = EditorService(replies, memo_factory=lambda settings: Memo(settings.db, hash_embedder))
+    svc = EditorService(replies, memo_factory=lambda settings: Memo(settings.db, hash_embedder), serve=False)
     svc.replies = replies
     yield svc
     svc.close()
@@ -165,7 +165,7 @@ def test_an_unexpected_failure_is_marked_internal_and_logged(db_file, tmp_path):
     def broken(settings):
         raise RuntimeError("disk on fire\nsecond line")
 
-    svc = EditorService(replies, memo_factory=broken)
+    svc = EditorService(replies, memo_factory=broken, serve=False)
     log_file = tmp_path / "log" / "captain-memo.log"
     reply = svc.handle(
         {"id": 3, "op": "recall", "settings": {"db": str(db_file), "log_file": str(log_file)}, "args": {"query": "x"}}
@@ -190,7 +190,7 @@ def test_an_unexpected_failure_is_marked_internal_and_logged(db_file, tmp_path):
 
 
 def test_a_newer_request_on_a_channel_supersedes_a_queued_one(db_file, hash_embedder, repo):
-    """Requests queue behind a slow one; of two lookups waiting, only the newer is answered."""
+    """Requests wait for a slow engine to open; of two lookups waiting, only the newer is answered."""
     gate = threading.Event()
     replies = Replies()
 
@@ -198,19 +198,62 @@ def test_a_newer_request_on_a_channel_supersedes_a_queued_one(db_file, hash_embe
         gate.wait(20)
         return Memo(settings.db, hash_embedder)
 
-    svc = EditorService(replies, memo_factory=slow_engine)
+    svc = EditorService(replies, memo_factory=slow_engine, serve=False)
     path = str(repo / "src" / "billing" / "price.py")
     try:
         svc.submit({**request(db_file, "save", rid=1, text="first note", context=path)})
         svc.submit(request(db_file, "recall", rid=2, channel="results", query="first", context=path))
         svc.submit(request(db_file, "recall", rid=3, channel="results", query="note", context=path))
         gate.set()
-        answered = [replies.next()["id"], replies.next()["id"]]
-        with pytest.raises(queue.Empty):
-            replies.next(timeout=0.5)
+        answered = {replies.next()["id"], replies.next()["id"]}
     finally:
         svc.close()
-    assert answered == [1, 3]
+    assert answered == {1, 3}
+    assert all("event" in reply for reply in replies.items.queue), "closed: every answer is in, none for 2"
+
+
+class HeldEmbedder(HashEmbedder):
+    """The hash embedder, but a text containing ``HOLD`` waits for the test to let it go: a long
+    save or an index-on-write still embedding (the fault the test needs, made on demand)."""
+
+    HOLD = "slowsavemarker"
+
+    def __init__(self):
+        super().__init__()
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts):
+        if any(self.HOLD in text for text in texts):
+            self.holding.set()
+            self.release.wait(60)
+        return super().embed(texts)
+
+
+def test_a_lookup_answers_while_a_save_is_still_embedding(db_file, repo):
+    """Lookups run beside the writes, as the engine runs them: a recall and a hint sent after a long
+    save answer before it; the writes keep their order (the save, then a forget of an older memory)."""
+    embedder = HeldEmbedder()
+    replies = Replies()
+    svc = EditorService(replies, memo_factory=lambda settings: Memo(settings.db, embedder), serve=False)
+    path = str(repo / "src" / "billing" / "price.py")
+    try:
+        older = svc.handle(request(db_file, "save", text="invoices use round_half_up", context=path))["result"]["id"]
+        svc.submit(request(db_file, "save", rid=2, text=f"{HeldEmbedder.HOLD} retries back off", context=path))
+        assert embedder.holding.wait(20), "the save never reached its embedding"
+        svc.submit(request(db_file, "forget", rid=3, id=older))
+        svc.submit(request(db_file, "recall", rid=4, channel="results", query="invoices round_half_up", context=path))
+        svc.submit(request(db_file, "hint", rid=5, channel="hint", token="round_half_up", context=path))
+        lookups = {reply["id"]: reply for reply in (replies.next(), replies.next())}
+        embedder.release.set()
+        writes = [replies.next(), replies.next()]
+    finally:
+        embedder.release.set()
+        svc.close()
+    assert set(lookups) == {4, 5}, "a lookup waited for the save"
+    assert [hit["id"] for hit in lookups[4]["result"]["hits"]] == [older], "answered from what is stored now"
+    assert lookups[5]["result"]["count"] == 1
+    assert [reply["id"] for reply in writes] == [2, 3] and all(reply["ok"] for reply in writes)
 
 
 def test_first_use_announces_itself(service, db_file, repo):
@@ -342,7 +385,7 @@ def test_the_secrets_setting_decides_without_asking(service, db_file, repo):
 def test_index_re_reads_a_note_under_a_configured_folder_and_ignores_other_files(hash_embedder, repo, tmp_path):
     db = tmp_path / "fresh" / "memo.db"
     replies = Replies()
-    svc = EditorService(replies, memo_factory=lambda settings: Memo(settings.db, hash_embedder))
+    svc = EditorService(replies, memo_factory=lambda settings: Memo(settings.db, hash_embedder), serve=False)
     readme = repo / "README.md"
     readme.write_text("# Shop\n\nNot a note folder.\n")
     decision = repo / "docs" / "decisions" / "0001-queue.md"
@@ -383,7 +426,7 @@ def test_a_damaged_database_mid_request_is_one_line_and_the_file_is_reopened_nex
     with open(db, "r+b") as handle:  # real damage: the memories table's root page overwritten
         handle.seek((page - 1) * 4096)
         handle.write(os.urandom(4096))
-    svc = EditorService(Replies(), memo_factory=lambda settings: Memo(settings.db, hash_embedder))
+    svc = EditorService(Replies(), memo_factory=lambda settings: Memo(settings.db, hash_embedder), serve=False)
     try:
         for op, args in (("recall", {"query": "service 7 port"}), ("save", {"text": "new"}), ("open", {"id": 7})):
             reply = svc.handle(request(db, op, **args))

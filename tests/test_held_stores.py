@@ -20,7 +20,7 @@ from captain_memo.memo import Memo
 
 def test_the_editor_host_follows_a_store_moved_away_and_one_put_back(tmp_path):
     db = tmp_path / "memo.db"
-    editor = EditorService(deliver=lambda reply: None, memo_factory=lambda s: Memo.open(db, HashEmbedder(), warm=True))
+    editor = EditorService(deliver=lambda reply: None, memo_factory=lambda s: Memo.open(db, HashEmbedder(), warm=True), serve=False)
     settings = {"db": str(db), "secrets": "allow"}
 
     def ask(op: str, **args) -> dict:

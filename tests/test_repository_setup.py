@@ -121,7 +121,7 @@ def test_a_note_written_under_a_folder_named_once_is_re_indexed_by_the_editor(db
     page = write(repo, "doc/page1.rst", rst("Fixture 1") + "\nFixtures\n--------\n\nAlso tmp_path_factory.\n")
     other = write(repo, "docs/index.md", "# Project docs\n\nStart here, then read doc/.\n")
     replies: list[dict] = []
-    service = EditorService(replies.append)
+    service = EditorService(replies.append, serve=True)
     try:
         ask = {"op": "index", "settings": {"db": str(db_file)}}
         report = service.handle({**ask, "id": 1, "args": {"path": str(page)}})["result"]
@@ -183,7 +183,7 @@ def test_agent_files_deeper_in_the_tree_are_found_and_removed_when_deleted(db_fi
     assert stored(db_file) == {"packages/api/AGENTS.md": "memory", "packages/web/CLAUDE.md": "memory"}
 
     gemini = write(repo, "packages/web/GEMINI.md", "# Web for Gemini\n\nAsk before adding a dependency.\n")
-    service = EditorService(lambda _: None)
+    service = EditorService(lambda _: None, serve=True)
     try:
         ask = {"op": "index", "id": 1, "settings": {"db": str(db_file)}, "args": {"path": str(gemini)}}
         assert service.handle(ask)["result"]["indexed"] == 1, "written in the editor"

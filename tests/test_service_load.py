@@ -165,7 +165,7 @@ def editor_front_end(store: str, env: dict, results: Results) -> threading.Threa
         "model": env["CAPTAIN_MEMO_EMBED_MODEL"],
         "secrets": "allow",
     }
-    service = EditorService(deliver=lambda reply: None)
+    service = EditorService(deliver=lambda reply: None, serve=True)
     context = {"context": env["WORK"]}
 
     def ask(op: str, args: dict) -> dict:

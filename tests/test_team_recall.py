@@ -203,7 +203,7 @@ def test_a_decision_written_in_the_editor_is_indexed_into_the_team_store(tmp_pat
     project = str(repo.resolve())
     with Memo(tmp_path / "local.db", hash_embedder, team_config=TeamConfig()) as alone:
         assert alone.index_written(str(decision), project, "main").indexed == 2  # two sections, locally
-    service = EditorService(lambda reply: None, memo_factory=lambda settings: team_memo(tmp_path, hash_embedder))
+    service = EditorService(lambda reply: None, memo_factory=lambda settings: team_memo(tmp_path, hash_embedder), serve=False)
     try:
         reply = service.handle(
             {"id": 1, "op": "index", "channel": None, "settings": {}, "args": {"path": str(decision)}}

@@ -6,12 +6,20 @@ Requests arrive from the remote plugin (``rplugin/python3/captain_memo_nvim.py``
 
 and every answer goes back through the ``deliver`` callable as a plain dict: ``{"id", "op", "ok",
 "result"}`` or ``{"id", "op", "ok": False, "error"}`` (one readable line; an unexpected failure's
-traceback goes to the log). Requests are taken in turn by one worker thread, so the editor never
-waits for an embedding, a search or a write; each store's engine (editor/engines.py) runs them on
-its own threads, beside the requests of the command line and agents it serves on the store's
-socket. A request that a newer one on the same channel replaced before it started is skipped: the
-editor would throw its answer away anyway. When another editor's host serves the store, the whole
-request is sent there and its answer delivered here.
+traceback goes to the log). Requests run on the host's own threads, so the editor never waits for
+an embedding, a search or a write, and as the store's engine runs them (warm.py): lookups (recall,
+changes, hint, check) on a small pool of readers, everything that writes (save, index, open, forget,
+supersede) on one writer thread, in the order sent. A lookup therefore answers while a long save or
+an index-on-write is still embedding. Each store's engine (editor/engines.py) runs them on its own
+threads, beside the requests of the command line and agents it serves on the store's socket.
+
+Order where it matters: writes never overtake each other; a lookup answers from what is stored when
+it runs. A save is answered only once stored, and the plugin asks nothing about a saved memory
+before that answer: opening, forgetting or superseding it needs the id the answer carries, and the
+plugin drops its cached hint counts when a save, a forget or an index-on-write is answered, so the
+next hint asks again. A request that a newer one on the same channel replaced before it started is
+skipped: the editor would throw its answer away anyway. When another editor's host serves the
+store, the whole request is sent there and its answer delivered here.
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
 HINT_LIMIT = 50
 REQUEST_KEY = re.compile("[0-9a-f]{32}")
-LOOKUPS = {"recall", "changes", "hint", "check"}  # nothing to keep when Neovim is gone
+LOOKUPS = {"recall", "changes", "hint", "check"}  # read only: beside the writes; nothing to keep when Neovim is gone
 
 
 def open_memo(settings: EditorSettings) -> Memo:
@@ -122,30 +130,36 @@ def _ref_json(ref: MemoryRef) -> int | str:
 
 
 class EditorService:
-    """Runs the plugin's requests on a worker thread and hands each answer to ``deliver``."""
+    """Runs the plugin's requests on the host's threads and hands each answer to ``deliver``."""
 
     def __init__(
         self,
         deliver: Callable[[dict], None],
         memo_factory: Callable[[EditorSettings], Memo] = open_memo,
-        serve: bool | None = None,
+        *,
+        serve: bool,
     ):
-        """``serve``: offer each store's engine on its socket (by default when the engine is the
-        real one, not a test's)."""
+        """``serve``: offer each store's engine on its socket to the command line and agents (the
+        editor's host does; a test holding an engine of its own says whether it wants that)."""
+        from captain_memo.warm import READERS
+
         self.deliver = deliver
         self.contexts = ContextCache()
         self._contexts_lock = threading.Lock()
         self.engines = Engines(
             memo_factory,
-            serve=memo_factory is open_memo if serve is None else serve,
+            serve=serve,
             say=lambda text: self.deliver({"event": "notice", "level": "warn", "text": text}),
             status=lambda text: self.deliver({"event": "status", "text": text}),
             ops={"editor": self._forwarded},
         )
         self._latest: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor")
+        # As the engine runs them: lookups beside each other, writes one at a time in the order sent.
+        self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="captain-memo-editor-read")
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-editor-write")
         self._log_files: set[str] = set()
+        self._log_lock = threading.Lock()
         self._leaving = False
         self.ops = {
             "recall": self.recall,
@@ -167,7 +181,8 @@ class EditorService:
         if channel:
             with self._lock:
                 self._latest[channel] = request.get("id", 0)
-        self._worker.submit(self._run, request)
+        worker = self._readers if request.get("op") in LOOKUPS else self._writer
+        worker.submit(self._run, request)
 
     def _superseded(self, request: dict) -> bool:
         channel = request.get("channel")
@@ -257,7 +272,8 @@ class EditorService:
         """Neovim quit (or asked the host to shut down): the saves it sent are still made, its
         lookups skipped (nobody would see them); each store stops being served (engines.py)."""
         self._leaving = True
-        self._worker.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
+        self._writer.shutdown(wait=True)
         self.engines.close()
 
     # -- shared parts -------------------------------------------------------------------
@@ -277,20 +293,24 @@ class EditorService:
 
     def _attach_log(self, path: str | None) -> None:
         """Send library log lines to the plugin's log file rather than to the host's stderr."""
-        if not path or path in self._log_files:
+        if not path:
             return
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
-        self._log_files.add(path)
+        with self._log_lock:  # a lookup and a save may bring the same log file at once
+            if path in self._log_files:
+                return
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(path, encoding="utf-8")
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            log.addHandler(handler)
+            log.setLevel(logging.INFO)
+            log.propagate = False
+            self._log_files.add(path)
 
     # -- the requests -------------------------------------------------------------------
 
     def recall(self, settings: EditorSettings, args: dict) -> dict:
         from captain_memo.presentation.views import recall_json
+        from captain_memo.presentation.window import shown_recall
 
         ctx = self.context(settings, args)
         request = RecallRequest(
@@ -302,7 +322,8 @@ class EditorService:
             how=_surfacing(args.get("how")),
         )
         result = self.read(settings, lambda memo: memo.recall(request))
-        data = locate_hits(recall_json(result, time.time()), ctx)
+        now = time.time()
+        data = shown_recall(locate_hits(recall_json(result, now), ctx), now)  # the plugin lays it out
         data["context"] = _context_json(ctx)
         return data
 
@@ -424,7 +445,9 @@ class EditorService:
         """A memory in full; this counts as the strongest surfacing for Tide."""
         ref = _ref(args, "id")
         memory = self.write(settings, lambda memo: memo.show(ref))  # Tide's record of it is a write
-        return opened_json(memory, self.context(settings, args))
+        from captain_memo.presentation.window import shown_memory
+
+        return shown_memory(opened_json(memory, self.context(settings, args)))
 
     def forget(self, settings: EditorSettings, args: dict) -> dict:
         memory_id = _ref(args, "id")

@@ -54,7 +54,8 @@ class CaptainMemoPlugin:
         if self._service is None:
             from captain_memo.editor import EditorService
 
-            self._service = EditorService(self._deliver)
+            # The editor's host serves each store's engine to the command line and agents.
+            self._service = EditorService(self._deliver, serve=True)
         return self._service
 
     def _deliver(self, reply):
