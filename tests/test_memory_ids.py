@@ -7,8 +7,7 @@ import pytest
 import sqlean
 
 from captain_memo.errors import NotFoundError
-from captain_memo.store import NewMemory, Store
-from captain_memo.store import db as store_db
+from captain_memo.store import NewMemory, Store, migrations
 
 
 def test_forgetting_the_newest_memory_does_not_hand_its_id_to_the_next(engine):
@@ -40,8 +39,8 @@ def old_store(path) -> None:
     supersede link, Tide state and keyword rows."""
     conn = sqlean.connect(str(path), isolation_level=None)
     conn.execute("BEGIN")
-    store_db._m001_tables(conn)
-    store_db._m002_vector_changes(conn)
+    migrations._m001_tables(conn)
+    migrations._m002_vector_changes(conn)
     conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
     conn.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(1,), (2,)])
     for mid, body, superseded_by, opened in (
