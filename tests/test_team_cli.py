@@ -9,6 +9,7 @@ import json
 
 from recall_support import cli_error, run_cli
 from sources_support import DECISION_PORTS, SKILL_ROLLBACK, commit, git, init_repo
+from team_support import requires_psycopg
 
 
 def _repo(tmp_path, monkeypatch):
@@ -78,6 +79,7 @@ def test_shared_notes_and_memories_reach_the_team_store(cli_env, tmp_path, monke
     assert repo.exists()
 
 
+@requires_psycopg
 def test_a_team_store_that_is_down_leaves_the_local_answer_named(cli_env, tmp_path, monkeypatch, capsys):
     from team_client_support import closed_port
 

@@ -12,6 +12,7 @@ import pytest
 from recall_support import assert_trace, run_cli
 from sources_support import commit, git, init_repo
 from team_client_support import SilentServer, closed_port
+from team_support import requires_psycopg
 
 from captain_memo.config import TeamConfig
 from captain_memo.memo import Memo
@@ -93,6 +94,7 @@ def test_the_command_line_over_postgres(cli_env, shop, granted, monkeypatch, cap
     assert json.loads(run_cli(capsys, "--db", cli_env, "show", "--json", "t1"))["project"] == PROJECT
 
 
+@requires_psycopg
 def test_a_postgres_server_that_is_down_is_named(tmp_path, hash_embedder):
     dsn = f"postgresql://alice:hunter2@127.0.0.1:{closed_port()}/memo"
     with _memo(tmp_path, "alice", dsn, hash_embedder, timeout=5) as memo:
@@ -104,6 +106,7 @@ def test_a_postgres_server_that_is_down_is_named(tmp_path, hash_embedder):
         assert "Connection refused" in result.failures["team"] and "hunter2" not in result.failures["team"]
 
 
+@requires_psycopg
 def test_a_postgres_server_that_never_answers_costs_the_timeout(tmp_path, hash_embedder):
     server = SilentServer()
     try:
