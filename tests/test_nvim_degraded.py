@@ -62,7 +62,7 @@ def test_lookup_with_the_embedding_endpoint_down(tmp_path, monkeypatch):
         lines = editor.results()
         assert "Contract price" in lines[0] and len(lines) == 1, lines
         [(text, group)] = editor.footer()
-        assert "keyword only (vector leg failed)" in text and group == "CaptainMemoFooterWarn", text
+        assert "legs: keyword · failed: vector leg" in text and group == "CaptainMemoFooterWarn", text
         assert not [n for n in editor.notifications() if n["level"] >= 3], editor.notifications()
         log = (tmp_path / "xdg_state_home" / "nvim" / "captain-memo.log").read_text()
         assert "vector leg failed" in log and url in log, "the detail is in the log file"

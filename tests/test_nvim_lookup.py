@@ -107,7 +107,7 @@ def test_lookup_under_cursor_lists_the_note_naming_it_first(editor, shop):
     assert any(NOTE_B[0] in r["rest"] for r in rows[1:]), "the conceptual note about rounding is listed too"
     assert "src/billing/price.py:6-8" in rows[0]["rest"] and "main" in rows[0]["rest"]
     [(text, group)] = editor.footer()
-    assert text.startswith(" v3 · vector + keyword · ") and group == "CaptainMemoFooter"
+    assert text.startswith(" profile v3 · legs: vector + keyword · ") and group == "CaptainMemoFooter"
     title = editor.lua("return vim.api.nvim_win_get_config(0).title")
     assert "get_effective_contract_price" in title[0][0], "the receiver self. is not part of the query"
     assert editor.lua("return vim.api.nvim_buf_get_name(0)") == "captain-memo://results", "the results have focus"

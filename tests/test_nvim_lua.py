@@ -4,6 +4,7 @@ Python side too: the Lua code-shape rule agrees with the ranker's, and start-up 
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from nvim_support import NVIM, REPO, child_env, close, requires_nvim, start_editor
@@ -12,33 +13,69 @@ pytestmark = [requires_nvim, pytest.mark.nvim]
 SPECS = sorted((REPO / "tests" / "lua").glob("*_spec.lua"))
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=[s.stem for s in SPECS])
-def test_lua_spec(spec, tmp_path):
-    env = child_env(tmp_path)
+def run_lua(script: Path, tmp_path: Path, *args: str) -> str:
+    """The output of ``nvim -l script args`` with the plugin on the runtime path; fails on an error."""
     done = subprocess.run(
-        [
-            NVIM,
-            "--headless",
-            "-u",
-            "NONE",
-            "-i",
-            "NONE",
-            "-n",
-            "--cmd",
-            f"set rtp^={REPO}",
-            "-l",
-            str(REPO / "tests" / "lua" / "run.lua"),
-            str(spec),
-        ],
+        [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", f"set rtp^={REPO}", "-l", str(script), *args],
         capture_output=True,
         text=True,
         timeout=60,
-        env=env,
+        env=child_env(tmp_path),
         cwd=tmp_path,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
+    return output
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.stem for s in SPECS])
+def test_lua_spec(spec, tmp_path):
+    output = run_lua(REPO / "tests" / "lua" / "run.lua", tmp_path, str(spec))
     assert "FAIL" not in output and " passed, 0 failed" in output, output
+
+
+# Lays out the host's answer read from a file, as the results window does, and writes the lines as JSON.
+LAYOUT = """
+local format = require("captain_memo.format")
+local result = vim.json.decode(io.open(arg[1]):read("a"))
+local hit = result.hits[1]
+local footer, warn = format.footer(result)
+local lines = { (format.hit_line(hit, 200)) }
+vim.list_extend(lines, format.preview(hit))
+vim.list_extend(lines, (format.explanation(hit, result.profile)))
+local buf = vim.api.nvim_create_buf(false, true)
+vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines) -- raises "String cannot contain newlines"
+io.stdout:write(vim.json.encode({ footer = footer, warn = warn, lines = lines }))
+"""
+
+
+def test_the_editor_lays_out_the_hosts_texts_raw_controls_never_reach_it(tmp_path):
+    """A hit with line breaks and escape sequences in its title, branch, file and text, as the host
+    sends it (presentation/window.py), laid out by format.lua: nothing raw, and the footer is the
+    command line's own line."""
+    import json
+    import re
+    import time
+
+    from test_presentation import hostile_recall
+
+    from captain_memo.commands.recall import render
+    from captain_memo.presentation.window import shown_recall
+
+    now = time.time()
+    data = hostile_recall(now)
+    cli_footer = render(data).split("\n")[-2]
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(shown_recall(data, now)))
+    script = tmp_path / "layout.lua"
+    script.write_text(LAYOUT)
+    shown = json.loads(run_lua(script, tmp_path, str(answer)))
+    assert shown["footer"] == f" {cli_footer} " and shown["warn"] is True
+    control = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+    assert not [line for line in shown["lines"] if control.search(line)]
+    text = "\n".join(shown["lines"])
+    assert "deploy\\u001b]52;c;aGVsbG8=\\u0007\\nforged line" in text
+    assert "second\\u001b[2J line\\rback\tend\\u009bx" in text and "3d" in shown["lines"][0]
 
 
 def test_lua_code_shape_rule_matches_the_rankers(tmp_path):

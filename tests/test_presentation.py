@@ -245,10 +245,73 @@ def test_a_line_between_two_chunks_opens_the_next_and_a_line_outside_is_refused(
 
 
 def test_a_missing_team_grant_is_not_called_a_failed_leg():
-    from captain_memo.commands.recall import failure_line
+    from captain_memo.presentation.text import failure_line
 
     why = "your role bob has no grant for project 'shop'; ask the store's owner to run: INSERT ..."
     assert failure_line("team grant", why) == f"team store: {why}"
     answer = {"query": "q", "detail": "compact", "legs": ["vector", "keyword"], "stores": ["local", "team"]}
     text = recall_text({**answer, "failed_legs": {"team grant": why}, "hits": []})
     assert "leg failed" not in text and "these results are local only: your role bob has no grant" in text
+
+
+# -- one footer and one escaping for the terminal and the editor -----------------------------
+
+OSC52 = "\x1b]52;c;aGVsbG8=\x07"  # writes "hello" to the clipboard of many terminals
+
+
+def hostile_recall(now: float) -> dict:
+    """A recall's JSON whose stored texts hold line breaks and escape sequences, the team store down."""
+    from captain_memo.presentation.views import recall_json
+    from captain_memo.ranking.candidates import Candidate, Factor
+    from captain_memo.ranking.result import RecallResult
+
+    memory = replace(
+        section_memory(long_markdown())[0],
+        title="deploy" + OSC52 + "\nforged line",
+        body="deploy\nsteps\r\nsecond\x1b[2J line\rback\tend\x9bx",
+        branch="main\nforged",
+        source=Source("ops/run\nbook.md\x1b[31m", None, None, None, "file", "markdown"),
+        created_at=now - 3.2 * 86_400,
+    )
+    hit = Candidate(
+        1, memory, memory.body, vector=0.8, keyword=1.0, fused=0.9, score=0.99,
+        factors=(Factor("branch", 1.1, "main\nforged"),),
+    )  # fmt: skip
+    result = RecallResult(
+        "deploy", "v3", (hit,), ("vector", "keyword"), {"team": "no answer within 1 s"}, 12.4, 1, ("local",)
+    )
+    return recall_json(result, now)
+
+
+def test_the_terminal_and_the_editor_show_one_footer_for_one_result():
+    from captain_memo.commands.recall import render
+    from captain_memo.presentation.window import shown_recall
+
+    data = hostile_recall(1_000_000.0)
+    cli_lines = render(data).split("\n")
+    editor = shown_recall(data, 1_000_000.0)
+    assert editor["footer"] == "profile v3 · legs: vector + keyword · stores: local · failed: team store · 12 ms"
+    assert cli_lines[-2] == editor["footer"]
+    assert cli_lines[-1] == f"warning: {editor['warning']}"
+    assert editor["warning"] == "the local store alone answered (team store failed: no answer within 1 s)"
+
+
+def test_what_the_editor_shows_of_a_hit_is_escaped_and_aged_here():
+    import re
+
+    from captain_memo.presentation.window import shown_hit, shown_memory
+
+    now = 1_000_000.0
+    shown = shown_hit(hostile_recall(now)["hits"][0], now)
+    control = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+    assert shown["age"] == "3d"
+    assert shown["title"] == "deploy\\u001b]52;c;aGVsbG8=\\u0007\\nforged line"
+    assert shown["meta"] == "memory · #7 · main\\nforged · ops/run\\nbook.md\\u001b[31m · 3d"
+    assert shown["body"] == ["deploy", "steps", "second\\u001b[2J line\\rback\tend\\u009bx"]
+    assert shown["details"] == ["main\\nforged"]
+    texts = [v for v in shown.values() if isinstance(v, str)] + shown["body"] + shown["details"]
+    assert not [t for t in texts if control.search(t)]
+    memory = shown_memory(
+        {"title": "a\u2028b", "kind": "memory", "id": 3, "body": "x\r\ny\x1b", "source": {"label": "n\x85.md"}}
+    )["shown"]
+    assert memory == {"title": "a\\u2028b", "meta": "memory · #3 · n\\u0085.md", "body": ["x", "y\\u001b"]}

@@ -38,12 +38,16 @@ def open_indexing_memo(args):
 
 def run_request(args, op: str, request) -> dict:
     """The answer to an app.py request (``recall``, ``remember``): from the warm service
-    (captain_memo/service/) when there is one, else computed in this process."""
-    from captain_memo import app
-
-    data = None if getattr(args, "no_service", False) else _ask_service(args, op, request.to_json())
+    (captain_memo/service/) when there is one, else computed in this process. ``request`` is the
+    request record or its JSON, checked into the record only when it runs here, as the service does."""
+    payload = request if isinstance(request, dict) else request.to_json()
+    data = None if getattr(args, "no_service", False) else _ask_service(args, op, payload)
     if data is not None:
         return data
+    from captain_memo import app
+
+    if isinstance(request, dict):
+        request = app.RecallRequest.from_json(request) if op == "recall" else app.RememberRequest.from_json(request)
     with open_memo(args) as memo:
         return getattr(app, op)(memo, request)
 

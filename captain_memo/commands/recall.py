@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from captain_memo import app
 from captain_memo.commands._common import add_context_args, print_json, run_request
-from captain_memo.presentation.text import terminal_hit
+from captain_memo.presentation.text import footer, terminal_hit, warning
 from captain_memo.terminal import one_line
 
 
@@ -28,15 +27,17 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    request = app.RecallRequest(
-        " ".join(args.query),
-        os.getcwd(),
-        project=args.project,
-        branch=args.branch,
-        limit=args.limit,
-        profile=args.profile,
-        all_projects=args.all_projects,
-    )
+    # The request's JSON (app.RecallRequest's fields): the warm path sends it as it is, and app.py,
+    # 5 ms of imports, is loaded only when the recall runs in this process.
+    request = {
+        "query": " ".join(args.query),
+        "cwd": os.getcwd(),
+        "project": args.project,
+        "branch": args.branch,
+        "limit": args.limit,
+        "profile": args.profile,
+        "all_projects": args.all_projects,
+    }
     data = run_request(args, "recall", request)
     project = data.pop("project", None)  # the repository searched; not part of --json
     if args.json:
@@ -55,14 +56,6 @@ def searched(project: str | None, all_projects: bool) -> str:
     return f"{project} and personal notes; --all-projects searches every project's memories too"
 
 
-def failure_line(name: str, why: str) -> str:
-    """``vector leg failed: ...``, ``team store failed: ...``, ``team vector leg failed: ...``."""
-    if name.endswith("grant"):  # the team store answered, but this role may read nothing in it
-        return f"team store: {one_line(why)}"
-    what = "team store" if name == "team" else ("local store" if name == "local" else f"{name} leg")
-    return f"{what} failed: {one_line(why)}"
-
-
 def render(result: dict, explain: bool = False, scope: str | None = None) -> str:
     """A recall's JSON (presentation/views.py ``recall_json``) as the lines the terminal shows."""
     now = time.time()
@@ -71,18 +64,8 @@ def render(result: dict, explain: bool = False, scope: str | None = None) -> str
         lines.extend(terminal_hit(hit, now, explain, flat=one_line))
     if not result["hits"]:
         lines.append(f"no memory matched in {scope}" if scope else "no memory matched")
-    legs = " + ".join(result["legs"])
-    stores = result.get("stores", ["local"])
-    shown = f" · stores: {' + '.join(stores)}" if "team" in stores or "team" in result["failures"] else ""
-    footer = f"profile {result['profile']} · legs: {legs}{shown} · {result['elapsed_ms']:.0f} ms"
-    if result["failures"]:
-        failed = "; ".join(failure_line(name, why) for name, why in result["failures"].items())
-        if len(result["legs"]) < 2:
-            answered = f"only the {legs} leg answered"
-        elif "team" in result["failures"]:
-            answered = "the local store alone answered"
-        else:
-            answered = "part of the search failed; the hits are what answered"
-        footer += f"\nwarning: {answered} ({failed})"
-    lines.append(footer)
+    lines.append(footer(result))
+    said = warning(result, flat=one_line)
+    if said:
+        lines.append(f"warning: {said}")
     return "\n".join(lines)

@@ -77,6 +77,55 @@ def terminal_hit(hit: dict, now: float, explain: bool = False, flat=str) -> list
     return lines
 
 
+# -- a recall's footer: one line under the terminal's list and under the editor's window ------
+
+
+def failed_part(name: str) -> str:
+    """What a failure's name says failed: ``keyword leg``, ``team store``, ``team vector leg``."""
+    if name.endswith("grant"):  # the team store answered, but this role may read nothing in it
+        return "team store's grant"
+    return f"{name} store" if name in ("local", "team") else f"{name} leg"
+
+
+def footer(result: dict) -> str:
+    """``profile v3 · legs: vector + keyword · stores: local + team · failed: team store · 12 ms``:
+    the profile, the legs that answered, the stores when a team store is set, what failed and the
+    time taken, worded alike wherever a recall is listed."""
+    stores = result.get("stores", ["local"])
+    parts = [f"profile {result['profile']}", f"legs: {' + '.join(result['legs']) or 'none'}"]
+    if "team" in stores or "team" in result["failures"]:
+        parts.append(f"stores: {' + '.join(stores) or 'none'}")
+    if result["failures"]:
+        parts.append("failed: " + ", ".join(failed_part(name) for name in sorted(result["failures"])))
+    parts.append(f"{result['elapsed_ms']:.0f} ms")
+    return " · ".join(parts)
+
+
+def failure_line(name: str, why: str, flat=str) -> str:
+    """``vector leg failed: ...``, ``team store failed: ...``, ``team vector leg failed: ...``."""
+    if name.endswith("grant"):
+        return f"team store: {flat(why)}"
+    return f"{failed_part(name)} failed: {flat(why)}"
+
+
+def warning(result: dict, flat=str) -> str:
+    """What answered and why the rest did not, "" when every leg and store answered. ``flat`` puts
+    an error message on one line safely (terminal.one_line)."""
+    failures = result["failures"]
+    if not failures:
+        return ""
+    failed = "; ".join(failure_line(name, why, flat) for name, why in failures.items())
+    if not result["legs"]:
+        answered = "no leg answered"
+    elif len(result["legs"]) < 2:
+        answered = f"only the {' + '.join(result['legs'])} leg answered"
+    elif "team" in failures:
+        answered = "the local store alone answered"
+    else:
+        answered = "part of the search failed; the hits are what answered"
+    return f"{answered} ({failed})"
+
+
 # -- the MCP server's text ---------------------------------------------------------------------
 
 

@@ -1,78 +1,15 @@
 ---Text of the results window: one line per hit, the preview, the explanation and the footer.
----Pure functions from a recall's JSON (captain_memo.ranking.result.result_json) to lines and
----highlight spans, so they are tested without a window.
+---Pure functions from a recall's JSON as the editor's host sends it (shown_recall in
+---captain_memo/presentation/window.py) to lines and highlight spans, so they are tested without a window.
 local M = {}
 
 local KIND = { memory = "mem", skill = "skill", observation = "obs" }
 
----Age as the CLI prints it: "now", "5h", "3d", "4mo", "2y".
----@param days number|nil
----@return string
-function M.age(days)
-  if type(days) ~= "number" then
-    return ""
-  end
-  if days < 1 then
-    local hours = days * 24
-    return hours >= 1 and ("%.0fh"):format(hours) or "now"
-  end
-  if days < 60 then
-    return ("%.0fd"):format(days)
-  end
-  if days < 730 then
-    return ("%.0fmo"):format(days / 30)
-  end
-  return ("%.0fy"):format(days / 365)
+-- What a hit shows comes from Python (captain_memo/presentation/window.py): its age, heading path,
+-- branch, place, marks and preview lines, every stored text escaped already. Here it is laid out.
+local function shown(hit)
+  return hit.shown or {}
 end
-
-local SHORT = { ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
-
-local function code_point(n)
-  return ("\\u%04x"):format(n)
-end
-
----`text` with every control character written as an escape, as the CLI prints it: C0, DEL, C1
----(U+0080..U+009F) and the line and paragraph separators. A stored title or file name can hold
----a line break (a buffer line cannot) or an escape sequence; `keep_tabs` is for a body's lines.
----@param text any
----@param keep_tabs boolean|nil
----@return string
-function M.escaped(text, keep_tabs)
-  local out = tostring(text or ""):gsub("[%z\1-\31\127]", function(c)
-    if keep_tabs and c == "\t" then
-      return c
-    end
-    return SHORT[c] or code_point(c:byte())
-  end)
-  out = out:gsub("\194([\128-\159])", function(b)
-    return code_point(b:byte())
-  end)
-  out = out:gsub("\226\128([\168\169])", function(b)
-    return code_point(0x2000 + b:byte() - 128)
-  end)
-  return out
-end
-
----`text` on one line: runs of white space as one space, other control characters escaped.
----@param text any
----@return string
-function M.flat(text)
-  return M.escaped((tostring(text or ""):gsub("%s+", " ")))
-end
-
----A body as buffer lines: a Windows line ending is a line ending; a lone carriage return and
----other control characters are escaped, tabs kept.
----@param text string|nil
----@return string[]
-function M.body_lines(text)
-  local lines = vim.split((tostring(text or ""):gsub("\r\n", "\n")), "\n", { plain = true })
-  for i, line in ipairs(lines) do
-    lines[i] = M.escaped(line, true)
-  end
-  return lines
-end
-
-local flat = M.flat
 
 ---`text` cut to `width` display cells, with an ellipsis when cut.
 ---@param text string
@@ -112,9 +49,9 @@ function M.hit_line(hit, width)
   local score = ("%.3f"):format(hit.score or 0)
   local left = rank .. "  " .. score .. "  " .. pad(kind, 5) .. "  "
   local right_parts = {
-    { M.age(hit.age_days), "CaptainMemoAge" },
-    { flat(hit.branch), "CaptainMemoBranch" },
-    { flat((hit.chunk and hit.chunk.label) or (hit.source and hit.source.label) or ""), "CaptainMemoSource" },
+    { shown(hit).age or "", "CaptainMemoAge" },
+    { shown(hit).branch or "", "CaptainMemoBranch" },
+    { shown(hit).where or "", "CaptainMemoSource" },
   }
   local room = width - vim.fn.strdisplaywidth(left)
   local function right_width()
@@ -130,7 +67,7 @@ function M.hit_line(hit, width)
   while #right_parts > 1 and room - right_width() < 20 do
     table.remove(right_parts)
   end
-  local title = M.truncate(flat((hit.chunk and hit.chunk.title) or hit.title), math.max(8, room - right_width()))
+  local title = M.truncate(shown(hit).title or "", math.max(8, room - right_width()))
   local line = left .. pad(title, math.max(0, room - right_width()))
   local spans = {
     { 0, #rank, "CaptainMemoRank" },
@@ -149,49 +86,12 @@ function M.hit_line(hit, width)
   return line, spans
 end
 
----The footer: profile, the legs that answered, the time taken; `warn` when only one leg answered.
+---The footer, as the CLI prints it under its list; `warn` when a leg or a store did not answer.
 ---@param result table
 ---@return string text, boolean warn
 function M.footer(result)
-  local legs = result.legs or {}
-  local parts = { result.profile or "?" }
-  local failed, stores_failed = {}, {}
-  for name in pairs(result.failures or {}) do
-    if name == "team" or name == "local" then
-      stores_failed[#stores_failed + 1] = name .. " store failed"
-    else
-      failed[#failed + 1] = name
-    end
-  end
-  table.sort(failed)
-  table.sort(stores_failed)
-  local warn = #legs < 2 or #failed > 0 or #stores_failed > 0
-  if #legs < 2 then
-    local why = #failed > 0 and (" (" .. table.concat(failed, ", ") .. " leg failed)") or ""
-    parts[#parts + 1] = table.concat(legs, " + ") .. " only" .. why
-  else
-    parts[#parts + 1] = table.concat(legs, " + ")
-    if #failed > 0 then
-      parts[#parts + 1] = table.concat(failed, ", ") .. " leg failed"
-    end
-  end
-  -- With a team store: which stores answered, and which did not.
-  if vim.tbl_contains(result.stores or {}, "team") then
-    parts[#parts + 1] = "local + team"
-  end
-  vim.list_extend(parts, stores_failed)
-  parts[#parts + 1] = ("%.0f ms"):format(result.elapsed_ms or 0)
-  return " " .. table.concat(parts, " · ") .. " ", warn
-end
-
----Who wrote a team memory: "team, by alice" ("team" when the store does not say); "" for a local one.
----@param data table a hit or a memory
----@return string
-function M.store_mark(data)
-  if data.store ~= "team" then
-    return ""
-  end
-  return data.author and ("team, by " .. flat(data.author)) or "team"
+  local warning = result.warning
+  return " " .. (result.footer or "") .. " ", type(warning) == "string" and warning ~= ""
 end
 
 ---The selected hit's own chunk under a short header: its heading path, then kind, id, branch, the
@@ -199,31 +99,13 @@ end
 ---@param hit table
 ---@return string[]
 function M.preview(hit)
-  local src, chunk = hit.source or {}, hit.chunk or {}
-  local meta = { hit.kind, "#" .. hit.id }
-  if hit.branch then
-    meta[#meta + 1] = flat(hit.branch)
-  end
-  local label = chunk.label or src.label
-  if label and label ~= "" then
-    meta[#meta + 1] = flat(label)
-  end
-  meta[#meta + 1] = M.age(hit.age_days)
-  if M.store_mark(hit) ~= "" then
-    meta[#meta + 1] = M.store_mark(hit)
-  end
-  local title = chunk.title or hit.title
-  local lines = { flat(title), table.concat(meta, " · ") }
-  if hit.superseded_by then
-    lines[#lines + 1] = ("superseded by #%s"):format(hit.superseded_by)
+  local s = shown(hit)
+  local lines = { s.title or "", s.meta or "" }
+  if s.superseded and s.superseded ~= "" then
+    lines[#lines + 1] = s.superseded
   end
   lines[#lines + 1] = ""
-  local text = tostring(hit.text or "")
-  local first, rest = text:match("^([^\n]*)\n(.*)$")
-  if first and title and vim.trim(first) == vim.trim(tostring(title)) then
-    text = rest
-  end
-  vim.list_extend(lines, M.body_lines(text))
+  vim.list_extend(lines, s.body or {})
   return lines
 end
 
@@ -283,7 +165,7 @@ function M.explanation(hit, profile)
     lines[#lines + 1] = text
   end
   local from = hit.store == "team" and ("  (#" .. hit.id .. ", team store)") or ""
-  lines[#lines + 1] = ("#%d  %s%s"):format(hit.rank, flat(hit.title), from)
+  lines[#lines + 1] = ("#%d  %s%s"):format(hit.rank, shown(hit).title or "", from)
   spans[#spans + 1] = { 0, 0, #lines[1], "CaptainMemoExplainHeader" }
   row("vector similarity", number(ex.vector) or "-", number(ex.vector) and "" or "not found by the vector leg", not ex.vector)
   -- Raw bm25 spans orders of magnitude (tiny in a small store): significant digits, not decimals.
@@ -294,10 +176,11 @@ function M.explanation(hit, profile)
     weighed = ("source code: vector ×%.2f + keyword ×%.2f, "):format(ex.code_vector_weight, 1 - ex.code_vector_weight)
   end
   row("fused", number(ex.fused) or "-", weighed .. (profile and ("profile " .. profile) or ""))
-  local fired, used = {}, {}
-  for _, f in ipairs(ex.factors or {}) do
+  local fired, used, details = {}, {}, {}
+  for i, f in ipairs(ex.factors or {}) do
     fired[f.name] = fired[f.name] or {}
     table.insert(fired[f.name], f)
+    details[f] = (shown(hit).details or {})[i] or ""
   end
   local product_parts = { number(ex.fused) or "?" }
   local function factor_rows(name, label)
@@ -307,7 +190,7 @@ function M.explanation(hit, profile)
       return
     end
     for _, f in ipairs(fired[name]) do
-      row("× " .. label, number(f.value), flat(f.detail))
+      row("× " .. label, number(f.value), details[f])
       product_parts[#product_parts + 1] = number(f.value)
     end
   end

@@ -101,7 +101,8 @@ local function win_config(g, kind)
   }
   if kind == "results" then
     config.row, config.height = g.row, g.height
-    local query = view.query and format.flat(view.query)
+    -- The words asked for, typed or taken from a buffer: Neovim's own notation for a control character.
+    local query = view.query and vim.fn.strtrans((view.query:gsub("%s+", " ")))
     local title = query and (" Captain Memo: " .. format.truncate(query, g.width - 20) .. " ") or " Captain Memo "
     if g.border > 0 then
       config.title, config.title_pos = title, "left"
@@ -271,18 +272,9 @@ local function show_memory(memory)
   local buf = vim.api.nvim_create_buf(true, true)
   vim.bo[buf].bufhidden = "wipe"
   pcall(vim.api.nvim_buf_set_name, buf, ("captain-memo://memory/%s"):format(memory.id))
-  local meta = { memory.kind, "#" .. memory.id }
-  if memory.branch then
-    meta[#meta + 1] = memory.branch
-  end
-  if memory.source and memory.source.label then
-    meta[#meta + 1] = memory.source.label
-  end
-  if format.store_mark(memory) ~= "" then
-    meta[#meta + 1] = format.store_mark(memory)
-  end
-  local lines = { "# " .. format.flat(memory.title), "", "<!-- " .. format.flat(table.concat(meta, " · ")) .. " -->", "" }
-  vim.list_extend(lines, format.body_lines(memory.body))
+  local shown = memory.shown or {} -- escaped by the host (captain_memo/presentation/window.py)
+  local lines = { "# " .. (shown.title or ""), "", "<!-- " .. (shown.meta or "") .. " -->", "" }
+  vim.list_extend(lines, shown.body or {})
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].filetype = "markdown"
@@ -329,9 +321,9 @@ function M.supersede_selected()
     return
   end
   vim.ui.select(others, {
-    prompt = ("#%s %s is superseded by:"):format(hit.id, format.flat(hit.title)),
+    prompt = ("#%s %s is superseded by:"):format(hit.id, (hit.shown or {}).title or ""),
     format_item = function(h)
-      return ("#%s %s"):format(h.id, format.flat(h.title))
+      return ("#%s %s"):format(h.id, (h.shown or {}).title or "")
     end,
   }, function(choice)
     if not choice then
@@ -356,7 +348,7 @@ function M.forget_selected()
   if not hit then
     return
   end
-  vim.ui.select({ "Forget it", "Keep it" }, { prompt = ("Forget #%s %s?"):format(hit.id, format.flat(hit.title)) }, function(_, idx)
+  vim.ui.select({ "Forget it", "Keep it" }, { prompt = ("Forget #%s %s?"):format(hit.id, (hit.shown or {}).title or "") }, function(_, idx)
     if idx ~= 1 then
       return
     end
@@ -369,7 +361,7 @@ function M.forget_selected()
           M.render(false)
         end
         require("captain_memo.ambient").forget_cache()
-        log.info(("forgot #%s %s"):format(hit.id, format.flat(hit.title)))
+        log.info(("forgot #%s %s"):format(hit.id, (hit.shown or {}).title or ""))
       end,
     })
   end)
