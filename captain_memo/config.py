@@ -369,3 +369,100 @@ def masked_url(url: str) -> str:
     from captain_memo.urls import masked_url as masked
 
     return masked(url)
+
+
+# -- switches read by other modules (each keeps its own default and wording) ------------------
+
+REDACT_ENV = ENV_PREFIX + "REDACT_SECRETS"
+EMBED_BACKOFF_ENV = ENV_PREFIX + "EMBED_BACKOFF"
+EMBED_BACKOFF_FIRST = 2.0  # seconds an unreachable endpoint is left alone at first
+SERVE_API_KEY_ENV = ENV_PREFIX + "SERVE_API_KEY"
+
+
+def redaction_on(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``CAPTAIN_MEMO_REDACT_SECRETS`` asks for redaction before saving."""
+    env = os.environ if env is None else env
+    return (env.get(REDACT_ENV) or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def embed_backoff(env: Mapping[str, str] | None = None) -> float:
+    """``CAPTAIN_MEMO_EMBED_BACKOFF``: the first pause, in seconds, after an endpoint failed (0: none)."""
+    env = os.environ if env is None else env
+    try:
+        value = float(env.get(EMBED_BACKOFF_ENV, EMBED_BACKOFF_FIRST))
+    except ValueError:
+        log.warning(
+            "ignoring %s=%r (not a number); using %g",
+            EMBED_BACKOFF_ENV,
+            env.get(EMBED_BACKOFF_ENV),
+            EMBED_BACKOFF_FIRST,
+        )
+        return EMBED_BACKOFF_FIRST
+    return max(0.0, value)
+
+
+def serve_api_key(env: Mapping[str, str] | None = None) -> str | None:
+    """``CAPTAIN_MEMO_SERVE_API_KEY``: the bearer key `serve-embeddings` requires; None: none."""
+    env = os.environ if env is None else env
+    return env.get(SERVE_API_KEY_ENV) or None
+
+
+# -- where memories come from (sources/settings.py holds the defaults and the folder rules) ---------
+
+NOTE_DIRS_ENV = ENV_PREFIX + "NOTE_DIRS"
+SKILL_DIRS_ENV = ENV_PREFIX + "SKILL_DIRS"
+# Field of sources' SourceSettings: its variable, and the bounds a number must keep.
+SOURCE_NUMBERS = {
+    "max_file_bytes": (ENV_PREFIX + "MAX_FILE_BYTES", int, 1, None),
+    "git_max_commits": (ENV_PREFIX + "GIT_MAX_COMMITS", int, 1, None),
+    "git_max_message_chars": (ENV_PREFIX + "GIT_MAX_MESSAGE_CHARS", int, 80, None),
+    "auto_supersede_cosine": (ENV_PREFIX + "AUTO_SUPERSEDE_COSINE", float, -1.0, 1.0),
+}
+SOURCE_SWITCHES = {"auto_supersede": ENV_PREFIX + "AUTO_SUPERSEDE"}
+
+
+def source_folders(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """``CAPTAIN_MEMO_NOTE_DIRS`` and ``CAPTAIN_MEMO_SKILL_DIRS`` as written (colon-separated)."""
+    env = os.environ if env is None else env
+    return env.get(NOTE_DIRS_ENV), env.get(SKILL_DIRS_ENV)
+
+
+def source_values(defaults: Mapping[str, object], env: Mapping[str, str] | None = None) -> dict[str, object]:
+    """Each of the sources' numbers and switches: its variable's value, else ``defaults[field]``
+    (a value that does not parse or leaves its bounds is reported once, naming the variable)."""
+    env = os.environ if env is None else env
+    values = {
+        field: _number(env, name, defaults[field], kind, low, high)
+        for field, (name, kind, low, high) in SOURCE_NUMBERS.items()
+    }
+    values.update({field: _switch(env, name, bool(defaults[field])) for field, name in SOURCE_SWITCHES.items()})
+    return values
+
+
+def _number(env, name: str, default, kind=int, low: float = 0.0, high: float | None = None):
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        _warn_once(name, raw, f"not a{'n integer' if kind is int else ' number'}", default)
+        return default
+    if value != value or value < low or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        _warn_once(name, raw, f"must be {bounds}", default)
+        return default
+    return value
+
+
+def _switch(env, name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    _warn_once(name, raw, "expected 1/0, true/false, on/off", default)
+    return default

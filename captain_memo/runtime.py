@@ -48,6 +48,16 @@ def accept_seconds(env=None) -> float:
     return _positive_seconds(env, ACCEPT_ENV, DEFAULT_ACCEPT)
 
 
+def answer_seconds(env, default: float) -> float:
+    """``CAPTAIN_MEMO_SERVICE_TIMEOUT``: seconds a client waits for an answer; ``default`` when unset
+    or not a number."""
+    env = os.environ if env is None else env
+    try:
+        return float(env.get(TIMEOUT_ENV) or default)
+    except ValueError:
+        return default
+
+
 def _positive_seconds(env, name: str, default: float) -> float:
     """Setting ``name`` as seconds; ``default`` when it is unset, not a number, or not above zero."""
     env = os.environ if env is None else env

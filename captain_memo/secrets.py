@@ -15,16 +15,14 @@ are placeholders (``$VAR``, ``<token>``, ``***``) and, unquoted in an assignment
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from captain_memo.config import REDACT_ENV, redaction_on  # noqa: F401 - read in config.py, named here for callers
 from captain_memo.errors import InputError
 from captain_memo.terminal import one_line
-
-REDACT_ENV = "CAPTAIN_MEMO_REDACT_SECRETS"
 
 
 def _word(literal: str) -> str:
@@ -315,12 +313,6 @@ def redacted_memory(text: str, title: str) -> tuple[str, str, list[Finding]]:
     text, in_text = redacted(text)
     title, in_title = redacted(title)
     return text, title, [replace(f, field="title") for f in in_title] + in_text
-
-
-def redaction_on(env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``CAPTAIN_MEMO_REDACT_SECRETS`` asks for redaction before saving."""
-    env = os.environ if env is None else env
-    return (env.get(REDACT_ENV) or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class SecretsFoundError(InputError):

@@ -3,9 +3,12 @@ profile's value alone; a value that does not parse is reported once and the defa
 
 from __future__ import annotations
 
+import ast
 import logging
 import math
+import re
 from dataclasses import fields, replace
+from pathlib import Path
 
 import pytest
 
@@ -285,3 +288,81 @@ def test_the_configuration_page_lists_every_range():
     for name in NUMBERS:
         limits = config.bounds(name)
         assert f"| `{var(name)}` | {limits.describe()} | {limits.why} |" in doc, name
+
+
+# -- where settings are read ------------------------------------------------------------------
+
+PACKAGE = Path(config.__file__).parent
+# The thin command line's few settings (the store, the service switches, the runtime folder) are
+# read where it can afford to: importing config.py costs it 24 ms (dataclasses and the profiles).
+THIN_READERS = {"config.py", "paths.py", "runtime.py"}
+# onnxruntime reads its telemetry switch from the process environment alone, once, at its import.
+ENVIRONMENT_WRITERS = {"embeddings/local.py"}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _is_environ(node) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+
+def _environment_writes(tree) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        )
+        lines += [t.lineno for t in targets if isinstance(t, ast.Subscript) and _is_environ(t.value)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            if func.attr == "putenv" or (
+                _is_environ(func.value) and func.attr in ("setdefault", "update", "pop", "clear")
+            ):
+                lines.append(node.lineno)
+    return lines
+
+
+def _is_setting_key(node) -> bool:
+    """A variable's name as a lookup key: ``"CAPTAIN_MEMO_X"``, ``ENV_PREFIX + "X"``, ``REDACT_ENV``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and re.fullmatch("CAPTAIN_MEMO_[A-Z_]+", node.value) is not None
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.left, ast.Name) and node.left.id == "ENV_PREFIX"
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name.endswith(("_ENV", "_VAR"))
+
+
+def _setting_reads(tree) -> list[int]:
+    """Lines looking a setting up: ``env.get(KEY)``, ``env[KEY]``, or a reader handed ``KEY``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any(_is_setting_key(arg) for arg in node.args):
+            found.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and _is_setting_key(node.slice):
+            found.append(node.lineno)
+    return found
+
+
+def test_no_module_writes_the_environment_but_onnxruntimes_own_switch():
+    writes = {name: lines for name, tree in _modules() if (lines := _environment_writes(tree))}
+    assert set(writes) <= ENVIRONMENT_WRITERS, writes
+
+
+def test_settings_are_read_in_config_alone_beside_the_thin_command_lines_few():
+    reads = {name: names for name, tree in _modules() if name not in THIN_READERS and (names := _setting_reads(tree))}
+    assert reads == {}
+
+
+def test_every_setting_read_is_documented():
+    documented = (PACKAGE.parent / "doc" / "configuration.md").read_text(encoding="utf-8")
+    names = set()
+    for name in THIN_READERS:
+        text = (PACKAGE / name).read_text(encoding="utf-8")
+        names |= set(re.findall(r"CAPTAIN_MEMO_[A-Z_]*[A-Z]", text))
+        names |= {config.ENV_PREFIX + suffix for suffix in re.findall(r'ENV_PREFIX \+ "([A-Z_]+)"', text)}
+    names |= {config.ENV_PREFIX + f.name.upper() for f in fields(RankConfig) if f.name != "profile"}
+    missing = sorted(n for n in names if n not in documented and not n.endswith("_"))
+    assert missing == []

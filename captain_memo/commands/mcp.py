@@ -47,9 +47,8 @@ def run(args) -> int:
         raise InputError(f"--folder {args.folder} is not a folder")
     folder = str(Path(args.folder).expanduser().resolve()) if args.folder else None
     share = not args.separate_worktrees
-    if getattr(args, "no_service", False):  # this server, and every call of it, runs here
-        os.environ["CAPTAIN_MEMO_SERVICE"] = "0"
-    relayed = relay(args.db or db_path(), folder or os.getcwd(), share)
+    use_service = not getattr(args, "no_service", False)  # off: this server, and every call of it, runs here
+    relayed = relay(args.db or db_path(), folder or os.getcwd(), share) if use_service else None
     if isinstance(relayed, int):
         return relayed
     from captain_memo.commands._log import configure
@@ -57,4 +56,5 @@ def run(args) -> int:
 
     configure(args.verbose)
 
-    return serve(args.db, folder=folder, share_worktrees=share, resume=relayed if isinstance(relayed, Resume) else None)
+    resume = relayed if isinstance(relayed, Resume) else None
+    return serve(args.db, folder=folder, share_worktrees=share, resume=resume, use_service=use_service)

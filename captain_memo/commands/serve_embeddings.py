@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
-from captain_memo.config import ENV_PREFIX
+from captain_memo.config import SERVE_API_KEY_ENV as API_KEY_VAR
+from captain_memo.config import serve_api_key
 
-API_KEY_VAR = ENV_PREFIX + "SERVE_API_KEY"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -35,9 +34,7 @@ def run(args) -> int:
     from captain_memo.memo import embedding_server
 
     try:
-        server = embedding_server(
-            args.host, args.port, args.threads, args.model_name, os.environ.get(API_KEY_VAR) or None
-        )
+        server = embedding_server(args.host, args.port, args.threads, args.model_name, serve_api_key())
     except OSError as exc:
         raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if args.host not in LOOPBACK and not server.api_key:

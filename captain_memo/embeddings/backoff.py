@@ -26,13 +26,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from captain_memo.config import ENV_PREFIX
+from captain_memo.config import EMBED_BACKOFF_FIRST as FIRST
+from captain_memo.config import embed_backoff as first_backoff
 from captain_memo.embeddings.base import query_vectors
 from captain_memo.errors import EmbeddingError
 
 log = logging.getLogger("captain_memo")
-BACKOFF_ENV = ENV_PREFIX + "EMBED_BACKOFF"
-FIRST = 2.0  # seconds
 LONGEST = 300.0
 PROBE_TEXT = "captain memo health check"
 
@@ -103,16 +102,6 @@ def outage_of(embedder) -> OutageFile:
         log.info("embedding back-off kept in memory only: %s", exc)
         return OutageFile(None)
     return OutageFile(folder / f"embed-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}.json")
-
-
-def first_backoff(env=None) -> float:
-    env = os.environ if env is None else env
-    try:
-        value = float(env.get(BACKOFF_ENV, FIRST))
-    except ValueError:
-        log.warning("ignoring %s=%r (not a number); using %g", BACKOFF_ENV, env.get(BACKOFF_ENV), FIRST)
-        return FIRST
-    return max(0.0, value)
 
 
 class BackoffEmbedder:

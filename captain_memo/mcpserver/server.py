@@ -30,7 +30,7 @@ from captain_memo import __version__, agent_tools, app, fields
 from captain_memo.errors import CaptainMemoError, DatabaseDamagedError, InputError, NotFoundError
 from captain_memo.mcpserver import render, wire
 from captain_memo.mcpserver.sdk import MCPError, Server, SessionMessage, stdio_server
-from captain_memo.mcpserver.service import MemoryService
+from captain_memo.mcpserver.service import MemoryService, open_warm_memo
 from captain_memo.mcpserver.tools import TOOLS, checked_arguments, tool_named
 from captain_memo.mcpserver.workspace import Workspace
 from captain_memo.presentation.words import message_line as one_line
@@ -300,8 +300,15 @@ def _snake(annotations: dict) -> dict:
     return {re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower(): value for key, value in annotations.items()}
 
 
-def serve(db: str | None = None, folder: str | None = None, share_worktrees: bool = True, resume=None) -> int:
-    service = MemoryService(db)
+def serve(
+    db: str | None = None,
+    folder: str | None = None,
+    share_worktrees: bool = True,
+    resume=None,
+    use_service: bool = True,
+) -> int:
+    """``use_service`` off (``--no-service``): every call runs in this process, on its own engine."""
+    service = MemoryService(db) if use_service else MemoryService(db, open_memo=open_warm_memo)
     if resume is not None:
         service.run_here_for_a_while(resume.why)
     front = MemoryServer(service, Workspace(folder, share_worktrees=share_worktrees))

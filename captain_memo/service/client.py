@@ -147,10 +147,7 @@ def ask(path: Path, op: str, request: dict, wait: float) -> dict:
 
 def deadline(op: str, request: dict, env) -> float:
     """Seconds the service has to answer ``request`` once it took it."""
-    try:
-        base = float(env.get(runtime.TIMEOUT_ENV) or DEFAULT_DEADLINE)
-    except ValueError:
-        base = DEFAULT_DEADLINE
+    base = runtime.answer_seconds(env, DEFAULT_DEADLINE)
     # An agent's remember carries its text among the tool's arguments; `embed`, a command's texts.
     text = (
         request.get("text") if op == "remember" else (request.get("args") or {}).get("text") if op == "agent" else None

@@ -56,7 +56,6 @@ def personal_agent_file(stored_path: str | None) -> bool:
 # .mdc: a Cursor rule, Markdown with front matter (description, globs, alwaysApply).
 NOTE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx", ".mdc", ".txt", ".rst", ".adoc", ".asciidoc")
 SKILL_FILE = "SKILL.md"
-_reported: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -75,41 +74,6 @@ class SourceSettings:
     auto_supersede_cosine: float = 0.93
 
 
-def _warn_once(name: str, raw: str, why: str, default) -> None:
-    if name not in _reported:
-        _reported.add(name)
-        log.warning("ignoring %s=%r (%s); using %r", name, raw, why, default)
-
-
-def _number(env, name: str, default, kind=int, low: float = 0.0, high: float | None = None):
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = kind(raw.strip())
-    except ValueError:
-        _warn_once(name, raw, f"not a{'n integer' if kind is int else ' number'}", default)
-        return default
-    if value != value or value < low or (high is not None and value > high):
-        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-        _warn_once(name, raw, f"must be {bounds}", default)
-        return default
-    return value
-
-
-def _switch(env, name: str, default: bool) -> bool:
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return default
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    _warn_once(name, raw, "expected 1/0, true/false, on/off", default)
-    return default
-
-
 def _split_dirs(raw: str | None) -> tuple[tuple[Path, ...], tuple[str, ...]]:
     """(personal folders, repository-relative folders) from a colon-separated list."""
     personal: list[Path] = []
@@ -126,20 +90,18 @@ def _split_dirs(raw: str | None) -> tuple[tuple[Path, ...], tuple[str, ...]]:
 
 
 def source_settings(env: Mapping[str, str] | None = None) -> SourceSettings:
-    env = os.environ if env is None else env
-    notes, repo_notes = _split_dirs(env.get("CAPTAIN_MEMO_NOTE_DIRS"))
-    skills, repo_skills = _split_dirs(env.get("CAPTAIN_MEMO_SKILL_DIRS"))
-    base = SourceSettings()
+    """The settings read from ``env`` (config.py reads them; the process environment by default)."""
+    from dataclasses import asdict
+
+    from captain_memo.config import source_folders, source_values
+
+    note_dirs, skill_dirs = source_folders(env)
+    notes, repo_notes = _split_dirs(note_dirs)
+    skills, repo_skills = _split_dirs(skill_dirs)
     return SourceSettings(
         personal_note_dirs=notes,
         personal_skill_dirs=skills,
         repo_note_dirs=tuple(dict.fromkeys(REPO_MEMORY_DIRS + repo_notes)),
         repo_skill_dirs=tuple(dict.fromkeys(REPO_SKILL_DIRS + repo_skills)),
-        max_file_bytes=_number(env, "CAPTAIN_MEMO_MAX_FILE_BYTES", base.max_file_bytes, low=1),
-        git_max_commits=_number(env, "CAPTAIN_MEMO_GIT_MAX_COMMITS", base.git_max_commits, low=1),
-        git_max_message_chars=_number(env, "CAPTAIN_MEMO_GIT_MAX_MESSAGE_CHARS", base.git_max_message_chars, low=80),
-        auto_supersede=_switch(env, "CAPTAIN_MEMO_AUTO_SUPERSEDE", base.auto_supersede),
-        auto_supersede_cosine=_number(
-            env, "CAPTAIN_MEMO_AUTO_SUPERSEDE_COSINE", base.auto_supersede_cosine, kind=float, low=-1.0, high=1.0
-        ),
+        **source_values(asdict(SourceSettings()), env),  # type: ignore[arg-type]
     )
