@@ -195,3 +195,48 @@ def test_any_line_soup_parses_and_every_chunk_keeps_fences_balanced(lines):
     for section in note.sections:
         assert 1 <= section.line_start <= section.line_end <= total
         assert section.chunks and all(c.strip() for c in section.chunks)
+
+
+def test_a_heading_inside_an_html_comment_opens_no_section():
+    note = parse("# T\n\nIntro.\n\n<!--\n## Draft\nnot ready\n-->\n\nMore.\n\n## Real\n\nbody\n", "t")
+    assert [s.path for s in note.sections] == [("T",), ("T", "Real")]
+    assert "## Draft" in note.sections[0].text and (note.sections[0].line_start, note.sections[0].line_end) == (1, 10)
+
+
+def test_a_fence_marker_inside_an_html_block_does_not_swallow_the_headings_after_it():
+    note = parse("# T\n\n<details>\n```\n</details>\n\n## Real\n\nbody\n", "t")
+    assert [s.path for s in note.sections] == [("T",), ("T", "Real")]
+
+
+@pytest.mark.parametrize("fence", ["```sh", "~~~", "````"])
+def test_a_fenced_block_holding_heading_lines_opens_no_section(fence):
+    close = fence.rstrip("sh")
+    note = parse(f"# T\n\nIntro.\n\n{fence}\n# x\n## y\n\n{close}\n\n## Real\n\nbody\n", "t")
+    assert [s.path for s in note.sections] == [("T",), ("T", "Real")]
+    assert f"{fence}\n# x\n## y\n\n{close}" in note.sections[0].chunks[0]
+
+
+def test_a_fence_inside_a_list_item_is_never_cut():
+    code = "```\n" + "\n\n".join(f"step_{i} = {i}  # " + "x" * 40 for i in range(40)) + "\n```"
+    listed = "\n".join("  " + line if line else "" for line in code.split("\n"))
+    note = parse(f"## Steps\n\n- Run this:\n\n{listed}\n\n- Then go on.\n", "s")
+    holding = [c for c in note.sections[0].chunks if "step_0 =" in c]
+    assert len(holding) == 1 and listed in holding[0]
+
+
+def test_setext_headings_open_sections_with_their_line_ranges():
+    text = (
+        "Runbook\n=======\n\nIntro.\n\nRestarts\n--------\n\nRestart the worker.\n\nRollbacks\n---------\n\nRevert.\n"
+    )
+    note = parse(text, "file")
+    assert note.title == "Runbook"
+    assert [(s.path, s.line_start, s.line_end) for s in note.sections] == [
+        (("Runbook",), 1, 4),
+        (("Runbook", "Restarts"), 6, 9),
+        (("Runbook", "Rollbacks"), 11, 14),
+    ]
+    assert note.sections[1].chunks[0].startswith("Runbook > Restarts\n")
+
+
+def test_a_heading_keeps_a_hash_that_ends_a_word():
+    assert parse("## C# tips ##\n\nUse var.\n", "n").sections[0].path == ("n", "C# tips")

@@ -53,7 +53,8 @@ BATCH_CHUNKS = 256
 EMBED_SLICE = 64
 # Bump when parsing or chunking changes what a file's memories are: every file is then re-read.
 # 2: front matter read as YAML, and agents' rules keep their scope.
-FILE_STATE_VERSION = "2"
+# 3: Markdown read as CommonMark (setext headings; no heading inside an HTML comment or block).
+FILE_STATE_VERSION = "3"
 FELL_BACK = "read with the simple reader (key: value, quoted strings, lists); the rest is ignored"
 
 

@@ -1,10 +1,13 @@
 """Markdown notes into sections and chunks.
 
-A file becomes one section per ``#``/``##`` heading (text before the first heading is the file's
-preamble). A fenced code block is opaque: a ``## line`` inside it is code, not a heading, and no
-split ever falls inside it. A section longer than the chunk cap is packed into several chunks at
-paragraph boundaries. Every chunk starts with its heading path (``Title > Section > Subsection``)
-so a hit shows where in the file it came from, and both legs can find a chunk by its headings.
+A file becomes one section per ``#``/``##`` heading, ATX (``## Title``) or setext (``Title`` over
+``===`` or ``---``); text before the first heading is the file's preamble. The block structure is
+CommonMark's, read by markdown-it-py (block rules only): a ``## line`` inside a fenced code block,
+an HTML comment or an HTML block is not a heading. A fenced code block is opaque: no split ever
+falls inside it, even in a list or a quote. A section longer than the chunk cap is packed into
+several chunks at paragraph boundaries. Every chunk starts with its heading path (``Title >
+Section > Subsection``) so a hit shows where in the file it came from, and both legs can find a
+chunk by its headings.
 """
 
 from __future__ import annotations
@@ -13,13 +16,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from captain_memo.chunking import MAX_CHUNK_CHARS, split_paragraphs
 
-HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 PATH_SEPARATOR = " > "
 # The heading path may take at most this share of a chunk, so a deep path never starves the text.
 MAX_PATH_SHARE = 0.25
@@ -250,59 +251,69 @@ def parse_markup(text: str, fallback_title: str, blocks_of, max_chars: int = MAX
 
 
 def _blocks(lines: list[str], first_line: int) -> list[Block]:
-    """A Markdown text's blocks.
-
-    A block is a paragraph (ends at a blank line), a heading line, or a whole fenced code block
-    (blank lines inside it do not end it). An unclosed fence runs to the end of the text.
-    """
+    """A Markdown text's blocks, as CommonMark reads them: each top-level heading, fenced code
+    block, paragraph, list, quote or HTML block. A fence inside a list or a quote is a block of its
+    own (opaque), with the container's text before and after it around it; lines that make no
+    block (link reference definitions) are kept as text. An unclosed fence runs to the end."""
+    tokens = _block_parser().parse("\n".join(lines))
+    nested_fences = [token.map for token in tokens if token.type == "fence" and token.level > 0 and token.map]
     blocks: list[Block] = []
-    current: list[str] = []
-    start = 0
-    fence: tuple[str, int] | None = None
-
-    def close(end: int, is_fence: bool = False) -> None:
-        nonlocal current
-        if current and any(line.strip() for line in current):
-            text = "\n".join(current).strip("\n")
-            blocks.append(Block(start, end, text, is_fence, None if is_fence else _heading(text)))
-        current = []
-
-    for offset, line in enumerate(lines):
-        number = first_line + offset
-        if fence is not None:
-            current.append(line)
-            marker = FENCE.match(line)
-            if (
-                marker
-                and marker.group(1)[0] == fence[0]
-                and len(marker.group(1)) >= fence[1]
-                and not marker.group(2).strip()
-            ):
-                close(number, True)
-                fence = None
+    covered = 0  # lines before this one (0-based) belong to a block already
+    for at, token in enumerate(tokens):
+        if token.level != 0 or token.nesting == -1 or not token.map:
             continue
-        opening = FENCE.match(line)
-        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-            close(number - 1)
-            fence = (opening.group(1)[0], len(opening.group(1)))
-            start, current = number, [line]
-        elif HEADING.match(line):
-            close(number - 1)
-            start, current = number, [line]
-            close(number)
-        elif not line.strip():
-            close(number - 1)
+        start, end = token.map
+        blocks += _text_blocks(lines, covered, start, first_line)
+        if token.type == "heading_open":
+            title = " ".join(tokens[at + 1].content.split())
+            heading = (int(token.tag[1:]), title) if title else None  # "##" alone heads nothing
+            blocks += _text_blocks(lines, start, end, first_line, heading=heading)
+        elif token.type == "fence":
+            blocks += _text_blocks(lines, start, end, first_line, opaque=True)
         else:
-            if not current:
-                start = number
-            current.append(line)
-    close(first_line + len(lines) - 1, fence is not None)
-    return blocks
+            blocks += _around_fences(lines, start, end, first_line, nested_fences)
+        covered = end
+    return blocks + _text_blocks(lines, covered, len(lines), first_line)
 
 
-def _heading(block_text: str) -> tuple[int, str] | None:
-    match = HEADING.match(block_text) if "\n" not in block_text else None
-    return (len(match.group(1)), match.group(2).strip()) if match else None
+@cache
+def _block_parser():
+    """A CommonMark parser that stops at blocks: a heading's text is its inline token's content,
+    so inline parsing (emphasis, links) is work for nothing. Imported on first use."""
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark")
+    parser.core.ruler.enableOnly(["normalize", "block"])
+    return parser
+
+
+def _around_fences(lines: list[str], start: int, end: int, first_line: int, fences: list[list[int]]) -> list[Block]:
+    """A container's lines ``start:end`` as text blocks, with each fence inside it opaque."""
+    blocks: list[Block] = []
+    for fence_start, fence_end in (fence for fence in fences if start <= fence[0] < end):
+        blocks += _text_blocks(lines, start, fence_start, first_line)
+        blocks += _text_blocks(lines, fence_start, fence_end, first_line, opaque=True)
+        start = fence_end
+    return blocks + _text_blocks(lines, start, end, first_line)
+
+
+def _text_blocks(
+    lines: list[str],
+    start: int,
+    end: int,
+    first_line: int,
+    opaque: bool = False,
+    heading: tuple[int, str] | None = None,
+) -> list[Block]:
+    """Lines ``start:end`` (0-based) as one block without their blank edges; none when all blank."""
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    if start == end:
+        return []
+    text = "\n".join(lines[start:end])
+    return [Block(first_line + start, first_line + end - 1, text, opaque, heading)]
 
 
 def slug(text: str) -> str:
