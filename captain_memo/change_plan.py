@@ -6,7 +6,8 @@ the same, inside the dates the words mean (ranking/window.py), read against now,
 newest observation's date when the history stopped before the window began (and said so). An empty
 window says so and offers the newest changes before it.
 
-The local store keeps every touched path (store/touched.py). A team store keeps none: there a change
+The local store keeps every touched path (``store.touched_paths()``, store/touched.py). A team store
+keeps none: there a change
 question is answered by relevance and recency as any temporal question, and a window still keeps only
 the observations dated inside it. A window is judged over both stores (``over_team``): when the local
 store has nothing of the topic in the dates the words mean but the team store's hits do, those dates
@@ -32,9 +33,8 @@ from captain_memo.ranking.query import (
 )
 from captain_memo.ranking.window import OPEN_END, Ask, Window, find_window, resolve
 from captain_memo.records import Memory
-from captain_memo.store import Store
-from captain_memo.store import touched as rows
-from captain_memo.store.search import Scope
+from captain_memo.store.protocol import MemoryStore, Scope
+from captain_memo.store.touched import TouchedPaths
 from captain_memo.touches import is_code_form
 
 TAG_META = "git_tag"
@@ -63,7 +63,7 @@ def _day(stamp: float) -> str:
     return datetime.fromtimestamp(stamp).strftime("%Y-%m-%d")
 
 
-def _tag_date(store, scope: Scope):
+def _tag_date(store: MemoryStore, scope: Scope):
     def lookup(name: str) -> float | None:
         for candidate in dict.fromkeys((name, name.lstrip("vV"), "v" + name.lstrip("vV"))):
             value = store.meta(tag_key(scope.project, candidate))
@@ -77,14 +77,14 @@ def _tag_date(store, scope: Scope):
 class _Finder:
     """The touching changes of one store and scope, inside a window (or before a date)."""
 
-    def __init__(self, store: Store, scope: Scope, k: int):
-        self.conn, self.scope, self.k = store.conn, scope, k
+    def __init__(self, touched: TouchedPaths, scope: Scope, k: int):
+        self.touched, self.scope, self.k = touched, scope, k
 
     def by_paths(self, tokens: list[str], span) -> tuple[str | None, dict[int, tuple[float, str]]]:
         """The most specific token naming paths (fewest changes), and those changes."""
         best: tuple[str | None, dict[int, tuple[float, str]]] = (None, {})
         for token in tokens:
-            found = rows.touching_paths(self.conn, token, self.scope.project, self.scope.all_projects, self.k, span)
+            found = self.touched.touching_paths(token, self.scope.project, self.scope.all_projects, self.k, span)
             if found and (best[0] is None or len(found) < len(best[1])):
                 best = (token, found)
         return best
@@ -92,12 +92,12 @@ class _Finder:
     def by_text(self, match: str | None, span) -> dict[int, float]:
         if match is None:
             return {}
-        return rows.text_naming(self.conn, match, self.scope.project, self.scope.all_projects, self.k, span)
+        return self.touched.text_naming(match, self.scope.project, self.scope.all_projects, self.k, span)
 
     def touching(self, subject: str, span) -> dict[int, tuple[float, str]]:
         """memory id -> (date, why) for the changes touching ``subject`` (all of them when empty)."""
         if not subject:
-            found = rows.newest_observations(self.conn, self.scope.project, self.scope.all_projects, self.k, span)
+            found = self.touched.newest_observations(self.scope.project, self.scope.all_projects, self.k, span)
             why = "inside the window" if span is not None else "one of the newest changes"
             return {mid: (when, why) for mid, when in found.items()}
         token, by_path = self.by_paths(subject.split(), span)
@@ -112,10 +112,15 @@ class _Finder:
         return dict(sorted(out.items(), key=lambda item: -item[1][0])[: self.k])
 
     def newest(self) -> float | None:
-        return rows.newest_before(self.conn, self.scope.project, self.scope.all_projects, OPEN_END)
+        return self.touched.newest_before(self.scope.project, self.scope.all_projects, OPEN_END)
+
+    def first_chunks(self, memory_ids: list[int]) -> list[int]:
+        return list(self.touched.first_chunks(memory_ids).values())
 
 
-def plan(store, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, now: float) -> ChangePlan | None:
+def plan(
+    store: MemoryStore, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, now: float
+) -> ChangePlan | None:
     """None unless the query is a change question or names a window (and the profile answers them)."""
     if not cfg.changes_first:
         return None
@@ -126,8 +131,8 @@ def plan(store, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, no
     asked = ask.rest if ask else query
     subject = topic(asked) or _object_of(asked)
     result = ChangePlan(subject or query, subject=subject)
-    local = isinstance(store, Store)
-    finder = _Finder(store, scope, max(cfg.temporal_pool, cfg.result_limit)) if local else None
+    touched = store.touched_paths()
+    finder = _Finder(touched, scope, max(cfg.temporal_pool, cfg.result_limit)) if touched is not None else None
     if ask is not None:
         _date_window(result, ask, store, scope, now, finder)
     if finder is None or (not change and result.window is None):
@@ -139,7 +144,7 @@ def plan(store, query: str, shape: QueryShape, scope: Scope, cfg: RankConfig, no
     elif result.window is not None and not result.notice:
         result.notice = f"observations {result.window.label}"
     result.touching = {mid: why for mid, (_, why) in found.items()}
-    result.chunk_ids = list(rows.first_chunks(store.conn, list(found)).values())
+    result.chunk_ids = finder.first_chunks(list(found))
     return result
 
 
@@ -152,7 +157,9 @@ def _object_of(query: str) -> str:
     return ""
 
 
-def _date_window(result: ChangePlan, ask: Ask, store, scope: Scope, now: float, finder: _Finder | None) -> None:
+def _date_window(
+    result: ChangePlan, ask: Ask, store: MemoryStore, scope: Scope, now: float, finder: _Finder | None
+) -> None:
     try:
         window = resolve(ask, now, _tag_date(store, scope))
     except (ValueError, OverflowError):  # "since 2024-13-45", "in December 9999"

@@ -30,17 +30,16 @@ def checks(path: Path) -> list[tuple[str, bool, str]]:
     except Exception as exc:
         return out + [("database", False, f"{path}: {exc}")]
     try:
-        conn = store.conn
         out.append(
             (
                 "sqlite-vec",
                 store.vec_available,
-                health.sqlite_vec_version(conn) if store.vec_available else str(store.vec_error),
+                store.sqlite_vec_version() if store.vec_available else str(store.vec_error),
             )
         )
-        fts = health.fts5_compiled(conn)
+        fts = store.fts5_compiled()
         out.append(("fts5", fts, "compiled in" if fts else "missing"))
-        integrity = health.integrity(conn)
+        integrity = store.integrity()
         out.append(("integrity", integrity == "ok", integrity if integrity == "ok" else f"{integrity}; {DAMAGED}"))
         out.append(permissions(path))
         if store.read_only:
@@ -73,9 +72,9 @@ def checks(path: Path) -> list[tuple[str, bool, str]]:
 
 def field_types(store) -> tuple[str, bool, str]:
     """Memories whose fields hold a value of the wrong type: every recall ranking one fails."""
-    from captain_memo.store.field_types import described, wrong_types
+    from captain_memo.store.field_types import described
 
-    found = wrong_types(store.conn)
+    found = store.fields_of_wrong_type()
     if not found:
         return "fields", True, "every memory's fields hold values of their type"
     return "fields", False, f"{described(found)}: recalls that meet them fail; run `captain-memo doctor --repair`"

@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from captain_memo.ranking.result import RecallResult
 from captain_memo.records import BOTH_LEGS, LOCAL, TEAM, Leg, Memory, NewMemory, RecallRequest, Surfacing
 from captain_memo.store import Store
 from captain_memo.store.db import store_error
+from captain_memo.store.protocol import MemoryStore
 from captain_memo.store.search import (
     Scope,
     SqliteVecIndex,
@@ -46,9 +46,6 @@ from captain_memo.store.search import (
     selective_match,
 )
 
-if TYPE_CHECKING:
-    from captain_memo.store.postgres import TeamStore
-
 log = logging.getLogger("captain_memo")
 # Tide gains: how much a surfacing strengthens a memory, by how it surfaced.
 SURFACING = {Surfacing.AUTO: "tide_gain_auto", Surfacing.SEARCH: "tide_gain_search", Surfacing.OPEN: "tide_gain_open"}
@@ -58,7 +55,7 @@ MAX_QUERY_CHARS = 10_000
 class Engine:
     def __init__(
         self,
-        store: Store | TeamStore,
+        store: MemoryStore,
         embedder,
         vector_index: VectorIndex | None = None,
         clock=time.time,

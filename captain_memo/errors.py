@@ -34,6 +34,10 @@ class ForeignDatabaseError(StoreError):
     """The file is another application's database; it is left untouched."""
 
 
+class DuplicateKeyError(StoreError):
+    """A memory with the same source key is stored already (another writer saved it meanwhile)."""
+
+
 class ModelMismatchError(StoreError):
     """The store was embedded with another model than the one configured now."""
 

@@ -688,10 +688,7 @@ class Memo:
     def repair_fields(self) -> list[str]:
         """Mend memories whose fields hold a value of the wrong type (store/field_types.py); returns
         what was changed, one line each."""
-        from captain_memo.store.field_types import repair
-
-        with self.store.write() as conn:
-            return repair(conn)
+        return self.store.repair_fields()
 
     def team_check(self, project: str | None = None) -> list[tuple[str, bool, str]]:
         """``[("team", ok, detail)]`` when a team store is set (reachable with its size, model and
@@ -930,7 +927,7 @@ def _team_health(engine) -> str:
     schema version."""
     store = engine.store
     counts = store.counts()
-    version = store.schema_version() if hasattr(store, "schema_version") else None
+    version = store.schema_version()
     schema = f", schema {version}" if version is not None else ""
     memories, chunks = counts["memories"], counts["chunks"]
     return (

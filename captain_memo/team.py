@@ -27,14 +27,18 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 from captain_memo.config import RankConfig, TeamConfig
 from captain_memo.errors import CaptainMemoError, NotFoundError, RecallError, StoreError
 from captain_memo.records import TEAM, RecallRequest
 from captain_memo.store.search import Scope
+
+if TYPE_CHECKING:
+    from captain_memo.engine import Engine
 
 log = logging.getLogger("captain_memo")
 # A write to the team store (remember --team, publish, supersede, forget) waits this long, in
@@ -119,10 +123,9 @@ def _lost_connection(why: str) -> bool:
     return why.startswith("ConnectionLost") or "ConnectionLost:" in why
 
 
-def _limited(engine, seconds: float):
+def _limited(engine: Engine, seconds: float) -> AbstractContextManager[None]:
     """The store's statements bounded by ``seconds`` (a SQLite team store has no server to bound)."""
-    limit = getattr(engine.store, "time_limit", None)
-    return limit(max(seconds, 0.001)) if limit is not None else nullcontext()
+    return engine.store.time_limit(max(seconds, 0.001))
 
 
 class TeamClient:
@@ -179,9 +182,8 @@ class TeamClient:
         sending.send()
         with _limited(engine, self.timeout):
             hits, answered, failures = self._searched(engine, sending.at, (query, scope, cfg, legs, temporal))
-            grant_problem = getattr(engine.store, "grant_problem", None)
-            if not hits.rows and grant_problem is not None:  # nothing, perhaps for want of a grant
-                if (problem := grant_problem(scope.project, scope.all_projects)) is not None:
+            if not hits.rows:  # nothing, perhaps for want of a grant
+                if (problem := engine.store.grant_problem(scope.project, scope.all_projects)) is not None:
                     failures = {**failures, "grant": problem}
         return hits, answered, failures
 
@@ -299,10 +301,8 @@ class TeamClient:
             raise TeamError(f"team store {self.cfg.shown}: {what} failed: {self.describe(exc)}") from None
 
     def _cancel(self) -> None:
-        engine = self._engine
-        cancel = getattr(getattr(engine, "store", None), "cancel", None)
-        if cancel is not None:
-            cancel()
+        if (engine := self._engine) is not None:
+            engine.store.cancel()
 
     def project_id(self, project: str | None) -> str | None:
         return self._project_id(project)
@@ -313,7 +313,7 @@ class TeamClient:
         shared = self._project_id(project)
         return self.call(
             "checking this role's grant",
-            lambda engine: getattr(engine.store, "grant_problem", lambda _: None)(shared),
+            lambda engine: engine.store.grant_problem(shared),
             timeout=self.timeout,
         )
 

@@ -1,5 +1,6 @@
-"""The layers keep to their rules: SQL only in the store, front ends only through the application
-interface, ranking on plain records alone, and nothing below the front ends importing them.
+"""The layers keep to their rules: SQL and database connections only in the store, front ends only
+through the application interface, ranking on plain records alone, nothing below the front ends
+importing them, and no circle of imports through the store.
 
 Read from the source with ``ast`` (imports inside functions count too), so a rule broken anywhere
 in the package fails here with the module and the line.
@@ -15,6 +16,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "captain_memo"
 SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|BEGIN|COMMIT|ROLLBACK)\b")
 BELOW_THE_DOOR = ("captain_memo.store", "captain_memo.embeddings", "captain_memo.sources")
+STORE = ("captain_memo.store",)
+# The database drivers: only the store connects, so only the store imports them.
+DRIVERS = ("sqlean", "sqlite3", "psycopg")
 FRONT_ENDS = (
     "captain_memo.cli",
     "captain_memo.commands",
@@ -95,6 +99,102 @@ def test_sql_is_written_and_executed_only_inside_the_store():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(node.value):
                 found.append(f"{module}:{node.lineno} holds SQL {node.value[:40]!r}")
     assert found == []
+
+
+def connections_used(tree: ast.AST, module: str) -> list[str]:
+    """Where a module outside the store touches a database connection: a driver imported, a
+    store's ``.conn`` read, or a transaction's connection taken from ``store.write()``."""
+    found = [f"{module}:{line} imports {name}" for name, line in imports(tree, module) if within(name, DRIVERS)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "conn":
+            found.append(f"{module}:{node.lineno} reads .conn")
+        if isinstance(node, ast.With):
+            for item in node.items:
+                call = item.context_expr
+                if (
+                    item.optional_vars is not None
+                    and isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "write"
+                ):
+                    found.append(f"{module}:{node.lineno} takes a connection from .write()")
+    return found
+
+
+def test_no_connection_leaves_the_store():
+    """Outside store/ a store is asked by name (``store.integrity()``, ``store.touched_paths()``);
+    no module holds its connection, imports a driver, or catches a driver's exception (the store
+    raises the project's own, errors.py)."""
+    found = [
+        use for module, _, tree in modules() if not within(module, STORE) for use in connections_used(tree, module)
+    ]
+    assert found == []
+
+
+def module_imports(tree: ast.AST, module: str, known: set[str]) -> set[str]:
+    """The package's modules ``module`` imports (inside functions and type-checking blocks too);
+    ``from package import module`` names the module, not the package's ``__init__``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(module.split(".")[: -node.level] + ([base] if base else []))
+            named = {f"{base}.{alias.name}" for alias in node.names} & known
+            found |= named or {base}
+    return (found & known) - {module}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import graph's circles: each set of modules that import one another, in a ring or
+    through others (Tarjan's strongly connected components, with more than one module)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in order:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], order[other])
+        if low[node] == order[node]:
+            ring = []
+            while (top := stack.pop()) != node:
+                ring.append(top)
+            if ring:
+                found.append(sorted([node, *ring]))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return found
+
+
+def test_the_search_legs_do_not_import_the_team_store():
+    """store/search.py hands the keyword searches to the store it is given (``MemoryStore``); the
+    team store imports what it shares with the search, never the other way round."""
+    found = [
+        f"{module}:{line} imports {name}"
+        for module, _, tree in modules()
+        if module == "captain_memo.store.search"
+        for name, line in imports(tree, module)
+        if within(name, ("captain_memo.store.postgres",))
+    ]
+    assert found == []
+
+
+def test_no_circle_of_imports_passes_through_the_store():
+    parsed = list(modules())
+    known = {module for module, _, _ in parsed}
+    graph = {module: module_imports(tree, module, known) for module, _, tree in parsed}
+    assert [ring for ring in circles(graph) if any(within(m, STORE) for m in ring)] == []
 
 
 def test_front_ends_go_through_the_application_interface():
@@ -207,3 +307,10 @@ def test_the_rules_see_a_breach():
     assert ("captain_memo.store.db", 2) in set(imports(tree, "captain_memo.commands.x"))
     tree = ast.parse("from . import health\n")
     assert ("captain_memo.store.health", 1) in set(imports(tree, "captain_memo.store.x"))
+    tree = ast.parse("import sqlean\ndef f(store):\n    with store.write() as conn:\n        return store.conn, conn\n")
+    assert connections_used(tree, "captain_memo.doctor") == [
+        "captain_memo.doctor:1 imports sqlean",
+        "captain_memo.doctor:3 takes a connection from .write()",
+        "captain_memo.doctor:4 reads .conn",
+    ]
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -84,13 +84,14 @@ def machine() -> str:
     except OSError:
         pass
     import numpy
-    import sqlean
     import sqlite_vec
+
+    from captain_memo.store.health import sqlite_version
 
     load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     return (
         f"{cpu}, {os.cpu_count()} cores{memory}{load}; Python {platform.python_version()}, "
-        f"SQLite {sqlean.sqlite_version}, sqlite-vec {sqlite_vec.__version__}, numpy {numpy.__version__}"
+        f"SQLite {sqlite_version()}, sqlite-vec {sqlite_vec.__version__}, numpy {numpy.__version__}"
     )
 
 

@@ -106,10 +106,11 @@ def prepare(admin_dsn: str, plan: Plan) -> None:
     store = TeamStore(admin_dsn)
     engine = Engine(store, TopicEmbedder(plan.seed), PgVectorIndex(store))
     try:
+        audit = team_audit.Audit(store)
         for client in range(plan.clients):
-            team_audit.add_member(store.conn, plan.role(client))
+            audit.add_member(plan.role(client))
             for project in plan.granted(client):
-                team_audit.grant(store.conn, plan.role(client), project)
+                audit.grant(plan.role(client), project)
         rng = np.random.default_rng([plan.seed, 9])
         engine.remember_many(
             [
@@ -156,7 +157,7 @@ def run_client(plan: Plan, client: int, dsn: str, ready: Path | None = None) -> 
             time.sleep(0.05)
     try:
         work = _work(engine, team, plan, client)
-        sql_leaks, foreign_insert = probe_directly(store.conn, plan, plan.granted(client))
+        sql_leaks, foreign_insert = probe_directly(team_audit.Audit(store), plan, plan.granted(client))
     finally:
         team.close()  # closes the engine it was given
     return ClientResult(
@@ -238,11 +239,11 @@ def _work(engine, team, plan: Plan, client: int) -> dict:
     return work
 
 
-def probe_directly(conn, plan: Plan, granted: tuple[str, ...]) -> tuple[dict, str]:
+def probe_directly(audit: team_audit.Audit, plan: Plan, granted: tuple[str, ...]) -> tuple[dict, str]:
     """The role's own SQL, past our client: rows of other projects it can see (project -> rows),
     and what happened to its insert into one."""
-    seen = {p: n for p in plan.all_projects() if p not in granted and (n := team_audit.rows_seen(conn, p))}
-    return seen, team_audit.insert_into(conn, SECRET_PROJECT)
+    seen = {p: n for p in plan.all_projects() if p not in granted and (n := audit.rows_seen(p))}
+    return seen, audit.insert_into(SECRET_PROJECT)
 
 
 @dataclass(frozen=True)
@@ -292,10 +293,7 @@ def verify(
 ) -> Report:
     """What the database holds, read as its owner (row-level security does not hide rows from
     the owner), against what every client was told."""
-    import psycopg
-
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        stored = team_audit.titled(conn, ROLE_PREFIX)
+    stored = team_audit.titled_as_owner(admin_dsn, ROLE_PREFIX)
     counts = Counter(title for title, _, _ in stored)
     rows = {(title, memory_id, project) for title, memory_id, project in stored}
     acked = {marker: (memory_id, project) for r in results for marker, memory_id, project in r.acks}

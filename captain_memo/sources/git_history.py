@@ -266,10 +266,9 @@ def index_history(
         bar.close()
     tags = read_tags(root)
     if commits or last != ctx.commit or tags:
-        with engine.store.write() as conn:
-            engine.store.set_meta(conn, key, ctx.commit)
-            for name, stamp in tags.items():  # "since 8.0" reads the tag's date here (change_plan.py)
-                engine.store.set_meta(conn, tag_key(ctx.project, name), repr(stamp))
+        # "since 8.0" reads a tag's date here (change_plan.py)
+        tag_dates = {tag_key(ctx.project, name): repr(stamp) for name, stamp in tags.items()}
+        engine.store.set_metas({key: ctx.commit, **tag_dates})
     return tally.report()
 
 

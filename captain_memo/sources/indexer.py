@@ -22,7 +22,7 @@ from pathlib import Path
 
 from captain_memo import secrets
 from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
-from captain_memo.errors import EmbeddingError, InputError
+from captain_memo.errors import DuplicateKeyError, EmbeddingError, InputError
 from captain_memo.progress import Progress
 from captain_memo.records import NewMemory, Source
 from captain_memo.sources import asciidoc, markdown, rst
@@ -281,12 +281,6 @@ def markup(file: Path):
 def _under(path: str | None, prefixes: list[str]) -> bool:
     """Whether a stored path is one of the folders' files (a prefix ending in / is a folder)."""
     return path is not None and any(path == p or (p.endswith("/") and path.startswith(p)) for p in prefixes)
-
-
-def _integrity_error() -> type[Exception]:
-    import sqlean
-
-    return sqlean.IntegrityError
 
 
 def _backfill(engine, tally: Tally) -> None:
@@ -554,7 +548,7 @@ class _Run:
                 self.store.add(planned.memory, planned.chunks, rows)
                 self.tally.indexed += 1
                 return
-            except _integrity_error():
+            except DuplicateKeyError:
                 # Stored meanwhile under the same key by another writer (the editor saving the file
                 # while `captain-memo index` runs): replace that memory's text instead.
                 found = self.store.find_by_source_key(planned.memory.source_key, planned.memory.project)

@@ -34,8 +34,7 @@ def remembered_paths(store, project: str | None) -> list[str]:
 
 
 def _save(store, project: str | None, paths: list[str]) -> None:
-    with store.write() as conn:
-        store.set_meta(conn, meta_key(project), json.dumps(paths, ensure_ascii=False))
+    store.set_metas({meta_key(project): json.dumps(paths, ensure_ascii=False)})
 
 
 def remember(store, folders: list[Folder]) -> list[Folder]:

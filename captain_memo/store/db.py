@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -461,6 +462,12 @@ class Database:
     def meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
+
+    def set_metas(self, values: Mapping[str, str]) -> None:
+        """Record these settings in one transaction."""
+        with self.write() as conn:
+            for key, value in values.items():
+                self.set_meta(conn, key, value)
 
     def set_meta(self, conn, key: str, value: str) -> None:
         conn.execute(

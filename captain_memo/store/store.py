@@ -5,18 +5,24 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from captain_memo.chunking import content_hash
 from captain_memo.config import RankConfig
-from captain_memo.errors import NotFoundError
+from captain_memo.errors import DuplicateKeyError, NotFoundError, StoreError
 from captain_memo.records import Chunk, Memory, NewMemory, RuleScope, Source, Superseded
-from captain_memo.store.db import vector_blob
+from captain_memo.store.db import sqlite_module, vector_blob
+from captain_memo.store.keyword import KeywordSearch
 from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, row_id, setting, text_row
 from captain_memo.store.sync import SourceRows
-from captain_memo.store.touched import insert_touched
+from captain_memo.store.touched import TouchedPaths, insert_touched
+
+if TYPE_CHECKING:
+    from captain_memo.store.protocol import MemoryStore, VectorIndex
 
 # What SQLite can bind: a larger id raised OverflowError; no memory can have it.
 MEMORY_COLUMNS = (
@@ -76,7 +82,7 @@ def memory_from_row(row) -> Memory:
     )
 
 
-class Store(SourceRows):
+class Store(SourceRows, KeywordSearch):
     """All reads and writes of memories; every write is one transaction."""
 
     def __init__(self, path: Path | str, initial_stability: float = RankConfig.tide_initial_stability):
@@ -101,8 +107,11 @@ class Store(SourceRows):
         of `index --git`'s own time besides embedding on a loaded 2-core machine.
         """
         now = time.time() if now is None else now
-        with self.write() as conn:
-            return [self._insert(conn, memory, chunks, vectors, now) for memory, chunks, vectors in items]
+        try:
+            with self.write() as conn:
+                return [self._insert(conn, memory, chunks, vectors, now) for memory, chunks, vectors in items]
+        except sqlite_module().IntegrityError as exc:
+            raise _refused_row(exc, self.path) from None
 
     def _insert(self, conn, memory: NewMemory, chunks: Sequence[str], vectors: np.ndarray | None, now: float) -> int:
         marks = ", ".join("?" * len(NEW_COLUMNS.split(",")))
@@ -451,3 +460,75 @@ class Store(SourceRows):
         for kind, n in conn.execute("SELECT kind, count(*) FROM memories GROUP BY kind"):
             counts[kind] = n
         return counts
+
+    # -- what only a team store has, answered as a file has it ------------------------------
+
+    def schema_version(self) -> int | None:
+        """The newest migration applied (store/migrations.py)."""
+        return self.conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+
+    def time_limit(self, seconds: float | None) -> AbstractContextManager[None]:
+        """No bound: a file has no server to cancel a statement (its lock waits are bounded)."""
+        return nullcontext()
+
+    def cancel(self) -> None:
+        """Nothing runs elsewhere to cancel."""
+
+    def grant_problem(self, project: str | None, all_projects: bool = False) -> str | None:
+        """None: whoever may open the file reads all of it."""
+        return None
+
+    def exact_index(self) -> VectorIndex:
+        """Exact KNN with sqlite-vec over this file."""
+        from captain_memo.store.search import SqliteVecIndex
+
+        return SqliteVecIndex(self)
+
+    def touched_paths(self) -> TouchedPaths:
+        """Every path each stored commit touched (store/touched.py)."""
+        return TouchedPaths(self)
+
+    # -- checks and repairs of the file (`captain-memo doctor`) -------------------------------
+
+    def sqlite_vec_version(self) -> str:
+        from captain_memo.store.health import sqlite_vec_version
+
+        return sqlite_vec_version(self.conn)
+
+    def fts5_compiled(self) -> bool:
+        from captain_memo.store.health import fts5_compiled
+
+        return fts5_compiled(self.conn)
+
+    def integrity(self) -> str:
+        """``PRAGMA integrity_check``: "ok", or its first few problems on one line."""
+        from captain_memo.store.health import integrity
+
+        return integrity(self.conn)
+
+    def fields_of_wrong_type(self, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """(memory id, column, the type it holds) for each field of the wrong type (store/field_types.py)."""
+        from captain_memo.store.field_types import wrong_types
+
+        return wrong_types(self.conn, limit)
+
+    def repair_fields(self) -> list[str]:
+        """Mend every field of the wrong type in one transaction; returns what was changed, one line each."""
+        from captain_memo.store.field_types import repair
+
+        with self.write() as conn:
+            return repair(conn)
+
+
+def _refused_row(exc: Exception, path: Path) -> StoreError:
+    """SQLite's refusal of a row as the project's error: a source key stored already by another
+    writer is a DuplicateKeyError the caller can act on; any other constraint is named."""
+    if "memories_source_key" in str(exc) or "memories.source_key" in str(exc):
+        return DuplicateKeyError(f"{path}: a memory with this source key is stored already")
+    return StoreError(f"cannot save to {path}: {exc}")
+
+
+if TYPE_CHECKING:  # mypy checks that the local store is a MemoryStore; nothing runs here
+
+    def _is_a_memory_store(store: Store) -> MemoryStore:
+        return store

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 from captain_memo.touches import is_source_path, lookup_stem, names_path, prefers_source, stem_of
 
@@ -137,3 +138,39 @@ def newest_before(conn, project: str | None, all_projects: bool, before: float) 
         f"SELECT max(m.created_at) FROM memories m WHERE {where} AND m.created_at < ?", (*args, before)
     ).fetchone()
     return row[0] if row else None
+
+
+class _Connected(Protocol):
+    """A store's database (store/db.py), named here without importing it: its migrations import this module."""
+
+    @property
+    def conn(self) -> Any: ...
+
+
+class TouchedPaths:
+    """The touched paths of one store, asked by name (change_plan.py): each method is the function
+    of the same name above, on the store's connection for the calling thread."""
+
+    def __init__(self, database: _Connected):
+        self._database = database
+
+    def touching_paths(
+        self, token: str, project: str | None, all_projects: bool, k: int, window: tuple[float, float] | None = None
+    ) -> dict[int, tuple[float, str]]:
+        return touching_paths(self._database.conn, token, project, all_projects, k, window)
+
+    def newest_observations(
+        self, project: str | None, all_projects: bool, k: int, window: tuple[float, float] | None = None
+    ) -> dict[int, float]:
+        return newest_observations(self._database.conn, project, all_projects, k, window)
+
+    def text_naming(
+        self, match: str, project: str | None, all_projects: bool, k: int, window: tuple[float, float] | None = None
+    ) -> dict[int, float]:
+        return text_naming(self._database.conn, match, project, all_projects, k, window)
+
+    def first_chunks(self, memory_ids: Sequence[int]) -> dict[int, int]:
+        return first_chunks(self._database.conn, memory_ids)
+
+    def newest_before(self, project: str | None, all_projects: bool, before: float) -> float | None:
+        return newest_before(self._database.conn, project, all_projects, before)

@@ -4,7 +4,12 @@ database gives (row-level security), not only what our client chooses to show.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from captain_memo.store.postgres.schema import MEMBER_ROLE
+
+if TYPE_CHECKING:
+    from captain_memo.store.postgres.store import TeamStore
 
 
 def add_member(conn, role: str) -> None:
@@ -47,3 +52,32 @@ def insert_into(conn, project: str) -> str:
     except errors.InsufficientPrivilege as exc:
         return f"refused: {exc.diag.message_primary}"
     return "accepted"
+
+
+class Audit:
+    """The functions above on a team store's own connection, for callers outside store/ (which
+    hold a store, never a connection)."""
+
+    def __init__(self, store: TeamStore):
+        self._store = store
+
+    def add_member(self, role: str) -> None:
+        add_member(self._store.conn, role)
+
+    def grant(self, role: str, project: str, curate: bool = False) -> None:
+        grant(self._store.conn, role, project, curate)
+
+    def rows_seen(self, project: str) -> int:
+        return rows_seen(self._store.conn, project)
+
+    def insert_into(self, project: str) -> str:
+        return insert_into(self._store.conn, project)
+
+
+def titled_as_owner(owner_dsn: str, prefix: str) -> list[tuple[str, int, str]]:
+    """``titled`` on a connection of its own as the store's owner, whom row-level security does
+    not hide rows from."""
+    import psycopg
+
+    with psycopg.connect(owner_dsn, autocommit=True) as conn:
+        return titled(conn, prefix)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from captain_memo.store.postgres.terms import Match, Tokenizer
-from captain_memo.store.search import Scope
+from captain_memo.store.protocol import Scope
 
 K1 = 1.2
 B = 0.75

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,9 +28,12 @@ from captain_memo.store.postgres.keyword import TeamKeywordSearch, scope_sql
 from captain_memo.store.postgres.models import ModelBinding
 from captain_memo.store.postgres.sources import TeamSourceRows
 from captain_memo.store.postgres.terms import Tokenizer
-from captain_memo.store.postgres.vectors import EF_SEARCH, vector_text
+from captain_memo.store.postgres.vectors import EF_SEARCH, PgVectorIndex, vector_text
 from captain_memo.store.rows import BODY_COLUMNS, NEW_COLUMNS, new_row, row_id, setting, text_row
 from captain_memo.store.store import memory_from_row
+
+if TYPE_CHECKING:
+    from captain_memo.store.protocol import MemoryStore, VectorIndex
 
 
 def team_memory(row) -> Memory:
@@ -184,6 +188,15 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
     def schema_version(self) -> int:
         with self.errors():
             return schema.applied_version(self.conn)
+
+    def exact_index(self) -> VectorIndex:
+        """Nearest chunks with pgvector."""
+        return PgVectorIndex(self)
+
+    def touched_paths(self) -> None:
+        """None: a team store keeps no touched paths (a change question is answered by relevance
+        and recency there)."""
+        return None
 
     # -- writing ------------------------------------------------------------------------
 
@@ -497,3 +510,9 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         }
         counts.update(dict(self.fetch("SELECT kind, count(*) FROM memories GROUP BY kind")))
         return counts
+
+
+if TYPE_CHECKING:  # mypy checks that the team store is a MemoryStore; nothing runs here
+
+    def _is_a_memory_store(store: TeamStore) -> MemoryStore:
+        return store

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from captain_memo.store.postgres.keyword import scope_sql
-from captain_memo.store.search import Scope, similarity
+from captain_memo.store.protocol import Scope
+from captain_memo.store.search import similarity
 
 # HNSW's candidate list per search (pgvector's hnsw.ef_search, default 40). With a project filter,
 # pgvector 0.8's iterative scan keeps searching until k rows pass it, so a small project is not
