@@ -10,6 +10,8 @@ milliseconds). What it keeps in order to carry the session over when the engine 
   answer to the replayed ``initialize`` is not passed on: the agent had one);
 - the requests sent and not yet answered, replayed too. Each ``tools/call`` carries a request key
   (``_meta``), so a remember the first engine stored is found, not stored again, by the second.
+  A request the agent cancelled (``notifications/cancelled``) is no longer waited for, so it is
+  not replayed.
 
 A request whose id is neither a string nor an integer (``null``, ``1.5``: MCP allows no other) is
 answered here with -32600 and never sent: the engine's server drops it unanswered, and waiting for
@@ -78,6 +80,10 @@ class Session:
             if isinstance(meta, dict):
                 meta.setdefault(KEY, os.urandom(16).hex())
                 line = json.dumps(message).encode("utf-8") + b"\n"
+        if method == "notifications/cancelled" and isinstance(params, dict) and "requestId" in params:
+            # Sent on, and never replayed: a cancelled remember carried over to the next engine
+            # would be stored after all, since that engine never heard of the cancellation.
+            self.waiting.pop(_id({"id": params["requestId"]}), None)
         if method == "initialize":
             self.initialize, self.initialize_id, self.answered_initialize = line, _id(message), False
         elif method == "notifications/initialized":
