@@ -3,8 +3,8 @@
 The command line runs them in its own process (cold) or sends the same request to the warm
 service (captain_memo/service/), which runs them on a ``Memo`` it keeps open; either way the
 answer is the same dict, so both paths print the same thing. A request names the caller's folder
-(``cwd``): the git context is worked out where the store is open, because importing gitpython
-(~100 ms) would cost the thin client more than the whole warm answer.
+(``cwd``): the git context is worked out where the store is open, because asking git (a process,
+~2 ms) would cost the thin client a share of the whole warm answer.
 
 Importing this module imports no numpy, SQLite or git: the thin client builds requests with it.
 """

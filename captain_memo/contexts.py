@@ -12,7 +12,7 @@ from captain_memo.gitctx import NO_REPOSITORY, GitContext, git_context
 class ContextCache:
     """Git context per folder, reused while the repository's HEAD file is unchanged.
 
-    gitpython costs 3-7 ms per lookup (measured on this machine), a tenth of the lookup budget;
+    asking git costs a process per lookup (~2 ms on 2 busy cores), a share of the lookup budget;
     a checkout rewrites HEAD (new inode and mtime), so a cached branch never outlives it.
     """
 

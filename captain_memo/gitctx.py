@@ -1,7 +1,7 @@
 """The git context of a file: its project (repository identity), branch and commit.
 
-gitpython is imported on first use only (it costs ~100 ms). A detached HEAD has no branch: the
-short commit stands in for it (``active_branch`` raises TypeError there, so check ``is_detached``).
+Asked of git in one process (``gitcmd.head_state``). A detached HEAD has no branch: the short
+commit stands in for it.
 """
 
 from __future__ import annotations
@@ -50,27 +50,16 @@ def git_context(path: str | os.PathLike | None = None, share_worktrees: bool = T
     start = start if start.is_dir() else start.parent
     if not start.exists():
         return NO_REPOSITORY
-    try:
-        import git
-    except ImportError:
+    from captain_memo.gitcmd import head_state
+
+    state = head_state(start)
+    if state is None:
         return NO_REPOSITORY
-    try:
-        repo = git.Repo(start, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return NO_REPOSITORY
-    try:
-        root = repo.working_tree_dir
-        common = Path(repo.common_dir).resolve()
-        if share_worktrees:
-            project = str(common.parent if common.name == ".git" else common)
-        else:
-            project = str(Path(root).resolve()) if root else str(common)
-        commit = branch = None
-        if repo.head.is_valid():
-            commit = repo.head.commit.hexsha
-            branch = commit[:10] if repo.head.is_detached else repo.active_branch.name
-        elif not repo.head.is_detached:
-            branch = repo.head.reference.name  # an unborn branch: no commit yet
-        return GitContext(project, branch, commit, str(root) if root else None)
-    finally:
-        repo.close()
+    root, common, commit, branch = state
+    if share_worktrees:
+        project = str(common.parent if common.name == ".git" else common)
+    else:
+        project = str(root.resolve())
+    if commit is not None and branch is None:
+        branch = commit[:10]  # detached
+    return GitContext(project, branch, commit, str(root))

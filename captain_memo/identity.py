@@ -11,8 +11,6 @@ A store shared by a team needs a name both clones agree on:
    were merged), which every clone shares and no other repository has;
 3. a repository with no commit yet, or a folder outside any repository: its path, which is all
    there is to go by.
-
-gitpython is imported on first use only (~100 ms).
 """
 
 from __future__ import annotations
@@ -56,38 +54,19 @@ def _stripped(path: str) -> str:
 
 def portable_id(folder: str | os.PathLike) -> str:
     """The portable identity of the project holding ``folder`` (see the module's description)."""
+    from captain_memo import gitcmd
+
     start = Path(folder)
-    try:
-        import git
-    except ImportError:
+    state = gitcmd.head_state(start) if start.is_dir() else None
+    if state is None:
         return str(start.resolve())
-    try:
-        repo = git.Repo(start, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return str(start.resolve())
-    try:
-        return _from_remote(repo) or _from_root_commit(repo) or _repository_path(repo)
-    finally:
-        repo.close()
-
-
-def _from_remote(repo) -> str | None:
-    try:
-        url = repo.remotes.origin.url
-    except (AttributeError, ValueError, IndexError):  # no origin, or an origin without a URL
-        return None
-    return normalised_remote(url) or None
-
-
-def _from_root_commit(repo) -> str | None:
+    _, common, commit, _ = state
+    url = gitcmd.config_value(start, "remote.origin.url")
+    if url and normalised_remote(url):
+        return normalised_remote(url)
     # A detached HEAD has a commit as well as a branch does; only a repository with no commit at
     # all (an unborn branch) has none.
-    if not repo.head.is_valid():
-        return None
-    roots = repo.git.rev_list("--max-parents=0", "HEAD").split()
-    return f"root:{min(roots)}" if roots else None
-
-
-def _repository_path(repo) -> str:
-    common = Path(repo.common_dir).resolve()
+    roots = gitcmd.root_commits(start) if commit else []
+    if roots:
+        return f"root:{min(roots)}"
     return str(common.parent if common.name == ".git" else common)

@@ -268,7 +268,7 @@ def test_context_cache_follows_a_checkout_and_reuses_otherwise(repo):
     cache = ContextCache()
     path = str(repo / "src" / "billing" / "price.py")
     first = cache.get(path, True)
-    assert cache.get(path, True) is first, "unchanged HEAD: no second gitpython call"
+    assert cache.get(path, True) is first, "unchanged HEAD: no second git call"
     git(repo, "checkout", "-q", "-b", "other")
     assert cache.get(path, True).branch == "other"
     git(repo, "checkout", "-q", "--detach")

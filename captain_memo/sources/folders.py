@@ -11,8 +11,10 @@ import codecs
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from captain_memo.rule_scope import working_tree as repository_root  # noqa: F401 - the sources' name for it
 from captain_memo.sources.settings import NOTE_SUFFIXES, PERSONAL_AGENT_FILES, SKILL_FILE, SourceSettings
@@ -23,6 +25,9 @@ IGNORED_DIRS = {"node_modules", "__pycache__", "venv", ".venv", "target", "build
 # this means the file is in another encoding altogether and is skipped.
 MAX_REPAIRED_BYTES = 3
 NUL = b"\x00"
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,8 @@ def kind_of_file(mode: int) -> str | None:
 def note_files(folder: Folder) -> Listing:
     """Note files under the folder, sorted, and what was left out.
 
-    Hidden and dependency folders are not entered. A symbolic link is followed only when it
+    Hidden and dependency folders are not entered, nor what .gitignore leaves out (``_build/``,
+    ``generated/``; ``ignored_by_git``). A symbolic link is followed only when it
     resolves inside the folder (a link to ``/etc/passwd`` or to ``~/.ssh`` is reported and left
     out); a linked folder is not entered (its files inside are reached where they are). Only
     regular files are read: a FIFO would block and ``/dev/zero`` never ends. A folder that cannot
@@ -163,8 +169,63 @@ def note_files(folder: Folder) -> Listing:
     if not stat.S_ISDIR(mode):
         _add_file(listing, folder.path, mode, explicit=True)
         return listing
-    _walk(folder.path, boundary, listing)
+    _walk(folder.path, boundary, listing, ignored_by_git(folder.path))
     return listing
+
+
+# Says whether an entry, by its path relative to the folder walked (``docs/_build``), is ignored.
+Ignored = Callable[[str, bool], bool]
+
+
+def ignored_by_git(folder: Path) -> Ignored:
+    """What .gitignore leaves out below ``folder``: as git itself says inside a work tree (every
+    .gitignore up to the repository's top, .git/info/exclude and the user's excludes file), else
+    as the folder's own .gitignore files say (read with pathspec). The folder itself is always
+    read: one named on the command line, or configured, is wanted even when git ignores it."""
+    from captain_memo.gitcmd import listed_files
+
+    listed = listed_files(folder, ignored=True) if repository_root(folder) is not None else None
+    if listed is None:
+        return _GitignoreFiles(folder).ignored
+    ignored = {path.rstrip("/") for path in listed if path != "./"}  # an ignored folder ends with /
+    return lambda relative, is_dir: relative in ignored
+
+
+class _GitignoreFiles:
+    """The .gitignore files inside a folder outside any work tree, read as git reads them: the
+    deepest file with a pattern matching a path decides (a ``!`` pattern re-includes)."""
+
+    def __init__(self, top: Path):
+        self.top = top
+        self.specs: dict[str, GitIgnoreSpec | None] = {}  # folder (relative, "" for the top) -> its spec
+
+    def ignored(self, relative: str, is_dir: bool) -> bool:
+        parts = relative.split("/")
+        for depth in range(len(parts) - 1, -1, -1):  # the deepest .gitignore first
+            spec = self._spec("/".join(parts[:depth]))
+            if spec is None:
+                continue
+            below = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            decided = spec.check_file(below).include
+            if decided is not None:
+                return decided
+        return False
+
+    def _spec(self, folder: str) -> GitIgnoreSpec | None:
+        if folder not in self.specs:
+            self.specs[folder] = _read_gitignore(self.top / folder / ".gitignore")
+        return self.specs[folder]
+
+
+def _read_gitignore(path: Path) -> GitIgnoreSpec | None:
+    """A .gitignore's patterns, None when there is none (or it cannot be read: nothing ignored)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _unreadable(listing: Listing, path: Path, exc: Exception) -> None:
@@ -185,7 +246,7 @@ def _add_file(listing: Listing, path: Path, mode: int, explicit: bool = False) -
         listing.not_notes.append(not_note_kind(path))
 
 
-def _walk(directory: Path, boundary: Path, listing: Listing) -> None:
+def _walk(directory: Path, boundary: Path, listing: Listing, ignored: Ignored, relative: str = "") -> None:
     try:
         with os.scandir(directory) as found:
             entries = sorted(found, key=lambda e: e.name)
@@ -196,7 +257,10 @@ def _walk(directory: Path, boundary: Path, listing: Listing) -> None:
         if entry.name.startswith("."):
             continue
         path = Path(entry.path)
+        below = f"{relative}{entry.name}"
         try:
+            if ignored(below, entry.is_dir(follow_symlinks=False)):
+                continue  # neither read nor reported: like node_modules, it holds no one's notes
             if entry.is_symlink():
                 target = path.resolve()
                 if not inside(target, boundary):
@@ -206,7 +270,7 @@ def _walk(directory: Path, boundary: Path, listing: Listing) -> None:
                     continue  # its files are listed where they are
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in IGNORED_DIRS:
-                    _walk(path, boundary, listing)
+                    _walk(path, boundary, listing, ignored, below + "/")
                 continue
             mode = entry.stat().st_mode
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symbolic link loop

@@ -10,7 +10,7 @@ reset) the whole history is read again, and commits already stored (by their id,
 project, so a commit shared by two branches is stored once) are left alone without embedding.
 
 ``git log`` runs as one process: one pass over the history is ~20 ms for a few thousand commits,
-where walking it with gitpython objects costs a process round trip per commit. A first run reads
+where walking it commit object by commit object costs a round trip each. A first run reads
 only the newest ``CAPTAIN_MEMO_GIT_MAX_COMMITS`` (5,000); how many older ones were left out is
 counted (one ``git rev-list --count``) so the summary can say so.
 
@@ -24,12 +24,11 @@ is embedded once per run, and texts stored moments ago reuse the vectors just co
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from captain_memo import secrets
+from captain_memo import gitcmd, secrets
 from captain_memo.change_plan import tag_key
 from captain_memo.errors import InputError
 from captain_memo.fields import LATEST_TIME
@@ -63,15 +62,6 @@ class Commit:
         return self.message.strip().split("\n")[0].strip() if self.message.strip() else ""
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(root), "-c", "core.quotepath=off", *args], capture_output=True, check=False
-        )
-    except OSError as exc:
-        raise InputError(f"cannot run git: {exc.strerror or exc}") from None
-
-
 def read_commits(root: Path, since: str | None, limit: int) -> list[Commit]:
     """Commits reachable from HEAD (after ``since`` when given), oldest first, at most ``limit``;
     those that cannot be read are left out (``read_history`` names them)."""
@@ -85,7 +75,7 @@ def read_history(root: Path, since: str | None, limit: int) -> tuple[list[Commit
     # holds. Each commit starts with an empty field (the leading %x00), so a path, never empty,
     # cannot be taken for the next commit. Separators a message can hold (\x1e, \x1f) made a
     # message forge touched paths or fail every run; -z also keeps paths unquoted.
-    done = _git(
+    done = gitcmd.run(
         root, "log", f"--max-count={limit}", "-z", "--name-only", "--no-renames", f"--format={START}", revision, "--"
     )
     if done.returncode != 0:
@@ -142,7 +132,7 @@ def _path_text(raw: bytes) -> str:
 
 def count_commits(root: Path, since: str | None) -> int:
     revision = f"{since}..HEAD" if since else "HEAD"
-    done = _git(root, "rev-list", "--count", revision, "--")
+    done = gitcmd.run(root, "rev-list", "--count", revision, "--")
     try:
         return int(done.stdout.strip())
     except ValueError:
@@ -150,7 +140,7 @@ def count_commits(root: Path, since: str | None) -> int:
 
 
 def _is_ancestor(root: Path, commit: str) -> bool:
-    return _git(root, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0
+    return gitcmd.run(root, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0
 
 
 def meta_key(project: str | None, branch: str | None) -> str:
@@ -274,7 +264,7 @@ def index_history(
 
 def read_tags(root: Path) -> dict[str, float]:
     """Tag name -> the date of the commit it names (an annotated tag's commit, not the tag's own)."""
-    done = _git(
+    done = gitcmd.run(
         root,
         "for-each-ref",
         "refs/tags",

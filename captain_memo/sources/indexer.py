@@ -101,18 +101,9 @@ def nested_agent_files(root: Path) -> list[Path]:
     """AGENTS.md, CLAUDE.md and GEMINI.md below the repository's top folder, as git lists them:
     tracked (a deleted one too, so its memories are removed) or new and not ignored, so
     node_modules and build output are never walked. One `git ls-files`: 12-20 ms on 2 busy cores."""
-    import subprocess
+    from captain_memo.gitcmd import listed_files
 
-    specs = [f":(glob)**/{name}" for name in AGENT_FILE_NAMES]
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *specs],
-            capture_output=True,
-            check=False,
-        )
-    except OSError:
-        return []
-    listed = done.stdout.decode("utf-8", "replace").split("\0") if done.returncode == 0 else []
+    listed = listed_files(root, *(f":(glob)**/{name}" for name in AGENT_FILE_NAMES)) or []
     return sorted({root / path for path in listed if "/" in path})
 
 
