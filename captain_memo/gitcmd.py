@@ -112,3 +112,12 @@ def root_commits(folder: Path) -> list[str]:
     except InputError:
         return []
     return done.stdout.decode("ascii", "replace").split() if done.returncode == 0 else []
+
+
+def fast_import(root: Path, stream: str, branch: str = "main") -> None:
+    """A new repository at ``root`` holding the history a ``git fast-import`` stream describes,
+    with ``branch`` checked out (the benchmarks' rebuilt histories)."""
+    root.mkdir(parents=True, exist_ok=True)
+    checked(root, "init", "-q", "-b", branch)
+    checked(root, "fast-import", "--quiet", stdin=stream.encode())
+    checked(root, "checkout", "-q", branch)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
+
+from captain_memo.gitcmd import fast_import
 
 RELEASE = re.compile(r"^release version (\d+(?:\.\d+)+)\s*$", re.IGNORECASE)
 
@@ -53,12 +54,10 @@ def _commit(n: int, commit: dict, marks: dict[str, int]) -> str:
 def rebuild(history: Path, root: Path) -> int:
     """Write the repository at ``root`` (a new folder); returns the number of commits."""
     commits = read_history(history)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     marks: dict[str, int] = {}
     stream = []
     for n, commit in enumerate(commits, start=1):
         stream.append(_commit(n, commit, marks))
         marks[commit["sha"]] = n
-    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input="".join(stream).encode(), check=True)
-    subprocess.run(["git", "-C", str(root), "checkout", "-q", "main"], check=True)
+    fast_import(root, "".join(stream))
     return len(commits)

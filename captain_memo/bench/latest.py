@@ -9,10 +9,11 @@ writes a repository with a known answer for tests and benchmarks.
 from __future__ import annotations
 
 import random
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from captain_memo import gitcmd
 
 FORMS = ("latest change to {module}", "what changed most recently in {module}")
 DAY = 86400
@@ -33,26 +34,24 @@ def newest_per_module(
 ) -> dict[str, str]:
     """module -> id of the newest non-merge commit touching it, among the newest ``max_commits``;
     modules are files with one of ``suffixes`` in the folder ``under`` (or anywhere)."""
-    done = subprocess.run(
-        [
-            "git",
-            "-C",
-            str(root),
-            "log",
-            f"--max-count={max_commits}",
-            "--no-merges",
-            "--name-only",
-            "--no-renames",
-            "--format=\x1e%H",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
+    # NUL-separated (-z): each commit is an empty field, its id, then its paths (the first after a
+    # newline); a path is never empty, so an empty field always starts a commit.
+    output = gitcmd.checked(
+        root, "log", f"--max-count={max_commits}", "--no-merges", "-z", "--name-only", "--no-renames", "--format=%x00%H"
     )
+    records: list[tuple[str, list[str]]] = []  # newest first
+    starts = True
+    for field in output.decode("utf-8", "replace").split("\0"):
+        if not field:
+            starts = True
+        elif starts:
+            records.append((field, []))
+            starts = False
+        else:
+            records[-1][1].append(field.removeprefix("\n"))
     newest: dict[str, str] = {}
     touched: dict[str, int] = {}
-    for record in done.stdout.split("\x1e")[1:]:  # newest first
-        sha, *files = [line for line in record.splitlines() if line.strip()]
+    for sha, files in records:
         for module in {
             PurePosixPath(f).stem for f in files if PurePosixPath(f).suffix in suffixes and f.startswith(under)
         }:
@@ -134,8 +133,6 @@ def generate_history(
     written with ``git fast-import``: module commits whose subject may or may not name the module, a
     few chores over several modules at once, and dependency bumps that touch no module."""
     rng = random.Random(seed)
-    root.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
     stream = []
     when = start
     for n in range(commits):
@@ -160,5 +157,4 @@ def generate_history(
             content = f"# {path} at change {n}\n"
             stream.append(f"M 100644 inline {path}\ndata {len(content.encode())}\n{content}")
         stream.append("\n")
-    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input="".join(stream).encode(), check=True)
-    subprocess.run(["git", "-C", str(root), "checkout", "-q", "main"], check=True)
+    gitcmd.fast_import(root, "".join(stream))
