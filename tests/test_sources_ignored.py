@@ -9,6 +9,7 @@ import pytest
 from sources_support import commit, git, init_repo, write
 
 from captain_memo.gitctx import git_context
+from captain_memo.sources.discovery import unindexed_folders
 from captain_memo.sources.folders import Folder, note_files
 from captain_memo.sources.indexer import index_paths
 
@@ -90,3 +91,14 @@ def test_git_context_of_an_unborn_branch_a_detached_head_and_a_worktree(tmp_path
     assert (shared.project, shared.branch, shared.root) == (str(repo), "side", str(tmp_path / "side"))
     assert own.project == str(tmp_path / "side")
     assert git_context(tmp_path).project is None
+
+
+def test_a_top_level_folder_git_ignores_is_not_offered_for_indexing(tmp_path):
+    root = init_repo(tmp_path / "shop")
+    write(root, ".gitignore", "/wiki/\n")
+    write(root, "wiki/Home.md", NOTE)  # a clone of the project's wiki, kept out of this repository
+    write(root, "doc/guide.md", NOTE)
+    commit(root, "Add the docs")
+    write(root, "docs/.gitignore", "*\n")  # a folder that ignores itself
+    write(root, "docs/page.md", NOTE)
+    assert [found.path for found in unindexed_folders(root, [])] == ["doc/"]

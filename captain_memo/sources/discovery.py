@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from captain_memo.sources.folders import Folder, folder_of, note_files
+from captain_memo.sources.folders import Folder, folder_of, ignored_by_git, note_files
 from captain_memo.sources.settings import AGENT_MEMORY_FILES, AGENT_SKILL_DIRS
 
 # Names that hold a project's prose by convention (compared without case).
@@ -48,16 +48,21 @@ class Found:
 
 def unindexed_folders(root: Path, indexed: list[Folder]) -> list[Found]:
     """Top-level folders of the repository named like documentation, holding notes that none of
-    the ``indexed`` folders reads; most notes first."""
+    the ``indexed`` folders reads; most notes first. A folder git ignores (generated docs, a site
+    build) is not offered."""
     try:
         with os.scandir(root) as entries:
             names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
     except OSError:
         return []
     found = []
+    ignored = None
     for name in names:
         lowered = name.lower()
         if lowered not in DOC_NAMES and lowered not in CHANGELOG_NAMES:
+            continue
+        ignored = ignored or ignored_by_git(root)  # asked once, and only when a folder is named so
+        if ignored(name, True):
             continue
         listing = note_files(Folder(root / name, "memory", None, None, root))
         left = [f for f in listing.files if folder_of(f, indexed) is None]

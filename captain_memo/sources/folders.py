@@ -180,8 +180,8 @@ Ignored = Callable[[str, bool], bool]
 def ignored_by_git(folder: Path) -> Ignored:
     """What .gitignore leaves out below ``folder``: as git itself says inside a work tree (every
     .gitignore up to the repository's top, .git/info/exclude and the user's excludes file), else
-    as the folder's own .gitignore files say (read with pathspec). The folder itself is always
-    read: one named on the command line, or configured, is wanted even when git ignores it."""
+    as the folder's own .gitignore files say (read with pathspec). The folder itself is read even
+    when a .gitignore above it ignores it: one named on the command line, or configured, is wanted."""
     from captain_memo.gitcmd import listed_files
 
     listed = listed_files(folder, ignored=True) if repository_root(folder) is not None else None
