@@ -114,10 +114,12 @@ def root_commits(folder: Path) -> list[str]:
     return done.stdout.decode("ascii", "replace").split() if done.returncode == 0 else []
 
 
-def fast_import(root: Path, stream: str, branch: str = "main") -> None:
+def fast_import(root: Path, stream: str, branch: str = "main", marks: Path | None = None) -> None:
     """A new repository at ``root`` holding the history a ``git fast-import`` stream describes,
-    with ``branch`` checked out (the benchmarks' rebuilt histories)."""
+    with ``branch`` checked out (the benchmarks' rebuilt histories); ``marks``: a file to write
+    each mark's commit to (``:1 <sha>`` a line)."""
     root.mkdir(parents=True, exist_ok=True)
     checked(root, "init", "-q", "-b", branch)
-    checked(root, "fast-import", "--quiet", stdin=stream.encode())
+    exported = [f"--export-marks={marks}"] if marks is not None else []
+    checked(root, "fast-import", "--quiet", *exported, stdin=stream.encode())
     checked(root, "checkout", "-q", branch)

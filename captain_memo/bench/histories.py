@@ -51,13 +51,24 @@ def _commit(n: int, commit: dict, marks: dict[str, int]) -> str:
     return "".join(lines)
 
 
-def rebuild(history: Path, root: Path) -> int:
-    """Write the repository at ``root`` (a new folder); returns the number of commits."""
+def rebuild(history: Path, root: Path, exported: Path | None = None) -> int:
+    """Write the repository at ``root`` (a new folder); returns the number of commits. With
+    ``exported``, each commit's mark (its line number in the history) and rebuilt sha go there."""
     commits = read_history(history)
     marks: dict[str, int] = {}
     stream = []
     for n, commit in enumerate(commits, start=1):
         stream.append(_commit(n, commit, marks))
         marks[commit["sha"]] = n
-    fast_import(root, "".join(stream))
+    fast_import(root, "".join(stream), marks=exported)
     return len(commits)
+
+
+def rebuild_mapped(history: Path, root: Path, scratch: Path) -> dict[str, str]:
+    """Write the repository at ``root``; returns each recorded commit's sha -> its sha in the
+    rebuilt repository (author and blobs differ, so every sha does). ``scratch``: a folder for the
+    marks file, outside the repository."""
+    exported = scratch / "rebuilt-marks"
+    rebuild(history, root, exported)
+    rebuilt = dict(line.split() for line in exported.read_text().splitlines() if line.strip())
+    return {commit["sha"]: rebuilt[f":{n}"] for n, commit in enumerate(read_history(history), start=1)}

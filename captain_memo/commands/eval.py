@@ -5,6 +5,8 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from captain_memo.commands._common import print_json
 
@@ -16,7 +18,20 @@ def register(sub) -> None:
         description="Load each BEIR-style folder (corpus.jsonl, queries.jsonl, qrels.tsv) into a throwaway store "
         "and run every query through recall with each leg alone, each profile and each ablation.",
     )
-    p.add_argument("--data", nargs="+", required=True, metavar="DIR", help="BEIR-style folders")
+    p.add_argument(
+        "--data",
+        nargs="+",
+        required=True,
+        metavar="DIR",
+        help="BEIR-style folders, or a built-in set: flask_store (Flask's docs and whole git history in one "
+        "store), flask_docs (the same docs alone)",
+    )
+    p.add_argument(
+        "--shared",
+        metavar="DIR",
+        default="../shared",
+        help="the folder holding histories/ that the built-in sets are made from (default ../shared)",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of Markdown")
     p.add_argument("--dump", metavar="FILE", help="write every query's results per method as JSON lines")
     p.add_argument("--out", metavar="FILE.md", help="also write the Markdown tables to this file")
@@ -33,25 +48,45 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
+def planned_sets(data: list[str], shared: Path) -> list:
+    """(dataset, build) for each name: a BEIR-style folder, loaded now, or a built-in set, built in
+    the run; a built-in set whose data is missing is skipped with a message saying what is missing."""
+    from captain_memo.evaluation.data import Dataset, load
+    from captain_memo.evaluation.flask_store import STORE_SETS, SetUnavailable, builder
+
+    sets: list[tuple[Dataset, Callable | None]] = []
+    for name in data:
+        if name not in STORE_SETS:
+            sets.append((load(name), None))
+            continue
+        try:
+            sets.append((Dataset(name, (), (), {}), builder(name, shared)))
+        except SetUnavailable as exc:
+            print(f"captain-memo eval: {name}: {exc}", file=sys.stderr)
+    return sets
+
+
 def run(args) -> int:
     from captain_memo.evaluation import report
     from captain_memo.evaluation.cache import cached_embedder
-    from captain_memo.evaluation.data import load
     from captain_memo.evaluation.methods import default_methods
     from captain_memo.evaluation.runner import evaluate
     from captain_memo.memo import shown_url
 
-    datasets = [load(folder) for folder in args.data]  # every folder checked before any work starts
+    sets = planned_sets(args.data, Path(args.shared))  # every folder checked before any work starts
+    if not sets:
+        return 0
     embedder, cache = cached_embedder(args.cache)
     methods = default_methods(with_ablations=not args.no_ablations)
     names = [m.name for m in methods]
     results = []
     try:
-        for ds in datasets:
+        for ds, build in sets:
             started = time.monotonic()
-            results.append(evaluate(ds, embedder, methods, progress=True, team_db=args.team_db))
+            result = evaluate(ds, embedder, methods, progress=True, team_db=args.team_db, build=build)
+            results.append(result)
             print(
-                f"captain-memo eval: {ds.name}: {len(ds.docs):,} documents, {len(ds.queries):,} queries x "
+                f"captain-memo eval: {result.name}: {result.docs:,} documents, {len(result.outcomes):,} queries x "
                 f"{len(methods)} methods in {time.monotonic() - started:.0f} s",
                 file=sys.stderr,
             )

@@ -29,13 +29,17 @@ class Query:
     id: str
     text: str
     group: str | None = None
+    # What kind of question this is, for sets that tell them apart (evaluation/flask_store.py).
+    category: str | None = None
 
 
 @dataclass(frozen=True)
 class Dataset:
     name: str
     docs: tuple[Doc, ...]
-    queries: tuple[Query, ...]  # only queries with at least one relevant document
+    # Only queries with at least one relevant document; a built-in set's may hold questions no text
+    # answers, with no qrels (evaluation/flask_store.py).
+    queries: tuple[Query, ...]
     qrels: dict[str, dict[str, int]]  # query id -> doc id -> graded relevance (> 0)
     grouped: bool = False  # some documents carry a group
 

@@ -11,6 +11,8 @@ from captain_memo.evaluation.runner import QueryOutcome, SetResult
 
 SUBSETS = ("all", "identifier", "plain")
 SUBSET_LABELS = {"all": "all", "identifier": "with an identifier", "plain": "plain"}
+# A question no text answers has no ranking to score: only whether the recall said so (its hit).
+UNRANKED = "no answer"
 
 
 def machine() -> dict:
@@ -49,6 +51,7 @@ def set_json(result: SetResult, methods: Sequence[str]) -> dict:
                 "ndcg@10": round(s.ndcg, 4),
                 "recall@10": round(s.recall, 4),
                 "mrr@10": round(s.mrr, 4),
+                "hit@3": round(s.hit, 4),
             }
             for s in summaries
         ],
@@ -70,6 +73,7 @@ def outcome_json(set_name: str, o: QueryOutcome) -> dict:
                 "ndcg@10": round(r.ndcg, 4),
                 "recall@10": round(r.recall, 4),
                 "mrr@10": round(r.mrr, 4),
+                "hit@3": r.hit,
             }
             for name, r in o.by_method.items()
         },
@@ -88,7 +92,8 @@ def _cells(s) -> str:
 
 
 def set_table(result: SetResult, methods: Sequence[str]) -> str:
-    """One set: a row per method, nDCG@10 / R@10 / MRR@10 for all queries and each subset."""
+    """One set: a row per method, nDCG@10 / R@10 / MRR@10 for all queries and each subset; a set
+    whose questions have categories gets a second table, hit@3 and nDCG@10 per category."""
     summaries = {(s.method, s.subset): s for s in result.summaries(methods)}
     subsets = [sub for sub in SUBSETS if (methods[0], sub) in summaries]
     counts = {sub: summaries[(methods[0], sub)].n for sub in subsets}
@@ -100,6 +105,7 @@ def set_table(result: SetResult, methods: Sequence[str]) -> str:
     rule = "|---|" + "---:|---:|---:|" * len(subsets)
     rows = [f"| {name} | " + " | ".join(_cells(summaries[(name, sub)]) for sub in subsets) + " |" for name in methods]
     pool = ", ".join(f"{SUBSET_LABELS[sub]} {summaries[(methods[0], sub)].pool_recall:.3f}" for sub in subsets)
+    categories = [sub for (name, sub) in summaries if name == methods[0] and sub not in SUBSETS]
     title = f"### {result.name}: {result.docs:,} documents ({result.chunks:,} chunks), {len(result.outcomes):,} queries"
     return "\n".join(
         [
@@ -110,8 +116,31 @@ def set_table(result: SetResult, methods: Sequence[str]) -> str:
             *rows,
             "",
             f"Candidate-pool recall (relevant documents anywhere in the union of the two legs): {pool}.",
+            *(["", category_table(summaries, methods, categories)] if categories else []),
         ]
     )
+
+
+def category_table(summaries: dict, methods: Sequence[str], categories: Sequence[str]) -> str:
+    """hit@3 and nDCG@10 per category of question; for those no text answers, the share where the
+    recall said so (runner.said_no_match)."""
+    head = "| method | " + " | ".join(
+        f"{sub} (n={summaries[(methods[0], sub)].n}): " + ("said so" if sub == UNRANKED else "hit@3 | nDCG@10")
+        for sub in categories
+    )
+    rule = "|---|" + "".join("---:|" if sub == UNRANKED else "---:|---:|" for sub in categories)
+    rows = [
+        f"| {name} | "
+        + " | ".join(
+            f"{summaries[(name, sub)].hit:.3f}"
+            if sub == UNRANKED
+            else f"{summaries[(name, sub)].hit:.3f} | {summaries[(name, sub)].ndcg:.3f}"
+            for sub in categories
+        )
+        + " |"
+        for name in methods
+    ]
+    return "\n".join([head + " |", rule, *rows])
 
 
 def summary_table(results: Sequence[SetResult], methods: Sequence[str]) -> str:

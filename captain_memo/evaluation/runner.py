@@ -24,6 +24,11 @@ from captain_memo.ranking.query import analyse
 from captain_memo.store.search import Scope
 
 CUTOFF = 10
+HIT_CUTOFF = 3  # hit@3: the answer among the first three, what a user reads before giving up
+# A question no text answers is answered right when the recall says so: it names a name no memory
+# holds (``RecallResult.unnamed``), or its best hit is farther in meaning than this cosine
+# (all-MiniLM-L6-v2: unrelated texts sit at 0-0.15; doc/eval.md, "The whole-store set").
+NO_MATCH_COSINE = 0.3
 # Documents stored per remember_many call (one embedding call each; cached vectors cost nothing).
 INDEX_BATCH = 256
 
@@ -36,6 +41,7 @@ class Ranked:
     ndcg: float
     recall: float
     mrr: float
+    hit: float = 0.0  # hit@3; for a question no text answers, whether the recall said so
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,10 @@ class QueryOutcome:
     relevant: dict[str, int]
     pool_recall: float
     by_method: dict[str, Ranked]
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.relevant)
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,7 @@ class Summary:
     recall: float
     mrr: float
     pool_recall: float
+    hit: float = 0.0
 
 
 @dataclass
@@ -66,11 +77,16 @@ class SetResult:
     outcomes: list[QueryOutcome] = field(default_factory=list)
 
     def subsets(self) -> dict[str, list[QueryOutcome]]:
-        return {
-            "all": self.outcomes,
-            "identifier": [o for o in self.outcomes if o.has_identifier],
-            "plain": [o for o in self.outcomes if not o.has_identifier],
+        """All answerable queries, those with and without an identifier, and each category."""
+        answerable = [o for o in self.outcomes if o.answerable]
+        out = {
+            "all": answerable,
+            "identifier": [o for o in answerable if o.has_identifier],
+            "plain": [o for o in answerable if not o.has_identifier],
         }
+        for category in dict.fromkeys(o.query.category for o in self.outcomes if o.query.category):
+            out[category] = [o for o in self.outcomes if o.query.category == category]
+        return out
 
     def summaries(self, methods: Sequence[str]) -> list[Summary]:
         out = []
@@ -89,6 +105,7 @@ class SetResult:
                         metrics.mean([r.recall for r in ranked]),
                         metrics.mean([r.mrr for r in ranked]),
                         pool,
+                        metrics.mean([r.hit for r in ranked]),
                     )
                 )
         return out
@@ -141,10 +158,18 @@ def scope_args(dataset: Dataset, query: Query) -> dict:
     return {"all_projects": True} if dataset.grouped else {"project": None}
 
 
+def said_no_match(result) -> bool:
+    """Whether a recall answers "nothing here": a name no memory holds, or no hit close in meaning."""
+    if getattr(result, "unnamed", ()):
+        return True
+    best = result.hits[0].vector if result.hits else None
+    return best is None or 2.0 * best - 1.0 < NO_MATCH_COSINE
+
+
 def run_query(
     engine, dataset: Dataset, query: Query, doc_of: dict[int, str], methods: Sequence[Method]
 ) -> QueryOutcome:
-    relevant = dataset.qrels[query.id]
+    relevant = dataset.qrels.get(query.id, {})
     where = scope_args(dataset, query)
     by_method = {}
     for method in methods:
@@ -154,16 +179,18 @@ def run_query(
                 f"{dataset.name}, query {query.id}, {method.name}: "
                 + "; ".join(f"{leg} leg failed: {why}" for leg, why in result.failures.items())
             )
-        docs = tuple(doc_of[hit.memory.id] for hit in result.hits)
+        docs = tuple(doc_of.get(hit.memory.id, f"#{hit.memory.id}") for hit in result.hits)
+        hit = metrics.recall_at(docs, relevant, HIT_CUTOFF) > 0 if relevant else said_no_match(result)
         by_method[method.name] = Ranked(
             docs,
             metrics.ndcg_at(docs, relevant, CUTOFF),
             metrics.recall_at(docs, relevant, CUTOFF),
             metrics.mrr_at(docs, relevant, CUTOFF),
+            float(hit),
         )
     scope = Scope(where.get("project"), where.get("all_projects", False))
     pool, _, _ = engine.candidates(query.text, scope, PROFILES["v2"])
-    pool_docs = {doc_of[c.memory.id] for c in pool}
+    pool_docs = {doc_of.get(c.memory.id, "") for c in pool}
     shape = analyse(query.text)
     return QueryOutcome(query, shape.has_identifier, relevant, metrics.pool_recall(pool_docs, relevant), by_method)
 
@@ -176,22 +203,28 @@ def evaluate(
     workdir: Path | None = None,
     on_query: Callable[[QueryOutcome], None] | None = None,
     team_db: str | None = None,
+    build: Callable | None = None,
 ) -> SetResult:
     """Every query of ``dataset`` through every method, in a store that is deleted afterwards:
     a SQLite file, or with ``team_db`` (a postgresql:// URL whose role may create databases) a
-    database made on that server for the run."""
+    database made on that server for the run. A built-in set passes ``build`` instead
+    (evaluation/flask_store.py): it makes the store in the folder and returns (engine, memory id ->
+    label, the dataset)."""
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="captain-memo-eval-", dir=workdir))
         if team_db:
             from captain_memo.store.postgres.scratch import scratch_database
 
             team_db = stack.enter_context(scratch_database(team_db))
-        engine, doc_of = build_store(dataset, embedder, Path(tmp), progress, team_db)
+        if build is not None:
+            engine, doc_of, dataset = build(embedder, Path(tmp), progress)
+        else:
+            engine, doc_of = build_store(dataset, embedder, Path(tmp), progress, team_db)
         try:
             # The queries' vectors in one call, so an uncached set embeds them in batches too.
             query_vectors(engine.embedder, [q.text for q in dataset.queries])
             chunks = engine.store.chunk_count()
-            result = SetResult(dataset.name, len(doc_of), chunks)
+            result = SetResult(dataset.name, len(set(doc_of.values())), chunks)
             bar = Progress(len(dataset.queries), f"querying {dataset.name}") if progress else None
             for query in dataset.queries:
                 outcome = run_query(engine, dataset, query, doc_of, methods)
