@@ -52,6 +52,8 @@ FRONT_END_DOORS = (
 LAUNCHERS = {
     ("captain_memo.commands.mcp", "captain_memo.mcpserver.server"),
     ("captain_memo.commands.mcp", "captain_memo.mcpserver.server.serve"),
+    ("captain_memo.commands.mcp", "captain_memo.mcpserver.hosted"),  # the session here, while no engine answers
+    ("captain_memo.commands.mcp", "captain_memo.mcpserver.hosted.serve_here"),
     ("captain_memo.service.server", "captain_memo.mcpserver.hosted"),
     ("captain_memo.service.server", "captain_memo.mcpserver.hosted.checked_request"),
     ("captain_memo.service.server", "captain_memo.mcpserver.hosted.serve_session"),

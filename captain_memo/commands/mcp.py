@@ -48,7 +48,7 @@ def run(args) -> int:
     folder = str(Path(args.folder).expanduser().resolve()) if args.folder else None
     share = not args.separate_worktrees
     use_service = not getattr(args, "no_service", False)  # off: this server, and every call of it, runs here
-    relayed = relay(args.db or db_path(), folder or os.getcwd(), share) if use_service else None
+    relayed = relay(args.db or db_path(), folder or os.getcwd(), share, here=_serve_here) if use_service else None
     if isinstance(relayed, int):
         return relayed
     from captain_memo.commands._log import configure
@@ -58,3 +58,11 @@ def run(args) -> int:
 
     resume = relayed if isinstance(relayed, Resume) else None
     return serve(args.db, folder=folder, share_worktrees=share, resume=resume, use_service=use_service)
+
+
+def _serve_here(*args):
+    """The session on an engine in this process, while the store's cannot be reached (imported
+    only then: the relay's process stays small)."""
+    from captain_memo.mcpserver.hosted import serve_here
+
+    return serve_here(*args)

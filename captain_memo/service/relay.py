@@ -19,8 +19,15 @@ its answer made the relay take the engine for lost and reconnect, replaying it, 
 
 The engine went away (stopped when idle, handed over to an editor, killed) or does not answer a
 request in time: the next engine is asked (started when none runs), at once when requests wait
-for answers, else when the agent next sends one. Where none can be reached, ``relay`` returns a
-``Resume`` and the MCP server runs in this process from where the session stood.
+for answers, else when the agent next sends one. Where none can be reached mid-session (the
+editor's host stopped with Ctrl-Z holds the socket and answers nothing), the session is carried to
+an engine in this process (mcpserver/hosted.py ``serve_here``, on a thread, the agent told once),
+and the store's engine is asked again with each request the agent sends after: one connection
+attempt, waited for at most ``PROBE_WAIT`` and then left pending, so a host still stopped costs
+that once and a host resumed takes its pending session. Once it answers and no call is running
+here, the engine here is closed and the session carried back, as to any next engine. Where no
+engine can be had at the start, or engines are lost ``MAX_RECONNECTS`` times in a row, ``relay``
+returns a ``Resume`` and the MCP server runs in this process from where the session stood.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ import json
 import os
 import selectors
 import socket
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from captain_memo import runtime
@@ -40,6 +49,7 @@ KEY = "captain-memo/request-key"  # in a tools/call's _meta: the remember it ask
 CHUNK = 65536
 MAX_RECONNECTS = 3  # engines lost in a row without an answer between: run the server here instead
 INVALID_REQUEST = -32600
+PROBE_WAIT = 0.5  # seconds a request waits for the store's engine to take the session back
 
 
 class Resume:
@@ -136,8 +146,12 @@ def _invalid_id() -> bytes:
 
 
 class Relay:
-    def __init__(self, db: str, folder: str, share_worktrees: bool, env=None):
+    """``here``: runs a session on an engine in this process (mcpserver/hosted.py ``serve_here``):
+    ``here(conn, folder, share_worktrees, db, why)`` serves ``conn`` on a thread it returns."""
+
+    def __init__(self, db: str, folder: str, share_worktrees: bool, env=None, here: Callable | None = None):
         self.db = db
+        self.folder, self.share_worktrees, self.here = folder, share_worktrees, here
         self.request = {"folder": folder, "share_worktrees": share_worktrees}
         self.env = os.environ if env is None else env
         self.session = Session()
@@ -148,6 +162,10 @@ class Relay:
         self.stdin_open = True
         self.slack = 0.0  # a service just started loads the model before its first answer
         self.lost_in_a_row = 0
+        self.held_here: threading.Thread | None = None  # the engine in this process, while it serves
+        self.probe: socket.socket | None = None  # a session asked of the store's engine, not yet taken
+        self.probe_line = b""  # its answer so far
+        self.back: socket.socket | None = None  # a session the store's engine took: carried there next
 
     def run(self) -> int | Resume | None:
         """0 when the agent ended the session; None when serving is off (the server then runs here
@@ -163,26 +181,35 @@ class Relay:
             self.selector = selector
             selector.register(0, selectors.EVENT_READ, "agent")
             selector.register(self.sock, selectors.EVENT_READ, "engine")
-            while True:
-                lost = self._step()
-                if lost is None:
-                    continue
-                if not self.stdin_open:  # the agent hung up; what it still waits for, the engine had
-                    return 0
-                resumed = self._reconnect(lost)
-                if isinstance(resumed, (int, Resume)):
-                    return resumed
+            try:
+                while True:
+                    lost = self._step()
+                    if lost is None:
+                        continue
+                    if not self.stdin_open:  # the agent hung up; what it still waits for, the engine had
+                        return 0
+                    resumed = self._reconnect(lost)
+                    if isinstance(resumed, (int, Resume)):
+                        return resumed
+            finally:
+                self._drop()
+                self._forget_probe()
 
     # -- one turn of the loop ---------------------------------------------------------------
 
     def _step(self) -> str | None:
         """Copy what is ready; why the engine was lost, or None while it is there."""
         due = min((at for _, at in self.session.waiting.values()), default=None)
-        timeout = None if due is None else max(0.0, due - time.monotonic())
+        timeout = None if due is None or due == float("inf") else max(0.0, due - time.monotonic())
         for key, _ in self.selector.select(timeout):
+            if key.data == "probe":
+                self._probe_answered()
+                continue
             lost = self._from_agent() if key.data == "agent" else self._from_engine()
             if lost is not None:
                 return lost
+        if self.back is not None and not self.session.waiting:
+            return self._carry_back()
         if due is not None and time.monotonic() > due:
             return "the store's engine did not answer in time"
         return None
@@ -202,6 +229,10 @@ class Relay:
                     pass
             return sent
         self.inbox += data
+        if self.held_here is not None and b"\n" in data:
+            self._ask_back()
+        if self.back is not None:
+            return None  # held until the calls running here are answered, then sent there
         return self._send(self._complete_lines())
 
     def _outgoing(self, line: bytes) -> bytes:
@@ -211,7 +242,10 @@ class Relay:
         return sent
 
     def _allowed(self, line: bytes) -> float:
-        """Seconds the engine has to answer: a remember's text takes longer to embed."""
+        """Seconds the engine has to answer: a remember's text takes longer to embed. The engine in
+        this process is not waited for with a deadline: nothing can stop it but this process."""
+        if self.held_here is not None:
+            return float("inf")
         return client.deadline("remember", {"text": line.decode("utf-8", "replace")}, self.env) + self.slack
 
     def _send(self, data: bytes) -> str | None:
@@ -244,16 +278,104 @@ class Relay:
             return 0  # the agent ended the session while no engine held it
         self.lost_in_a_row += 1
         self.sock = self._open() if self.lost_in_a_row <= MAX_RECONNECTS else None
+        if self.sock is None and self.lost_in_a_row <= MAX_RECONNECTS:
+            self.sock = self._open_here("; ".join([why, *self.said]))
         if self.sock is None:
             replay, swallow = self.session.replay()
             reasons = "; ".join([why, *self.said])
             return Resume(replay + self.inbox, swallow, reasons)
+        lost = self._carry_over()
+        return None if lost is None else self._reconnect(lost)
+
+    def _carry_over(self) -> str | None:
+        """The session as it stands, sent to the engine on ``sock``, then the agent's lines held."""
+        assert self.sock is not None
         replay, self.session.swallow = self.session.replay()
         self.selector.register(self.sock, selectors.EVENT_READ, "engine")
         now = time.monotonic()
         self.session.waiting = {k: (line, now + self._allowed(line)) for k, (line, _) in self.session.waiting.items()}
-        lost = self._send(replay) or self._send(self._complete_lines())
-        return None if lost is None else self._reconnect(lost)
+        return self._send(replay) or self._send(self._complete_lines())
+
+    # -- an engine in this process, while the store's cannot be reached ---------------------
+
+    def _open_here(self, why: str) -> socket.socket | None:
+        """A session on an engine in this process; None when this relay has none to run."""
+        if self.here is None or not runtime.enabled(self.env):
+            return None
+        ours, theirs = socket.socketpair()
+        self.held_here = self.here(theirs, self.folder, self.share_worktrees, self.db, why)
+        return ours
+
+    def _ask_back(self) -> None:
+        """The agent sent a request while its session runs here: ask the store's engine for the
+        session again (no service is started for it). One that takes it within PROBE_WAIT gets
+        this very request; one that does not (still stopped) keeps the question pending."""
+        if self.probe is not None or self.back is not None:
+            return
+        try:
+            path = runtime.socket_path(self.db, self.env)
+            if not runtime.check_socket(path):
+                return  # nothing serves: the engine here goes on
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            probe.setblocking(False)
+            try:
+                probe.connect(str(path))
+                probe.send(_session_request(self.request))  # a short line into an empty buffer
+            except OSError:
+                probe.close()
+                return
+        except (OSError, runtime.UnsafeRuntimeError):
+            return
+        self.probe, self.probe_line = probe, b""
+        self.selector.register(probe, selectors.EVENT_READ, "probe")
+        if _readable(probe, PROBE_WAIT):
+            self._probe_answered()
+
+    def _probe_answered(self) -> None:
+        """The store's engine answered the pending question: the session goes back there once
+        nothing runs here; anything else (a refusal, the socket closed) leaves it here."""
+        probe = self.probe
+        if probe is None:
+            return
+        try:
+            data = probe.recv(CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        self.probe_line += data
+        if data and b"\n" not in self.probe_line:
+            return
+        line, _, rest = self.probe_line.partition(b"\n")
+        try:
+            answer = json.loads(line) if data else {}
+        except ValueError:
+            answer = {}
+        self.selector.unregister(probe)
+        self.probe = None
+        if not (isinstance(answer, dict) and answer.get("accepted")) or rest:
+            probe.close()
+            return
+        probe.setblocking(True)
+        self.back = probe
+
+    def _carry_back(self) -> str | None:
+        """Nothing runs here any more: close the engine here and carry the session back."""
+        self._drop()
+        _write_all(2, b"captain-memo: mcp: the store's engine answers again; the session is carried back to it\n")
+        self.sock, self.back = self.back, None
+        self.lost_in_a_row = 0
+        return self._carry_over()
+
+    def _forget_probe(self) -> None:
+        for sock in (self.probe, self.back):
+            if sock is not None:
+                try:
+                    self.selector.unregister(sock)
+                except (KeyError, ValueError):
+                    pass
+                sock.close()
+        self.probe = self.back = None
 
     def _agent_speaks(self) -> bool:
         """Wait for the agent's next bytes (an idle session needs no engine); False at its end."""
@@ -282,6 +404,11 @@ class Relay:
             self.sock.close()
             self.sock = None
         self.outbox = b""
+        if self.held_here is not None:
+            # The session there ends with its connection; its store is closed (and its WAL folded
+            # into the file) before another engine is asked to run anything.
+            self.held_here.join()
+            self.held_here = None
 
     def _open(self) -> socket.socket | None:
         """A session in the store's engine (starting the service when none runs); None when none
@@ -313,13 +440,22 @@ class Relay:
         return None
 
 
+def _session_request(request: dict) -> bytes:
+    return json.dumps({"op": "mcp", "request": request, "build": build_id(), "code": code_id()}).encode() + b"\n"
+
+
+def _readable(sock: socket.socket, wait: float) -> bool:
+    with selectors.DefaultSelector() as selector:
+        selector.register(sock, selectors.EVENT_READ)
+        return bool(selector.select(wait))
+
+
 def _opened(sock: socket.socket, request: dict, wait: float) -> dict:
     """The engine's first line for an ``mcp`` request, read unbuffered (what follows is the session)."""
-    message = {"op": "mcp", "request": request, "build": build_id(), "code": code_id()}
     sock.settimeout(wait)
     line = b""
     try:
-        sock.sendall(json.dumps(message).encode("utf-8") + b"\n")
+        sock.sendall(_session_request(request))
         while not line.endswith(b"\n"):
             byte = sock.recv(1)
             if not byte:
@@ -343,5 +479,9 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def relay(db: str | os.PathLike, folder: str, share_worktrees: bool) -> int | Resume | None:
-    return Relay(str(Path(db).expanduser().absolute()), folder, share_worktrees).run()
+def relay(
+    db: str | os.PathLike, folder: str, share_worktrees: bool, here: Callable | None = None
+) -> int | Resume | None:
+    """``here``: runs the session on an engine in this process while the store's cannot be reached
+    (mcpserver/hosted.py ``serve_here``); without it, a Resume is returned instead."""
+    return Relay(str(Path(db).expanduser().absolute()), folder, share_worktrees, here=here).run()
