@@ -11,7 +11,7 @@ from sources_support import commit, git, init_repo, write
 from captain_memo.gitctx import git_context
 from captain_memo.sources.discovery import unindexed_folders
 from captain_memo.sources.folders import Folder, note_files
-from captain_memo.sources.indexer import index_paths
+from captain_memo.sources.indexer import index_file, index_paths
 
 NOTE = "# A note\n\nSome text worth keeping.\n"
 
@@ -102,3 +102,13 @@ def test_a_top_level_folder_git_ignores_is_not_offered_for_indexing(tmp_path):
     write(root, "docs/.gitignore", "*\n")  # a folder that ignores itself
     write(root, "docs/page.md", NOTE)
     assert [found.path for found in unindexed_folders(root, [])] == ["doc/"]
+
+
+def test_a_saved_note_that_a_walk_leaves_out_is_not_indexed_either(engine, repo):
+    """The editor indexes a note on save; what the next plain run's walk leaves out, it would remove."""
+    for rel in ("docs/decisions/_build/out.md", "docs/decisions/node_modules/pkg/README.md", "docs/decisions/0001.md"):
+        write(repo, rel, NOTE)
+    write(repo, "docs/decisions/.gitignore", "_build/\n")
+    for rel in ("docs/decisions/_build/out.md", "docs/decisions/node_modules/pkg/README.md", "docs/decisions/0001.md"):
+        index_file(engine, repo / rel, "shop", "main")
+    assert {m.source.path for m in engine.store.list_memories(limit=100)} == {"docs/decisions/0001.md"}

@@ -177,18 +177,33 @@ def note_files(folder: Folder) -> Listing:
 Ignored = Callable[[str, bool], bool]
 
 
-def ignored_by_git(folder: Path) -> Ignored:
+def ignored_by_git(folder: Path, *within: str) -> Ignored:
     """What .gitignore leaves out below ``folder``: as git itself says inside a work tree (every
     .gitignore up to the repository's top, .git/info/exclude and the user's excludes file), else
     as the folder's own .gitignore files say (read with pathspec). The folder itself is read even
-    when a .gitignore above it ignores it: one named on the command line, or configured, is wanted."""
+    when a .gitignore above it ignores it: one named on the command line, or configured, is wanted.
+    ``within`` (paths relative to the folder) limits what git is asked about."""
     from captain_memo.gitcmd import listed_files
 
-    listed = listed_files(folder, ignored=True) if repository_root(folder) is not None else None
+    listed = listed_files(folder, *within, ignored=True) if repository_root(folder) is not None else None
     if listed is None:
         return _GitignoreFiles(folder).ignored
     ignored = {path.rstrip("/") for path in listed if path != "./"}  # an ignored folder ends with /
     return lambda relative, is_dir: relative in ignored
+
+
+def walk_leaves_out(folder: Path, file: Path) -> bool:
+    """Whether walking ``folder`` leaves ``file`` out (below a hidden or dependency folder, or
+    ignored by git): a file the editor saves there is then not indexed either, or the next walk
+    would remove what the save stored."""
+    try:
+        parts = file.relative_to(folder).parts
+    except ValueError:
+        return False
+    if any(part.startswith(".") or part in IGNORED_DIRS for part in parts[:-1]):
+        return True
+    ignored = ignored_by_git(folder, "/".join(parts))
+    return any(ignored("/".join(parts[: depth + 1]), depth < len(parts) - 1) for depth in range(len(parts)))
 
 
 class _GitignoreFiles:

@@ -36,6 +36,7 @@ from captain_memo.sources.folders import (
     read_note,
     repository_folders,
     repository_root,
+    walk_leaves_out,
 )
 from captain_memo.sources.report import IndexReport, Tally
 from captain_memo.sources.settings import AGENT_FILE_NAMES, SourceSettings, source_settings
@@ -163,7 +164,8 @@ def written_folder(
     path: str | Path, project: str | None, branch: str | None, settings: SourceSettings
 ) -> Folder | None:
     """The one-file folder to index for a file just written (``index_file``); None when the file is
-    not a note under a configured folder (found without any git process then)."""
+    not a note under a configured folder (found without any git process then), or one a walk of the
+    folder leaves out (one `git ls-files` asks)."""
     path = Path(path).expanduser()
     if not is_note(path):
         return None
@@ -182,6 +184,8 @@ def written_folder(
 
             ctx = git_context(root)
             folder = replace(folder, project=ctx.project, branch=branch or ctx.branch)
+    if folder.path != path and walk_leaves_out(folder.path, path):
+        return None  # what a walk of its folder leaves out (_build/, node_modules/) a save does too
     return replace(folder, path=path)
 
 
