@@ -186,7 +186,28 @@ def test_windows_line_endings_and_tilde_fences():
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(st.sampled_from(["## H", "### h", "```", "~~~", "text line", "", "# T", "---", "    ```"]), max_size=40)
+    st.lists(
+        st.sampled_from(
+            [
+                "## H",
+                "### h",
+                "```",
+                "~~~",
+                "text line",
+                "",
+                "# T",
+                "---",
+                "    ```",
+                "- item",
+                "  ```",
+                "<!--",
+                "-->",
+                "===",
+                "> q",
+            ]
+        ),
+        max_size=40,
+    )
 )
 def test_any_line_soup_parses_and_every_chunk_keeps_fences_balanced(lines):
     text = "\n".join(lines)

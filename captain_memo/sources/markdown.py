@@ -256,7 +256,7 @@ def _blocks(lines: list[str], first_line: int) -> list[Block]:
     own (opaque), with the container's text before and after it around it; lines that make no
     block (link reference definitions) are kept as text. An unclosed fence runs to the end."""
     tokens = _block_parser().parse("\n".join(lines))
-    nested_fences = [token.map for token in tokens if token.type == "fence" and token.level > 0 and token.map]
+    nested_fences = _fences_inside(tokens)
     blocks: list[Block] = []
     covered = 0  # lines before this one (0-based) belong to a block already
     for at, token in enumerate(tokens):
@@ -271,7 +271,7 @@ def _blocks(lines: list[str], first_line: int) -> list[Block]:
         elif token.type == "fence":
             blocks += _text_blocks(lines, start, end, first_line, opaque=True)
         else:
-            blocks += _around_fences(lines, start, end, first_line, nested_fences)
+            blocks += _around_fences(lines, start, end, first_line, nested_fences.get(at, []))
         covered = end
     return blocks + _text_blocks(lines, covered, len(lines), first_line)
 
@@ -287,10 +287,22 @@ def _block_parser():
     return parser
 
 
+def _fences_inside(tokens: list) -> dict[int, list[list[int]]]:
+    """The line ranges of the fences inside each top-level list or quote, by its opening token."""
+    found: dict[int, list[list[int]]] = {}
+    container = -1
+    for at, token in enumerate(tokens):
+        if token.level == 0 and token.nesting == 1:
+            container = at
+        elif token.type == "fence" and token.level > 0 and token.map:
+            found.setdefault(container, []).append(token.map)
+    return found
+
+
 def _around_fences(lines: list[str], start: int, end: int, first_line: int, fences: list[list[int]]) -> list[Block]:
     """A container's lines ``start:end`` as text blocks, with each fence inside it opaque."""
     blocks: list[Block] = []
-    for fence_start, fence_end in (fence for fence in fences if start <= fence[0] < end):
+    for fence_start, fence_end in fences:
         blocks += _text_blocks(lines, start, fence_start, first_line)
         blocks += _text_blocks(lines, fence_start, fence_end, first_line, opaque=True)
         start = fence_end
