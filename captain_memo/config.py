@@ -88,6 +88,15 @@ class RankConfig:
     # Union fusion: the vector leg's weight for a chunk of source code, unless the query is only
     # names (ranking/union.py, ranking/content.py). 0: code is weighed like any other chunk.
     code_vector_weight: float = 0.0
+    # A code-shaped name of the query that no candidate holds whole gives no keyword evidence from
+    # its parts, and the answer says no memory names it (engine.py, ranking/query.py unheld_names).
+    names_whole: bool = False
+    # A chunk holding every rare word of the query (two or more) is never ranked below the chunks
+    # holding none of them (ranking/coverage.py).
+    rare_words_floor: bool = False
+    # On a question that is not about a change, an observation (a commit) is weighed this much
+    # against curated text (ranking/coverage.py kind_prior); 1 weighs them alike.
+    kind_prior: float = 1.0
 
 
 PROFILES: dict[str, RankConfig] = {
@@ -111,6 +120,8 @@ PROFILES: dict[str, RankConfig] = {
         keyword_identifier_parts=True,
         identifier_only_weight=3.0,
         code_vector_weight=0.85,
+        names_whole=True,
+        rare_words_floor=True,
         recency_anchor="newest",
         recency_span_share=0.33,
         temporal_pool=25,
@@ -173,6 +184,7 @@ BOUNDS: dict[str, Bounds] = {
     "identifier_boost_cap": MULTIPLIER,
     "identifier_only_weight": MULTIPLIER,
     "code_vector_weight": SHARE,
+    "kind_prior": SHARE,
     "rare_token_weight": MULTIPLIER,
     "rare_token_min_length": Bounds(1, 1_000, "a word length"),
     "branch_weight": MULTIPLIER,

@@ -29,6 +29,9 @@ from captain_memo.ranking.query import (
     options_in,
     topic,
     topic_match,
+    unheld_names,
+    unnamed_notice,
+    without_names,
 )
 from captain_memo.ranking.result import RecallResult
 from captain_memo.records import BOTH_LEGS, LOCAL, TEAM, Leg, Memory, NewMemory, RecallRequest, Surfacing
@@ -315,8 +318,14 @@ class Engine:
             # The embedder answers again: give chunks saved while it was down their vectors.
             self._backfill_quietly()
         elapsed = (time.perf_counter() - started) * 1000
-        notice = changes.notice if changes else ""
-        return RecallResult(query, cfg.profile, tuple(hits), answered, failures, elapsed, len(pool), stores, notice)
+        # A name no store holds: the hits are only the closest by meaning, and the answer says so.
+        unnamed = tuple(name for name in parts[0].unnamed if all(name in p.unnamed for p in parts)) if parts else ()
+        notice = " ".join(
+            n for n in (unnamed_notice(unnamed) if unnamed else "", changes.notice if changes else "") if n
+        )
+        return RecallResult(
+            query, cfg.profile, tuple(hits), answered, failures, elapsed, len(pool), stores, notice, unnamed
+        )
 
     def _change_plan(self, query: str, shape, scope: Scope, cfg: RankConfig) -> ChangePlan | None:
         """A change question's touching changes and window (change_plan.py); None for any other."""
@@ -406,12 +415,20 @@ class Engine:
         if union:
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
         rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits or {})))
+        unnamed = unheld_names(analyse(query).identifiers, (t for t, _ in rows.values())) if cfg.names_whole else ()
+        if unnamed and keyword_hits is not None:  # a part of a name nothing holds is no evidence
+            match = fts_match(without_names(query, unnamed), cfg.keyword_identifier_parts)
+            keyword_hits, match = self._keyword_leg(match, scope, k, newest or [])
+            vector_hits = found.get("vector", ({}, None))[0]
+            if union:
+                vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
+            rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits or {})))
         if keyword_hits and options_in(query):  # "--lf" is indexed as "lf": keep the hits that hold "--lf"
             keyword_hits = {
                 c: s for c, s in keyword_hits.items() if c in rows and keyword_hit_is_the_option(query, rows[c][0])
             }
             rows = {c: row for c, row in rows.items() if c in vector_hits or c in keyword_hits}
-        return StoreHits(LOCAL, vector_hits, keyword_hits, rows), tuple(found), failures
+        return StoreHits(LOCAL, vector_hits, keyword_hits, rows, unnamed), tuple(found), failures
 
     def _keyword_leg(self, match: str | None, scope: Scope, k: int, newest: list[int]):
         match = selective_match(self.store, match, STOPWORDS)  # common words left out at scale (store/search.py)

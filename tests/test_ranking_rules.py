@@ -452,6 +452,9 @@ def test_legacy_profile_values_are_frozen():
         "changes_first": False,
         "calibrated_scores": False,
         "tide_rule": "seed",
+        "names_whole": False,
+        "rare_words_floor": False,
+        "kind_prior": 1.0,
     }
 
 

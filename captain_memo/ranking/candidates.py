@@ -11,7 +11,8 @@ from captain_memo.records import Memory
 class Factor:
     """One multiplier that changed a candidate's score, and why."""
 
-    name: str  # identifier | rare_token | branch | superseded | recency | tide | touches | calibrated
+    # identifier | rare_token | kind | rare_words | branch | superseded | recency | tide | touches | calibrated
+    name: str
     value: float
     detail: str = ""
 

@@ -2,7 +2,9 @@
 
 1. candidates from both legs (the engine runs them concurrently; ranking/pool.py builds the pool)
 2. fusion: weighted (v2), rrf (legacy) or union (v3)
-3. query-aware boosts: identifier, rare token, branch, superseded
+3. query-aware boosts: identifier, rare token, branch, superseded; then what kind of text
+   answers (an observation weighed down on a question not about a change) and the rare words
+   held together (ranking/coverage.py)
 4. recency, only on temporal intent, over the top N
 5. Tide over the whole pool
 6. a change question: the changes touching its topic first, newest first; its window keeps the
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from captain_memo.config import RankConfig
-from captain_memo.ranking import boosts, changes, lifecycle
+from captain_memo.ranking import boosts, changes, coverage, lifecycle
 from captain_memo.ranking.candidates import Candidate, by_score
 from captain_memo.ranking.fusion import fuse
 from captain_memo.ranking.query import QueryShape
@@ -39,6 +41,8 @@ def rank_pool(candidates: list[Candidate], req: RankRequest, cfg: RankConfig) ->
     observations dated outside it)."""
     pool = fuse(candidates, cfg, req.shape)
     pool = boosts.apply_boosts(pool, req.shape, req.branch, cfg)
+    pool = coverage.kind_prior(pool, req.shape, cfg)
+    pool = coverage.rare_words_floor(pool, req.shape, cfg)
     pool = lifecycle.recency(pool, req.shape.temporal, req.now, cfg)
     pool = lifecycle.tide(pool, req.now, cfg)
     pool = changes.changes_first(pool, req.touching)

@@ -41,6 +41,8 @@ class StoreHits:
     vector: Mapping[int, float]
     keyword: Mapping[int, float] | None
     rows: Mapping[int, tuple[str, Memory]]
+    # Names of the query no candidate of this store holds whole (ranking/query.py unheld_names).
+    unnamed: tuple[str, ...] = ()
 
 
 def build_pool(

@@ -226,3 +226,41 @@ def topic_match(text: str) -> tuple[str | None, str | None]:
     if not quoted:
         return None, None
     return " AND ".join(quoted), " OR ".join(quoted)
+
+
+# '.' and '/' join names (a module and its function, a path, alternatives), each a name on its own;
+# '_' and a camelCase hump join words into one name, whose parts alone name nothing.
+NAME_JOINS = re.compile(r"[./]+")
+
+
+def single_names(token: str) -> tuple[str, ...]:
+    """The one-piece names of a code-shaped token: its pieces between '.' and '/' that are names made
+    of words (``app.run_forever`` -> ``run_forever``). Options have their own rule (options_in)."""
+    if FLAG.fullmatch(token):
+        return ()
+    pieces = (strip_token(piece) for piece in NAME_JOINS.split(token))
+    return tuple(p for p in pieces if p and ("_" in p.strip("_") or CAMEL_HUMP.search(p)))
+
+
+def unheld_names(identifiers: tuple[str, ...], texts) -> tuple[str, ...]:
+    """The one-piece names of the query that no text holds whole.
+
+    The keyword query searches a name's parts too (``keyword_identifier_parts``), so a lookup of
+    ``_get_multicapture`` found "Get Started" by "get" alone and scored it 1.0: a part of a name
+    that nothing holds is no evidence."""
+    texts = list(texts)
+    names = dict.fromkeys(name for token in identifiers for name in single_names(token))
+    return tuple(name for name in names if not any(holds_name(text, name) for text in texts))
+
+
+def without_names(text: str, names: tuple[str, ...]) -> str:
+    """The query with each of ``names`` taken out where it stands whole."""
+    for name in names:
+        text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", " ", text)
+    return text
+
+
+def unnamed_notice(names: tuple[str, ...]) -> str:
+    """What a recall says when the query names what no memory holds; its hits are closest by meaning."""
+    listed = ", ".join(f"`{name}`" for name in names)
+    return f"no memory names {listed}; closest by meaning:"

@@ -24,6 +24,8 @@ class RecallResult:
     # What the answer was read against, for a question about time: its window and the date its
     # relative words were read against, or that the window was empty (engine.py, change_plan.py).
     notice: str = ""
+    # Names the query asks for that no memory holds whole: its hits are only closest by meaning.
+    unnamed: tuple[str, ...] = ()
 
     @property
     def degraded(self) -> bool:
@@ -75,5 +77,6 @@ def result_json(result: RecallResult, now: float) -> dict:
         "elapsed_ms": round(result.elapsed_ms, 2),
         "pool_size": result.pool_size,
         "notice": result.notice,
+        "unnamed": list(result.unnamed),
         "hits": [hit_json(c, i + 1, now) for i, c in enumerate(result.hits)],
     }

@@ -1,0 +1,66 @@
+"""What kind of text answers the question, and the query's rare words held together.
+
+Two stages after the boosts (ranking/pipeline.py), each a multiplier in the trace:
+
+- ``rare_words_floor``: a chunk holding every rare word of the query (two or more: plain words of
+  four letters or more, not stopwords) is lifted just above the best chunk holding none of them.
+  Min-max gives the pool's lowest vector similarity 0, so a long note holding "Bigwritemarker" and
+  "unicorn" in one of its chunks ranked 4th at 0.351, below notes holding neither word (keyword
+  0.000) that only read closer. A chunk is never below those for its vector score alone.
+- ``kind_prior``: on a question that is not about a change, an observation (a commit) is weighed
+  ``kind_prior`` against curated text. Commit messages are short and dense with the words of a
+  change, and many: in a store of Flask's docs beside its 3,800 commits they crowded out the doc
+  section answering a how-to question. A question about a change (temporal intent, or a change
+  word: "which commit", "when was X added") keeps them at full weight.
+"""
+
+from __future__ import annotations
+
+import re
+
+from captain_memo.config import RankConfig
+from captain_memo.ranking.candidates import Candidate
+from captain_memo.ranking.query import QueryShape
+
+# Two or more: one word held says little (a commit "started" for "get started").
+MIN_RARE_WORDS = 2
+# Just above: the lifted chunk ranks first among equals without a visible jump in its score.
+ABOVE = 1.0 + 1e-6
+# Words that ask about a change: the kind prior leaves such a question's commits at full weight.
+CHANGE_QUESTION = re.compile(
+    r"\b(commits?|changes?|changed|changelog|when\s+(?:was|were|did)|added|introduced|removed|dropped|"
+    r"deprecated|deprecate|renamed|fixed|fix|switched|switch|history|version|release[sd]?|since|bump(?:ed)?)\b",
+    re.IGNORECASE,
+)
+
+
+def _holds(text: str, word: str) -> bool:
+    return re.search(r"\b" + re.escape(word) + r"\b", text, re.IGNORECASE) is not None
+
+
+def rare_words_floor(candidates: list[Candidate], shape: QueryShape, cfg: RankConfig) -> list[Candidate]:
+    words = shape.rare_words
+    if not cfg.rare_words_floor or len(words) < MIN_RARE_WORDS:
+        return candidates
+    held = {c.key: sum(_holds(c.text, w) for w in words) for c in candidates}
+    best_none = max((c.score for c in candidates if held[c.key] == 0), default=None)
+    if best_none is None or best_none <= 0:
+        return candidates
+    out = []
+    for c in candidates:
+        if held[c.key] == len(words) and 0 < c.score < best_none:
+            detail = f"holds {', '.join(words)}: not below a chunk holding none of them"
+            c = c.times("rare_words", best_none * ABOVE / c.score, detail)
+        out.append(c)
+    return out
+
+
+def asks_about_change(shape: QueryShape) -> bool:
+    return shape.temporal or CHANGE_QUESTION.search(shape.text) is not None
+
+
+def kind_prior(candidates: list[Candidate], shape: QueryShape, cfg: RankConfig) -> list[Candidate]:
+    if cfg.kind_prior >= 1.0 or asks_about_change(shape):
+        return candidates
+    detail = "a commit, and the question is not about a change"
+    return [c.times("kind", cfg.kind_prior, detail) if c.memory.kind == "observation" else c for c in candidates]

@@ -1,0 +1,131 @@
+"""Relevance in a store holding every kind of text: a name no memory holds is said so, a part of a
+name is no keyword evidence, and a chunk holding every rare word of the query is not ranked below
+chunks holding none of them for its vector score alone. Real model, small stores."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from recall_support import NOW, assert_trace, candidate, memory
+
+from captain_memo.config import PROFILES
+from captain_memo.ranking.candidates import by_score
+from captain_memo.ranking.coverage import asks_about_change
+from captain_memo.ranking.pipeline import RankRequest, rank_pool
+from captain_memo.ranking.query import analyse, unheld_names, without_names
+from captain_memo.ranking.result import result_json
+from captain_memo.records import NewMemory
+
+DOCS = [
+    ("Get Started", "Get Started\n\nInstall the package with pip, then run the first example to see it work."),
+    ("Capturing output", "The capture plugin swaps stdout and stderr for a MultiCapture object during each test."),
+    ("Fixtures", "A fixture provides a value to the tests that name it as an argument."),
+    ("Command line", "Run only the tests that failed last time with the option to rerun failures."),
+]
+
+
+def remember_all(engine, notes) -> dict[str, int]:
+    ids = engine.remember_many([NewMemory(body=body, title=title, kind="memory") for title, body in notes])
+    return {title: memory_id for (title, _), memory_id in zip(notes, ids)}
+
+
+@pytest.mark.parametrize(
+    ("query", "texts", "unheld"),
+    [
+        ("_get_multicapture", ["Get Started: get the package"], ("_get_multicapture",)),
+        ("_get_multicapture", ["def _get_multicapture(method):"], ()),
+        ("app.run_forever", ["app.run() starts the server"], ("run_forever",)),  # `app` is a name of its own
+        ("skip/skipif", ["the skip marker"], ()),  # alternatives, each a word
+        ("--lf", ["nothing"], ()),  # options have their own rule
+        ("getMultiCapture", ["get multi capture"], ("getMultiCapture",)),
+        ("monkeypatch.setattr", ["monkeypatch.setattr(obj, name)"], ()),
+        ("e.g. 3.6", ["nothing"], ()),
+    ],
+)
+def test_a_name_is_held_only_whole(query, texts, unheld):
+    assert unheld_names(analyse(query).identifiers, texts) == unheld
+
+
+def test_a_name_is_taken_out_of_the_keyword_query_where_it_stands_whole():
+    assert without_names("why _get_multicapture fails", ("_get_multicapture",)).split() == ["why", "fails"]
+    assert without_names("app.run_forever()", ("run_forever",)).strip() == "app. ()"
+
+
+def test_a_name_no_memory_holds_gives_no_keyword_evidence_and_says_so(local_engine):
+    remember_all(local_engine, DOCS)
+    result = local_engine.recall("_get_multicapture", record=False)
+    # Before: "Get Started" first with keyword 1.0, found by the fragment "get".
+    assert all(not hit.bm25 for hit in result.hits), [(h.memory.title, h.bm25) for h in result.hits]
+    assert result.unnamed == ("_get_multicapture",)
+    assert result.notice == "no memory names `_get_multicapture`; closest by meaning:"
+    shown = result_json(result, now=0.0)
+    assert shown["unnamed"] == ["_get_multicapture"] and shown["notice"] == result.notice
+    assert_trace(result.hits)
+
+
+def test_a_name_a_memory_holds_is_found_as_before(local_engine):
+    ids = remember_all(local_engine, [*DOCS, ("Internals", "`_get_multicapture(method)` picks the capture class.")])
+    result = local_engine.recall("_get_multicapture", record=False)
+    assert result.unnamed == () and result.notice == ""
+    assert result.hits[0].memory.id == ids["Internals"]
+
+
+def test_the_seed_profile_keeps_its_rule(local_engine):
+    remember_all(local_engine, DOCS)
+    assert local_engine.recall("_get_multicapture", record=False, profile="v2").unnamed == ()
+
+
+def pool_of_the_issue() -> list:
+    """The pool of ``recall "Bigwritemarker unicorn"`` as it was met: a chunk of a long note holding
+    both words, with the pool's lowest vector similarity and a bm25 below shorter chunks holding
+    "unicorn" alone, beside chunks holding neither word that read closer (12 candidates: no
+    small-pool calibration)."""
+    note = replace(
+        candidate(memory(1), "... the Bigwritemarker flag of the unicorn exporter stays off in CI ...", vector=0.55),
+        bm25=0.4,
+    )
+    one_word = [
+        replace(candidate(memory(2 + i), "unicorn stickers, unicorn mugs", vector=0.6), bm25=2.0) for i in range(3)
+    ]
+    neither = [candidate(memory(10 + i), "a white horse with a spiral horn", vector=0.8 - i * 0.01) for i in range(8)]
+    return [note, *one_word, *neither]
+
+
+def test_a_chunk_holding_every_rare_word_is_not_below_chunks_holding_none():
+    req = RankRequest(analyse("Bigwritemarker unicorn"), None, NOW, 10)
+    ranked = by_score(rank_pool(pool_of_the_issue(), req, PROFILES["v3"]))
+    assert_trace(ranked)
+    neither = [c.score for c in ranked if c.memory.id >= 10]
+    note = next(c for c in ranked if c.memory.id == 1)
+    # Before: 0.086 (vector 0 after min-max, keyword 0.15, x1.15 rare token) under 0.5 for the closest
+    # chunk holding neither word.
+    assert note.score > max(neither)
+    assert [f.name for f in note.factors][-1] == "rare_words"
+    # One rare word held is not lifted: the three chunks holding "unicorn" alone keep their place.
+    assert all(c.factor("rare_words") == 1.0 for c in ranked if 2 <= c.memory.id < 10)
+
+
+def test_the_rare_words_floor_is_off_in_the_seed_profile():
+    req = RankRequest(analyse("Bigwritemarker unicorn"), None, NOW, 10)
+    ranked = rank_pool(pool_of_the_issue(), req, replace(PROFILES["v3"], rare_words_floor=False))
+    assert all(c.factor("rare_words") == 1.0 for c in ranked)
+
+
+@pytest.mark.parametrize(
+    ("question", "about_a_change"),
+    [
+        ("which commit deprecated before_first_request", True),
+        ("when was the JSON provider interface added", True),
+        ("latest change to the cli", True),
+        ("how do I upload a file", False),
+        ("read settings from environment variables", False),
+    ],
+)
+def test_a_question_about_a_change_is_told_apart(question, about_a_change):
+    assert asks_about_change(analyse(question, word_forms=True)) is about_a_change
+
+
+def test_v3_holds_names_whole_and_lifts_rare_words():
+    assert PROFILES["v3"].names_whole and PROFILES["v3"].rare_words_floor
+    assert not PROFILES["v2"].names_whole and not PROFILES["legacy"].rare_words_floor
