@@ -129,3 +129,15 @@ def test_a_question_about_a_change_is_told_apart(question, about_a_change):
 def test_v3_holds_names_whole_and_lifts_rare_words():
     assert PROFILES["v3"].names_whole and PROFILES["v3"].rare_words_floor
     assert not PROFILES["v2"].names_whole and not PROFILES["legacy"].rare_words_floor
+
+
+def test_the_terminal_and_the_editor_footer_say_no_memory_names_it(local_engine):
+    from captain_memo.commands.recall import render
+    from captain_memo.presentation.views import recall_json
+    from captain_memo.presentation.window import shown_recall
+
+    remember_all(local_engine, DOCS)
+    data = recall_json(local_engine.recall("_get_multicapture\x1b[2J", record=False), 0.0)
+    editor = shown_recall(data, 0.0)
+    assert editor["footer"].endswith("no memory names _get_multicapture\\x1b[2J: closest by meaning")
+    assert editor["footer"] in render(data).split("\n")

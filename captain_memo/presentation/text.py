@@ -98,6 +98,10 @@ def footer(result: dict) -> str:
     if result["failures"]:
         parts.append("failed: " + ", ".join(failed_part(name) for name in sorted(result["failures"])))
     parts.append(f"{result['elapsed_ms']:.0f} ms")
+    if result.get("unnamed"):  # the hits are only the closest by meaning (ranking/query.py unheld_names)
+        # A name is the user's query text: escaped, so no control character reaches a terminal.
+        names = ", ".join(name.encode("unicode_escape").decode("ascii") for name in result["unnamed"])
+        parts.append(f"no memory names {names}: closest by meaning")
     return " · ".join(parts)
 
 
