@@ -206,7 +206,10 @@ def test_recall_and_show_at_a_line_on_an_indexed_long_section(cli_env, capsys):
     listed = run_cli(capsys, "--db", cli_env, "--no-service", "recall", "TempPathFactory")
     assert f"#{top['id']}:{start} [memory] Guide > Deprecations and removals > tmp_path_factory" in listed
 
-    shown = run_cli(capsys, "--db", cli_env, "show", top["chunk"]["ref"])
+    part_only = run_cli(capsys, "--db", cli_env, "show", top["chunk"]["ref"])
+    assert "Return a TempPathFactory instance" in part_only and "Paragraph 1:" not in part_only
+    assert f"guide.md:{start}-" in part_only and f"show {top['id']} --whole" in part_only
+    shown = run_cli(capsys, "--db", cli_env, "show", "--whole", top["chunk"]["ref"])
     head, whole = shown.split("── the whole memory", 1)
     assert f"guide.md:{start}-" in head.split("\n", 3)[3] and "Return a TempPathFactory instance" in head
     assert "Paragraph 1:" not in head and "Paragraph 1:" in whole, "the matching chunk first, then the memory"

@@ -37,7 +37,8 @@ def register(sub) -> None:
     p.set_defaults(run=remember)
 
     p = sub.add_parser("show", help="open a memory in full (counts as the strongest recall)")
-    p.add_argument("id", help="12, or t12 for a team memory; 12:310 shows the part of it at line 310 first")
+    p.add_argument("id", help="12, or t12 for a team memory; 12:310 shows the part of it at line 310 and its place")
+    p.add_argument("--whole", action="store_true", help="with ID:LINE, the whole memory too, after its part")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=show)
 
@@ -124,6 +125,10 @@ def show(args) -> int:
         print()
         print(f"── {lines} · {one_line(part['title'])} ──")
         print(block(part["text"]))
+        if not args.whole:  # a long section's part is what was asked for; its section only on demand
+            print()
+            print(f"── show {one_line(args.id.split(':')[0])} --whole for the whole memory ──")
+            return 0
         print()
         print(f"── the whole memory: {one_line(m.source.describe())} ──")
     print()
