@@ -435,5 +435,40 @@ def _budget(path: tuple[str, ...], max_chars: int) -> int:
     return max(200, max_chars - len(_prefix(path, max_chars)) - 1)
 
 
+# What a part of a long section is about, read from the block that opens it: an rst directive's
+# name (``.. py:data:: MAX_CONTENT_LENGTH``, ``.. autofunction:: url_for``, ``.. option:: --app``),
+# or a definition list's term (a short line whose definition follows indented).
+DIRECTIVE = re.compile(
+    r"\.\.\s+(?:[\w-]+:)?(?:auto)?(?:function|method|class|data|attribute|exception|decorator|option|envvar"
+    r"|confval|describe|object|property|module)::\s*(?P<name>\S[^\n]*)"
+)
+TERM = re.compile(r"(?P<name>[^\s.][^\n]{0,58}[^.:,;\s])\n[ \t]+\S")
+MAX_PART_NAME = 60
+
+
+def part_name(items: list) -> str | None:
+    """What a chunk is about when it opens on a named part of its section, else None."""
+    if not items or items[0][2]:  # a chunk opened by a heading is titled by it
+        return None
+    first = items[0][1]
+    if found := DIRECTIVE.match(first):
+        name = found["name"].split("(", 1)[0].split(" <", 1)[0].strip()
+        return name[:MAX_PART_NAME] or None
+    following = items[1][1] if len(items) > 1 else ""
+    joined = first if "\n" in first else first + "\n" + following
+    if (found := TERM.match(joined)) and not DIRECTIVE.match(first) and not first.startswith(("..", "-", "*", "|")):
+        return found["name"]
+    return None
+
+
 def _chunk(items: list, max_chars: int) -> str:
-    return _prefix(items[0][0], max_chars) + "\n" + "\n\n".join(text for _, text, _ in items)
+    """A chunk: its heading path, and the name of the part it opens on (``Configuration Handling >
+    Builtin Configuration Values > SECRET_KEY``) when that still fits, then its text."""
+    body = "\n\n".join(text for _, text, _ in items)
+    path = items[0][0]
+    name = part_name(items)
+    if name and name not in path:
+        titled = _prefix(path + (name,), max_chars) + "\n" + body
+        if len(titled) <= max_chars or len(_prefix(path, max_chars)) + 1 + len(body) > max_chars:
+            return titled
+    return _prefix(path, max_chars) + "\n" + body
