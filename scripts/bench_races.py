@@ -23,6 +23,10 @@ relays driven by the MCP SDK's stdio client (tests/mcp_support.py); the shell is
 A save is acknowledged when its caller got an id. Each save's text holds a unique marker; at the end
 (every process stopped) the rows holding each marker are counted in the store, opened read-only:
 lost = acknowledged and absent, doubled = stored more than once. integrity_check reads the file.
+
+To measure a snapshot of the code while the working tree changes (a running engine and a command
+of other code step apart): ``git archive HEAD | tar -x -C SNAP`` and run SNAP's own script with
+``PYTHONPATH=SNAP``; every process of the run, the agents' relays included, then runs SNAP's code.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ class Tally:
     def failed(self, kind: str, detail: str) -> None:
         with self.lock:
             self.failures[kind] += 1
-            self.notes.append(f"{kind}: {detail[:300]}")
+            self.notes.append(f"{kind}: {detail if len(detail) < 1500 else detail[:500] + ' ... ' + detail[-1000:]}")
 
     def saved(self, mark: str, acknowledged: bool) -> None:
         with self.lock:
@@ -129,6 +133,9 @@ class World:
             "CAPTAIN_MEMO_HOME": str(home / "captain-memo"),
             "HOME": str(home),
             "XDG_RUNTIME_DIR": str(xdg_run),
+            # A checkout run from PYTHONPATH (a snapshot of the code, apart from a tree being edited)
+            # reaches the agents' relays too: the MCP SDK passes its child only a few variables.
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
             **extra,
         }
         self.editors: list = []
@@ -183,7 +190,10 @@ class World:
             return "no store"
         conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
         try:
-            return "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check"))
+            rows = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+            return rows[0] if rows == ["ok"] else f"{len(rows)} problems, the first: {rows[0]}"
+        except sqlite3.DatabaseError as error:
+            return f"fails: {error}"
         finally:
             conn.close()
 
@@ -208,7 +218,11 @@ def wait_until(condition, seconds: float) -> bool:
 
 def judge(world: World, tally: Tally) -> Outcome:
     everything = tally.acknowledged + tally.unacknowledged + tally.must_be_gone
-    counts = world.count(everything)
+    try:
+        counts = world.count(everything)
+    except sqlite3.DatabaseError as error:  # a damaged store: what cannot be read is lost
+        tally.notes.append(f"the store cannot be read: {error}")
+        counts = dict.fromkeys(everything, 0)
     lost = [m for m in tally.acknowledged if counts[m] == 0]
     doubled = [m for m in everything if counts[m] > 1]
     unexpected = [m for m in tally.must_be_gone if counts[m] > 0]
@@ -248,7 +262,7 @@ def cli_recall(world: World, tally: Tally, query: str) -> None:
         tally.failed("shell recall hung", repr(error))
         return
     tally.answered()
-    if done.returncode != 0 or "locked" in done.stderr:
+    if done.returncode != 0 or any(word in done.stderr for word in ("locked", "malformed", "damaged")):
         tally.failed("shell recall failed", done.stderr or done.stdout)
 
 
@@ -279,6 +293,15 @@ async def agent_call(tally: Tally, agent, tool: str, args: dict) -> None:
 
 def editor_host(editor) -> int:
     return editor.lua("return vim.fn.jobpid(require('captain_memo.host').job())")
+
+
+def log_tail(editor, lines: int = 15) -> str:
+    """The end of the plugin's log (where the editor's host says what it did)."""
+    try:
+        path = Path(editor.lua("return require('captain_memo.log').path()"))
+        return " | ".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except Exception as error:
+        return f"(unreadable: {error!r})"
 
 
 def editor_recall(editor, query: str, timeout: float = CALL_DEADLINE) -> str:
@@ -470,6 +493,8 @@ def race_forwarded(gate, world: World, tally: Tally) -> None:
         except AssertionError as error:
             tally.failed("editor save failed", str(error))
             tally.saved(mark, False)
+            tally.notes.append(f"the second editor was told: {two.notifications()}")
+            tally.notes.append("its log ends: " + log_tail(two))
     finally:
         os.kill(first_host, signal.SIGCONT)
     # The first host finishes the save it took; a save from the shell through it runs after it.
