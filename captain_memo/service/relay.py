@@ -50,6 +50,7 @@ CHUNK = 65536
 MAX_RECONNECTS = 3  # engines lost in a row without an answer between: run the server here instead
 INVALID_REQUEST = -32600
 PROBE_WAIT = 0.5  # seconds a request waits for the store's engine to take the session back
+SECONDS_TO_READ_MB = 10.0  # a session reading a megabyte's line on a busy machine, with room to spare
 
 
 class Resume:
@@ -251,11 +252,21 @@ class Relay:
     def _send(self, data: bytes) -> str | None:
         if not data or self.sock is None:
             return None
+        # An engine that stopped reading (its process stopped with Ctrl-Z) would hold a long line
+        # in sendall for as long as it stays stopped, and this loop with it, deadlines and all.
+        self.sock.settimeout(None if self.held_here is not None else self._taking(data))
         try:
             self.sock.sendall(data)
+        except TimeoutError:
+            return "the store's engine did not take the request in time"
         except OSError as exc:
             return f"the store's engine went away ({exc.strerror or exc})"
         return None
+
+    @staticmethod
+    def _taking(data: bytes) -> float:
+        """Seconds an engine that is there takes to read ``data`` (its session reads all the time)."""
+        return client.ACCEPT_TIMEOUT + len(data) / 1e6 * SECONDS_TO_READ_MB
 
     def _from_engine(self) -> str | None:
         try:
