@@ -5,8 +5,8 @@ socket. When the host first needs the store it claims the socket:
 
 - nobody holds its lock: the host takes the lock and binds the socket;
 - a service started from the shell holds it: the service passes the listening socket and the
-  lock over the connection itself (SCM_RIGHTS), so no client ever finds the store unserved, and
-  exits once the requests it took are answered;
+  lock over the connection itself (SCM_RIGHTS), so no client ever finds the store unserved, and,
+  once this host says it took them (``TAKEN``), exits when the requests it took are answered;
 - another editor's host holds it: this host becomes its client (editor/service.py forwards);
 - the holder does not answer (stopped, stuck): the host runs its own engine unserved.
 
@@ -29,6 +29,7 @@ from captain_memo.service.client import ACCEPT_TIMEOUT, connect, lock_pid
 CLAIM_WAIT = 30.0  # a service starting up or exiting holds the lock a moment; past this, run unserved
 POLL = 0.02
 MAX_REPLY = 4096
+TAKEN = b'{"taken": true}\n'  # the editor's word that it holds the socket and lock it was passed
 
 
 @dataclass
@@ -46,6 +47,19 @@ def send(conn: socket.socket, listener: socket.socket, lock: int) -> None:
     """The service's side: the listening socket and the lock file, with one line saying so."""
     line = json.dumps({"handover": True, "host": server.SERVICE, "pid": os.getpid()}).encode() + b"\n"
     socket.send_fds(conn, [line], [listener.fileno(), lock])
+
+
+def taken(conn: socket.socket, reader) -> bool:
+    """The service's side: whether the editor took what was sent. False when it closed the
+    connection unread (its claim gave up: what was sent is closed with it); True when it said so,
+    and when it says nothing in time (it holds them, stopped or slow, and serves once it runs)."""
+    conn.settimeout(ACCEPT_TIMEOUT)
+    try:
+        return reader.readline() == TAKEN
+    except TimeoutError:
+        return True
+    except OSError:
+        return False
 
 
 def claim(path: Path, wait: float = CLAIM_WAIT) -> Claim:
@@ -104,10 +118,16 @@ def _ask(path: Path) -> tuple[dict, list[int]]:
     with sock:
         sock.settimeout(ACCEPT_TIMEOUT)
         try:
-            sock.sendall(json.dumps({"op": "handover", "build": build_id(), "code": code_id()}).encode() + b"\n")
+            request = {"op": "handover", "ack": True, "build": build_id(), "code": code_id()}
+            sock.sendall(json.dumps(request).encode() + b"\n")
             data, fds, _, _ = socket.recv_fds(sock, MAX_REPLY, 2)
         except (ConnectionResetError, BrokenPipeError):
             return {}, []
+        if len(fds) == 2:
+            try:
+                sock.sendall(TAKEN)  # the service stops serving only on this word
+            except OSError:
+                pass  # it went meanwhile: what it passed is ours either way
     try:
         answer = json.loads(data.split(b"\n", 1)[0] or b"{}")
     except ValueError:

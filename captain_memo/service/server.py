@@ -180,7 +180,7 @@ class Service:
                 if message is None:
                     return
                 if message.get("op") == "handover":
-                    self._hand_over(conn)
+                    self._hand_over(conn, reader, message)
                     return
                 refusal = self._refusal_for(message)
                 if refusal is not None:
@@ -270,16 +270,22 @@ class Service:
         self.stop()
         return {"accepted": False, "stale": True, "error": "the service runs another installation"}
 
-    def _hand_over(self, conn: socket.socket) -> None:
+    def _hand_over(self, conn: socket.socket, reader, message: dict) -> None:
         """An editor opened the store: give it the listening socket and the lock with it, so no
         client ever finds the store unserved, then finish the requests taken and exit. Another
-        editor's host keeps serving; the asking editor becomes its client."""
+        editor's host keeps serving; the asking editor becomes its client. An editor that says it
+        will (``ack``) confirms it took them: one whose claim gave up before they came (its wait
+        ran out) closes the connection, the socket and lock it was sent go with it, and this
+        service serves on rather than leave the store unserved."""
         from captain_memo.service import handover
 
         if self.host == EDITOR or self.listener is None or self.lock is None or self._stopping.is_set():
             wire.send(conn, {"handover": False, "host": self.host, "pid": os.getpid()})
             return
         handover.send(conn, self.listener, self.lock)
+        if message.get("ack") is True and not handover.taken(conn, reader):
+            log.info("the editor did not take the socket (its claim gave up); serving on")
+            return
         self.handed_over = True
         self.stop()  # at once: the listening socket is the editor's now
         log.info("handed the socket to the editor; exiting once the requests taken are answered")
