@@ -122,6 +122,7 @@ PROFILES: dict[str, RankConfig] = {
         code_vector_weight=0.85,
         names_whole=True,
         rare_words_floor=True,
+        kind_prior=0.6,
         recency_anchor="newest",
         recency_span_share=0.33,
         temporal_pool=25,

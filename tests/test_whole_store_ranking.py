@@ -141,3 +141,40 @@ def test_the_terminal_and_the_editor_footer_say_no_memory_names_it(local_engine)
     editor = shown_recall(data, 0.0)
     assert editor["footer"].endswith("no memory names _get_multicapture\\x1b[2J: closest by meaning")
     assert editor["footer"] in render(data).split("\n")
+
+
+def test_in_a_sentence_the_rare_words_are_not_lifted_together():
+    from captain_memo.ranking.coverage import keywords_only
+
+    assert keywords_only(analyse("Bigwritemarker unicorn"))
+    assert not keywords_only(analyse("Add FixtureLookupError to top level import"))
+    assert not keywords_only(analyse("unicorn"))
+
+
+def test_in_a_sentence_a_name_keeps_its_parts(local_engine):
+    remember_all(local_engine, DOCS)
+    result = local_engine.recall("how to get started with _get_multicapture", record=False)
+    assert result.unnamed == () and any(hit.bm25 for hit in result.hits)
+
+
+def doc_and_commit(query: str, cfg=PROFILES["v3"]) -> list:
+    """A doc section and a commit both naming ``url_for``; the commit's message reads a little closer."""
+    doc = replace(candidate(memory(1), "Routing: build a URL with url_for(endpoint)", vector=0.8), bm25=2.0)
+    commit = replace(
+        candidate(memory(2, kind="observation", age_days=0.1), "fix url_for with a subdomain", vector=0.84), bm25=2.2
+    )
+    filler = [candidate(memory(10 + i), "unrelated text", vector=0.5) for i in range(10)]
+    req = RankRequest(analyse(query, 4, True), None, NOW, 10)
+    ranked = by_score(rank_pool([doc, commit, *filler], req, cfg))
+    assert_trace(ranked)
+    return [c.memory.id for c in ranked]
+
+
+def test_curated_text_answers_a_question_that_is_not_about_a_change():
+    # Before: the commit first (kind weighed alike), as commits crowded out Flask's API reference.
+    assert doc_and_commit("url_for")[:2] == [1, 2]
+    assert doc_and_commit("url_for", replace(PROFILES["v3"], kind_prior=1.0))[:2] == [2, 1]
+
+
+def test_a_question_about_a_change_keeps_its_commits_at_full_weight():
+    assert doc_and_commit("which commit fixed url_for")[:2] == [2, 1]
