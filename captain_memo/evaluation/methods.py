@@ -52,6 +52,10 @@ V3_SWITCHES: dict[str, dict] = {
     "union scoring": {"fusion_mode": "weighted"},  # v2's fusion, with v3's weights
     "identifier parts": {"keyword_identifier_parts": False},
     "code weighting": {"code_vector_weight": 0.0},
+    # What kind of text answers, and names and rare words held whole (ranking/coverage.py, engine.py).
+    "kind prior": {"kind_prior": 1.0},
+    "names whole": {"names_whole": False},
+    "rare words floor": {"rare_words_floor": False},
 }
 # Settings v3 leaves off, measured switched on.
 V3_VARIANTS: dict[str, dict] = {
