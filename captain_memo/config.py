@@ -97,6 +97,9 @@ class RankConfig:
     # On a question that is not about a change, an observation (a commit) is weighed this much
     # against curated text (ranking/coverage.py kind_prior); 1 weighs them alike.
     kind_prior: float = 1.0
+    # A section of an indexed file whose heading path holds a rare word of the query is weighed this
+    # much (ranking/coverage.py heading_words); 1 leaves headings to the legs.
+    heading_weight: float = 1.0
 
 
 PROFILES: dict[str, RankConfig] = {
@@ -123,6 +126,7 @@ PROFILES: dict[str, RankConfig] = {
         names_whole=True,
         rare_words_floor=True,
         kind_prior=0.6,
+        heading_weight=1.2,
         recency_anchor="newest",
         recency_span_share=0.33,
         temporal_pool=25,
@@ -186,6 +190,7 @@ BOUNDS: dict[str, Bounds] = {
     "identifier_only_weight": MULTIPLIER,
     "code_vector_weight": SHARE,
     "kind_prior": SHARE,
+    "heading_weight": MULTIPLIER,
     "rare_token_weight": MULTIPLIER,
     "rare_token_min_length": Bounds(1, 1_000, "a word length"),
     "branch_weight": MULTIPLIER,

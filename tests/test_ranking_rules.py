@@ -455,6 +455,7 @@ def test_legacy_profile_values_are_frozen():
         "names_whole": False,
         "rare_words_floor": False,
         "kind_prior": 1.0,
+        "heading_weight": 1.0,
     }
 
 

@@ -178,3 +178,24 @@ def test_curated_text_answers_a_question_that_is_not_about_a_change():
 
 def test_a_question_about_a_change_keeps_its_commits_at_full_weight():
     assert doc_and_commit("which commit fixed url_for")[:2] == [2, 1]
+
+
+def test_a_section_whose_heading_holds_a_word_of_the_question_is_weighed_up():
+    from captain_memo.records import Source
+
+    def section(mid: int, title: str, vector: float):
+        mem = replace(memory(mid), title=title, source=Source(f"docs/{mid}.rst", 1, 9, None, "file", "rst"))
+        return candidate(mem, f"{title}\nSet the headers the server forwards.", vector=vector)
+
+    pool = [
+        section(1, "Gunicorn > Binding Externally", 0.81),
+        section(2, "Tell Flask it is Behind a Proxy", 0.80),
+        *[candidate(memory(10 + i), "unrelated text", vector=0.5) for i in range(10)],
+    ]
+    how_to = RankRequest(analyse("behind nginx my app sees the wrong client IP", 4, True), None, NOW, 10)
+    ranked = by_score(rank_pool(pool, how_to, PROFILES["v3"]))
+    assert_trace(ranked)
+    # Before: the section on binding a server first, by its vector score alone.
+    assert [c.memory.id for c in ranked[:2]] == [2, 1] and ranked[0].factors[-1].name == "heading"
+    change = RankRequest(analyse("which commit fixed running behind a proxy", 4, True), None, NOW, 10)
+    assert all(c.factor("heading") == 1.0 for c in rank_pool(pool, change, PROFILES["v3"]))

@@ -54,6 +54,7 @@ V3_SWITCHES: dict[str, dict] = {
     "code weighting": {"code_vector_weight": 0.0},
     # What kind of text answers, and names and rare words held whole (ranking/coverage.py, engine.py).
     "kind prior": {"kind_prior": 1.0},
+    "heading weight": {"heading_weight": 1.0},
     "names whole": {"names_whole": False},
     "rare words floor": {"rare_words_floor": False},
 }

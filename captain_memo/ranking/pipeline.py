@@ -42,6 +42,7 @@ def rank_pool(candidates: list[Candidate], req: RankRequest, cfg: RankConfig) ->
     pool = fuse(candidates, cfg, req.shape)
     pool = boosts.apply_boosts(pool, req.shape, req.branch, cfg)
     pool = coverage.kind_prior(pool, req.shape, cfg)
+    pool = coverage.heading_words(pool, req.shape, cfg)
     pool = coverage.rare_words_floor(pool, req.shape, cfg)
     pool = lifecycle.recency(pool, req.shape.temporal, req.now, cfg)
     pool = lifecycle.tide(pool, req.now, cfg)
