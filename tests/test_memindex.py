@@ -283,3 +283,26 @@ def test_a_vec0_layout_it_does_not_know_is_read_through_the_virtual_table(store,
     other.add(NewMemory(body="later", project="beta"), ["later"], query[None, :])
     assert_same(index.knn(query, Scope("beta"), 30), exact.knn(query, Scope("beta"), 30))
     assert index.builds == 1
+
+
+def test_closing_waits_for_a_build_under_way_before_the_store_can_close(store):
+    """The build reads through the store's connection; closing the store while it still read
+    crashed the process (a segmentation fault, 1 run in 8 of a service reopening its store). The
+    build is held at the index's lock here, so it is surely under way when close is called."""
+    import threading
+
+    index = MemIndex(store)
+    index._lock.acquire()
+    index.warm_in_background()
+    build_alive_after_close: list[bool] = []
+
+    def close() -> None:
+        index.close()
+        build_alive_after_close.append(index._warming.is_alive())
+
+    closer = threading.Thread(target=close)
+    closer.start()
+    closer.join(timeout=1)  # before: close returned at once, the build still waiting to read
+    index._lock.release()
+    closer.join()
+    assert build_alive_after_close == [False], "close returned while the build could still read the store"

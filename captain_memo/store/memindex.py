@@ -214,8 +214,14 @@ class MemIndex:
         return sum(b.nbytes for b in self._blocks) + self._positions.where.nbytes + self._centre.nbytes
 
     def close(self) -> None:
-        """Drop the arrays; a build still running stops at its next storage chunk."""
+        """Drop the arrays. A build still running stops at its next storage chunk, and is waited
+        for: it reads through the store's connection, and the store closing that connection under
+        it crashed the process (a segmentation fault in SQLite, seen when a service reopened its
+        store after a reindex while the index was still being built)."""
         self._closed = True
+        warming = self._warming
+        if warming is not None and warming is not threading.current_thread():
+            warming.join()
         if self._lock.acquire(blocking=False):
             try:
                 self._reset(None, None, None)
@@ -301,6 +307,8 @@ class MemIndex:
                 self._blocks[self._block_of[chunk.scope]].append(chunk.ids, slots[chunk.offsets])
         else:
             for rows in vec0_rows.scan(conn, table, dim):
+                if self._closed:
+                    raise StoreError("the in-memory vector index was closed while it was being built")
                 for scope in set(rows.scopes):
                     mask = np.array([s == scope for s in rows.scopes])
                     self._blocks[self._block(scope)].append(rows.ids[mask], rows.vectors[mask])
