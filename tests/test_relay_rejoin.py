@@ -92,3 +92,27 @@ def test_a_long_line_to_a_stopped_engine_does_not_hold_the_relay(service_env, tm
                 os.kill(pid, signal.SIGCONT)
 
     run(body)
+
+
+def test_a_session_started_while_the_engine_is_stopped_moves_to_it_once_it_answers(service_env, tmp_path):
+    env = {**service_env, "CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}
+    assert cli("remember", "alpha: the service is up", env=env).returncode == 0
+    pid = status(env)["pid"]
+    log = tmp_path / "agent.log"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+
+        async def body():
+            async with connect(tmp_path / "memo.db", tmp_path, env=env, stderr=log) as agent:
+                here = await agent.call_tool("recall", {"query": "is the service up"})
+                assert any("own process" in block.text for block in here.content), here.content
+                os.kill(pid, signal.SIGCONT)
+                assert await anyio.to_thread.run_sync(lambda: wait_for(lambda: BACK in log.read_text(), 30))
+                back = await agent.call_tool("recall", {"query": "is the service up"})
+                assert "alpha: the service is up" in back.content[0].text
+                counted = (await anyio.to_thread.run_sync(status, env))["clients"]
+                assert counted.get(AGENT, 0) >= 1, counted
+
+        run(body)
+    finally:
+        os.kill(pid, signal.SIGCONT)

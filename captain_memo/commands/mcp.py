@@ -48,7 +48,11 @@ def run(args) -> int:
     folder = str(Path(args.folder).expanduser().resolve()) if args.folder else None
     share = not args.separate_worktrees
     use_service = not getattr(args, "no_service", False)  # off: this server, and every call of it, runs here
-    relayed = relay(args.db or db_path(), folder or os.getcwd(), share, here=_serve_here) if use_service else None
+    relayed = (
+        relay(args.db or db_path(), folder or os.getcwd(), share, here=_serve_here(args.verbose))
+        if use_service
+        else None
+    )
     if isinstance(relayed, int):
         return relayed
     from captain_memo.commands._log import configure
@@ -60,9 +64,15 @@ def run(args) -> int:
     return serve(args.db, folder=folder, share_worktrees=share, resume=resume, use_service=use_service)
 
 
-def _serve_here(*args):
+def _serve_here(verbose: bool):
     """The session on an engine in this process, while the store's cannot be reached (imported
-    only then: the relay's process stays small)."""
-    from captain_memo.mcpserver.hosted import serve_here
+    only then: the relay's process stays small), its notices on stderr as the server's are."""
 
-    return serve_here(*args)
+    def serve(*session):
+        from captain_memo.commands._log import configure
+        from captain_memo.mcpserver.hosted import serve_here
+
+        configure(verbose)
+        return serve_here(*session)
+
+    return serve

@@ -19,15 +19,17 @@ its answer made the relay take the engine for lost and reconnect, replaying it, 
 
 The engine went away (stopped when idle, handed over to an editor, killed) or does not answer a
 request in time: the next engine is asked (started when none runs), at once when requests wait
-for answers, else when the agent next sends one. Where none can be reached mid-session (the
-editor's host stopped with Ctrl-Z holds the socket and answers nothing), the session is carried to
+for answers, else when the agent next sends one. Where none can be reached, at the start or
+mid-session (the editor's host stopped with Ctrl-Z holds the socket and answers nothing, a runtime
+folder that cannot be used), the session is carried to
 an engine in this process (mcpserver/hosted.py ``serve_here``, on a thread, the agent told once),
 and the store's engine is asked again with each request the agent sends after: one connection
 attempt, waited for at most ``PROBE_WAIT`` and then left pending, so a host still stopped costs
 that once and a host resumed takes its pending session. Once it answers and no call is running
-here, the engine here is closed and the session carried back, as to any next engine. Where no
-engine can be had at the start, or engines are lost ``MAX_RECONNECTS`` times in a row, ``relay``
-returns a ``Resume`` and the MCP server runs in this process from where the session stood.
+here, the engine here is closed and the session carried back, as to any next engine. Where
+engines are lost ``MAX_RECONNECTS`` times in a row (or the relay was given no engine of its own to
+run), ``relay`` returns a ``Resume`` and the MCP server runs in this process from where the
+session stood.
 """
 
 from __future__ import annotations
@@ -170,12 +172,14 @@ class Relay:
 
     def run(self) -> int | Resume | None:
         """0 when the agent ended the session; None when serving is off (the server then runs here
-        from the start); a Resume when no engine could be had, at the start or mid-session."""
+        from the start); a Resume when no engine could be had, not even one here."""
         if not os.path.exists(self.db):
             # No store: an engine started for it would make one, empty, and answer from it. The
             # server here says the store is missing, naming it, and its first remember makes it.
             return None
         self.sock = self._open()
+        if self.sock is None and self.said:  # none answers now (stopped): here until one does
+            self.sock = self._open_here("; ".join(self.said))
         if self.sock is None:  # said why: that is where the server here starts from
             return Resume(b"", None, "; ".join(self.said)) if self.said else None
         with selectors.DefaultSelector() as selector:
