@@ -289,6 +289,7 @@ class Relay:
 
     def _reconnect(self, why: str) -> int | Resume | None:
         self._drop()
+        self._forget_probe()  # the session is opened afresh below
         if not self.session.waiting and not self._agent_speaks():
             return 0  # the agent ended the session while no engine held it
         self.lost_in_a_row += 1
