@@ -118,6 +118,8 @@ def test_the_rare_words_floor_is_off_in_the_seed_profile():
         ("which commit deprecated before_first_request", True),
         ("when was the JSON provider interface added", True),
         ("latest change to the cli", True),
+        ("the fix for url_prefix of nested blueprints", True),
+        ("how do I fix a 404 page", False),
         ("how do I upload a file", False),
         ("read settings from environment variables", False),
     ],

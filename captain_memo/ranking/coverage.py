@@ -32,7 +32,7 @@ ABOVE = 1.0 + 1e-6
 # Words that ask about a change: the kind prior leaves such a question's commits at full weight.
 CHANGE_QUESTION = re.compile(
     r"\b(commits?|changelog|when\s+(?:was|were|did)|added|introduced|removed|dropped|deprecated|renamed|fixed"
-    r"|switched|changed)\b",
+    r"|switched|changed|fix(?:es)?\s+for)\b",
     re.IGNORECASE,
 )
 
