@@ -415,7 +415,13 @@ class Engine:
         if union:
             vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
         rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits or {})))
-        unnamed = unheld_names(analyse(query).identifiers, (t for t, _ in rows.values())) if cfg.names_whole else ()
+        # A query that is only names (a lookup under the cursor): a part of a name nothing holds is
+        # no evidence, so the keyword leg searches again without that name. In a sentence the parts
+        # are words of the question ("Switch for_parameterize to for_parametrize" found its entry by
+        # them in pytest_changelog; doc/eval.md, "The whole-store set").
+        shape = analyse(query)
+        asked = shape.identifiers if cfg.names_whole and shape.identifier_only else ()
+        unnamed = unheld_names(asked, (text for text, _ in rows.values())) if asked else ()
         if unnamed and keyword_hits is not None:  # a part of a name nothing holds is no evidence
             match = fts_match(without_names(query, unnamed), cfg.keyword_identifier_parts)
             keyword_hits, match = self._keyword_leg(match, scope, k, newest or [])
