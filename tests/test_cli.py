@@ -174,7 +174,9 @@ def test_remember_refuses_bad_input(cli_env, capsys):
 
 def test_recall_json_has_stable_keys(imported, capsys):
     data = json.loads(run_cli(capsys, "--db", imported, "recall", "--json", "production", "version"))
-    assert set(data) == {"query", "profile", "legs", "failures", "stores", "elapsed_ms", "pool_size", "notice", "hits"}
+    assert set(data) == {
+        *("query", "profile", "legs", "failures", "stores", "elapsed_ms", "pool_size", "notice", "unnamed", "hits")
+    }
     assert data["query"] == "production version" and data["profile"] == "v3"
     assert data["legs"] == ["vector", "keyword"] and data["failures"] == {}
     assert [h["rank"] for h in data["hits"]] == list(range(1, len(data["hits"]) + 1))
@@ -299,6 +301,7 @@ def test_the_json_document_names_every_key():
             "elapsed_ms",
             "pool_size",
             "notice",
+            "unnamed",
             "hits",
             "pending_vectors",
             "database",
