@@ -68,7 +68,7 @@ def rare_words_floor(candidates: list[Candidate], shape: QueryShape, cfg: RankCo
     return out
 
 
-def heading_of(c: Candidate) -> str:
+def section_heading(c: Candidate) -> str:
     """A file section's heading path: its chunk's first line when that extends the section's title
     (a part titled by what it is about, sources/markdown.py), else the title."""
     first = c.text.split("\n", 1)[0]
@@ -89,7 +89,7 @@ def heading_words(candidates: list[Candidate], shape: QueryShape, cfg: RankConfi
     out = []
     for c in candidates:
         if c.memory.source.origin == "file" and c.memory.title:
-            held = [w for w in shape.rare_words if _holds(heading_of(c), w)]
+            held = [w for w in shape.rare_words if _holds(section_heading(c), w)]
             if held:
                 c = c.times("heading", cfg.heading_weight, ", ".join(held))
         out.append(c)
