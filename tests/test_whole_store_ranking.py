@@ -201,3 +201,16 @@ def test_a_section_whose_heading_holds_a_word_of_the_question_is_weighed_up():
     assert [c.memory.id for c in ranked[:2]] == [2, 1] and ranked[0].factors[-1].name == "heading"
     change = RankRequest(analyse("which commit fixed running behind a proxy", 4, True), None, NOW, 10)
     assert all(c.factor("heading") == 1.0 for c in rank_pool(pool, change, PROFILES["v3"]))
+
+
+def test_explain_shows_each_new_stage_with_its_multiplier():
+    from captain_memo.presentation.words import explain_lines
+    from captain_memo.ranking.result import hit_json
+
+    req = RankRequest(analyse("url_for", 4, True), None, NOW, 10)
+    commit = replace(candidate(memory(2, kind="observation", age_days=0.1), "fix url_for", vector=0.84), bm25=2.2)
+    pool = [commit, *[candidate(memory(10 + i), "unrelated text", vector=0.5) for i in range(10)]]
+    (shown,) = [c for c in rank_pool(pool, req, PROFILES["v3"]) if c.memory.id == 2]
+    lines = explain_lines(hit_json(shown, 1, NOW))
+    assert "x 0.600 kind (a commit, and the question is not about a change)" in lines
+    assert lines[-1].endswith(f"= {shown.score:.3f}")
