@@ -63,6 +63,8 @@ def repository(world: World, history: Path) -> tuple[Path, str]:
         from captain_memo.bench.histories import rebuild
 
         return root, f"{rebuild(history, root)} commits rebuilt from {history.name}"
+    if not (REPO / ".git").exists():
+        sys.exit(f"{history} is absent and {REPO} is no git repository: name a history with --history")
     subprocess.run(["git", "clone", "-q", "--no-local", str(REPO), str(root)], check=True)
     count = subprocess.run(["git", "-C", str(root), "rev-list", "--count", "HEAD"], capture_output=True, text=True)
     return root, f"{count.stdout.strip()} commits of a clone of {REPO}"
