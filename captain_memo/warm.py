@@ -224,7 +224,9 @@ class WarmMemo:
         that store is closed (its ids would name other memories in a store opened since)."""
         try:
             with self._gate.shared():
-                if memo is self._memo:
+                # Checked again here, not only when the recall ran: a backup copied over the store
+                # since then would take this record in its old page cache and be damaged by it.
+                if memo is self._memo and not memo.file_moved():
                     job()
                     memo.checkpoint()  # an empty WAL: a file copied over the store is noticed
         except Exception as exc:

@@ -8,8 +8,11 @@ a real git repository; the copy is read cold (the file alone, no -wal or -shm be
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from embed_support import cli
@@ -53,8 +56,16 @@ def test_a_copy_of_the_store_after_an_index_holds_every_note_and_commit(service_
     repo = tmp_path / "repo"
     make_project(repo, commits=12)
     serving(service_env)
-    done = cli("index", "--git", str(repo), env=service_env)
+    done = subprocess.run(  # in the repository: `index --git` reads the history of the folder it runs in
+        [sys.executable, "-m", "captain_memo.cli", "index", "--git", "."],
+        cwd=repo,
+        env={**os.environ, **service_env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
+    assert "git: 12 new commits" in done.stdout, done.stdout
     cold = sqlite3.connect(f"file:{db}?mode=ro", uri=True)  # through the WAL: what the store holds
     try:
         stored = cold.execute("SELECT count(*) FROM memories").fetchone()[0]

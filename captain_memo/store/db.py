@@ -216,7 +216,9 @@ class Database:
         # The file opened, and its -wal and -shm once WAL mode is on (store/held_file.py).
         self.opened_identity = held_file.identity(self.path)
         self._side_identities: dict = {}
-        self.watch = held_file.FileWatch(self.path)  # a rewrite in place (cp over it)
+        self._commit_conn = None  # reads SQLite's commit count for the watch (_commit_count)
+        self._commit_lock = threading.Lock()
+        self.watch = held_file.FileWatch(self.path, self._commit_count)  # a rewrite in place (cp over it)
         self._wrote = False  # a write committed: its WAL is folded into the file at closing
         self._migrate()
         self.watch.noted()
@@ -287,6 +289,29 @@ class Database:
             self._conns.append(conn)
         return conn
 
+    def _commit_count(self) -> int:
+        """``PRAGMA data_version`` on a connection of the watch's own: it changes with every commit
+        any other connection makes, this process's or another's, and not when a file is copied over."""
+        with self._commit_lock:
+            if self._commit_conn is None:
+                self._commit_conn = self._bare_connection()
+            # fetchall: a statement stepped to its end ends its read; one left at its row would
+            # hold a WAL snapshot, and no checkpoint could empty the WAL while it stood
+            [(version,)] = self._commit_conn.execute("PRAGMA data_version").fetchall()
+            return int(version)
+
+    def _bare_connection(self):
+        """A connection that only reads SQLite's own state: made without ``_connect``'s checks,
+        which ask the watch whether the file moved (the watch asks this one, under its lock)."""
+        if self.read_only:
+            conn = connect_read_only(self.path)
+        else:
+            conn = sqlite_module().connect(str(self.path), isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
     def moved(self) -> bool:
         """The file at the path is not the one this store opened (moved, deleted or replaced), or
         it is but was rewritten in place (a backup copied over it)."""
@@ -313,6 +338,8 @@ class Database:
         rewritten = moved and self.watch.rewritten()
         with self._conns_lock:
             conns, self._conns = self._conns, []
+        with self._commit_lock:
+            self._commit_conn = None  # among conns, closed below
         if rewritten:  # the old WAL must not reach the new content, by a checkpoint or at closing
             held_file.discard_wal(self.path, self._side_identities)
             for conn in conns:

@@ -32,6 +32,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger("captain_memo")
@@ -116,18 +117,33 @@ class FileWatch:
     checkpoint, and is taken for one (the holders checkpoint after their writes, so the WAL is
     mostly empty). The doc says to restore with `backup --restore`, which replaces the file whole."""
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, commits: Callable[[], int] | None = None):
         self.path = Path(path)
         self._lock = threading.Lock()
         self._seen = look(self.path)
         self._rewritten = False
+        # SQLite's own count of commits by any connection (``PRAGMA data_version`` read through a
+        # connection of this process): file times move in steps of milliseconds, so another
+        # process's commit, checkpoint and WAL truncation inside one step look like a copy to
+        # ``look`` alone, and emptying the WAL then would lose what that process wrote. A copy
+        # commits nothing, so the count holding still is what confirms one.
+        self._commits = commits
+        self._seen_commits: int | None = None  # read at the first ``noted``, once the store is open
+
+    def _count(self) -> int | None:
+        if self._commits is None:
+            return None
+        try:
+            return self._commits()
+        except Exception:  # a damaged or vanished file: the look alone decides
+            return None
 
     def noted(self) -> None:
         """This process changed the file (a commit, a checkpoint): what it looks like now is its own."""
-        now = look(self.path)
+        now, commits = look(self.path), self._count()
         with self._lock:
             if not self._rewritten:
-                self._seen = now
+                self._seen, self._seen_commits = now, commits
 
     def rewritten(self) -> bool:
         """The file at the path is the one opened, but its content was replaced past SQLite (once
@@ -141,9 +157,12 @@ class FileWatch:
                 return False  # moved, deleted or replaced by a rename: the identity says so
             wal_empty = seen.wal is None or seen.wal[1] == 0
             if now.content != seen.content and now.wal == seen.wal and wal_empty:
-                log.warning("%s was rewritten in place (copied over?); reopening it as it is now", self.path)
-                self._rewritten = True
-                return True
+                commits = self._count()
+                if commits is None or self._seen_commits is None or commits == self._seen_commits:
+                    log.warning("%s was rewritten in place (copied over?); reopening it as it is now", self.path)
+                    self._rewritten = True
+                    return True
+                self._seen_commits = commits  # another process committed, within one tick of the clock
             self._seen = now  # unchanged, or changed through the WAL (another process's writes)
             return False
 
