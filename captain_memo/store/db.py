@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from captain_memo.chunking import content_hash
@@ -216,7 +217,7 @@ class Database:
         # The file opened, and its -wal and -shm once WAL mode is on (store/held_file.py).
         self.opened_identity = held_file.identity(self.path)
         self._side_identities: dict = {}
-        self._commit_conn = None  # reads SQLite's commit count for the watch (_commit_count)
+        self._commit_conn: Any = None  # reads SQLite's commit count for the watch (_commit_count)
         self._commit_lock = threading.Lock()
         self.watch = held_file.FileWatch(self.path, self._commit_count)  # a rewrite in place (cp over it)
         self._wrote = False  # a write committed: its WAL is folded into the file at closing
