@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from captain_memo.base.progress import Progress
 from captain_memo.config import PROFILES
 from captain_memo.embeddings.base import query_vectors
 from captain_memo.errors import RecallError
 from captain_memo.evaluation import metrics
 from captain_memo.evaluation.data import Dataset, Query
 from captain_memo.evaluation.methods import Method
-from captain_memo.progress import Progress
 from captain_memo.ranking.query import analyse
 from captain_memo.store.search import Scope
 
@@ -113,7 +113,7 @@ class SetResult:
 
 def local_engine(folder: Path, embedder):
     """An engine over a new SQLite store in ``folder``."""
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import Store
 
     return Engine(Store(folder / "eval.db"), embedder)
@@ -121,7 +121,7 @@ def local_engine(folder: Path, embedder):
 
 def team_engine(dsn: str, embedder):
     """An engine over the (new, empty) team database ``dsn``, searched as the engine searches any store."""
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store.postgres import TeamStore
 
     return Engine(TeamStore(dsn), embedder)
@@ -160,7 +160,7 @@ def scope_args(dataset: Dataset, query: Query) -> dict:
 
 def said_no_match(result) -> bool:
     """Whether a recall answers "nothing here": a name no memory holds, or no hit close in meaning."""
-    if getattr(result, "unnamed", ()):
+    if result.unnamed:
         return True
     best = result.hits[0].vector if result.hits else None
     return best is None or 2.0 * best - 1.0 < NO_MATCH_COSINE
