@@ -14,8 +14,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
+from captain_memo.base.paths import ENV_PREFIX, data_home, db_path  # noqa: F401 - where settings are read from
 from captain_memo.errors import ConfigError
-from captain_memo.paths import ENV_PREFIX, data_home, db_path  # noqa: F401 - where settings are read from
 
 log = logging.getLogger("captain_memo")
 _reported: set[str] = set()
@@ -333,7 +333,7 @@ class TeamConfig:
     @property
     def problem(self) -> str | None:
         """Why the URL cannot be used, in one line that never shows a password; None when it can."""
-        from captain_memo.urls import keyword_pairs
+        from captain_memo.base.urls import keyword_pairs
 
         if self.url is None or self.url.startswith(TEAM_SCHEMES) or keyword_pairs(self.url):
             return None
@@ -384,7 +384,7 @@ def hook_team(env: Mapping[str, str] | None = None) -> bool:
 
 def masked_url(url: str) -> str:
     """``url`` as it may be printed: its user, password and parameter values masked."""
-    from captain_memo.urls import masked_url as masked
+    from captain_memo.base.urls import masked_url as masked
 
     return masked(url)
 

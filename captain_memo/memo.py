@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from captain_memo.records import TEAM, Memory, MemoryRef, NewMemory, RecallRequest, Superseded, parse_ref
 
 if TYPE_CHECKING:
-    from captain_memo.sources.report import IndexReport
+    from captain_memo.sources.index_report import IndexReport
 
 # doctor's and stats' look at the team store: long enough to connect (store/postgres CONNECT_TIMEOUT_S),
 # short of the 30 s a save waits for a store coming back, so a store that is down is reported promptly.
@@ -107,7 +107,7 @@ class Memo:
     @property
     def engine(self):
         if self._engine is None:
-            from captain_memo.engine import Engine
+            from captain_memo.engine.core import Engine
             from captain_memo.store.memindex import warm_memory_index
             from captain_memo.store.search import SqliteVecIndex
 
@@ -133,11 +133,11 @@ class Memo:
     @staticmethod
     def configured_embedder(cfg=None):
         """The embedder the configuration names (``cfg``, else the environment's); nothing loaded yet."""
-        from captain_memo import engine
         from captain_memo.config import embed_config
+        from captain_memo.engine import core as engine_core
 
-        # Made where Engine.open makes it (engine.make_embedder), the one place to swap it.
-        return engine.make_embedder(cfg or embed_config())
+        # Made where Engine.open makes it (engine_core.make_embedder), the one place to swap it.
+        return engine_core.make_embedder(cfg or embed_config())
 
     @property
     def team(self):
@@ -147,7 +147,7 @@ class Memo:
 
             cfg = self._team_config or team_config()
             if cfg.url is not None:
-                from captain_memo.team import TeamClient
+                from captain_memo.engine.team import TeamClient
 
                 self._team = TeamClient(cfg, lambda: self.embedder, self.project_id)
                 self._team.connect_soon()
@@ -163,7 +163,7 @@ class Memo:
 
             known = self.store.project_identities().get(project)
             if os.path.isdir(project):
-                from captain_memo.identity import portable_id
+                from captain_memo.base.project_identity import portable_id
 
                 found = portable_id(project)
                 if found != known and not self.store.read_only:
@@ -176,7 +176,7 @@ class Memo:
         """Let a query's embedding go before the rest of a long one (queries_first.py), and keep
         no memory a long embedding once needed (embeddings/local.py ``long_lived``): for a
         long-lived holder whose recalls run beside its writes. Before the engine opens."""
-        from captain_memo.queries_first import QueriesFirst
+        from captain_memo.embeddings.reads_first import QueriesFirst
 
         self._embedder = QueriesFirst(self.embedder)
         long_lived = getattr(self._embedder, "long_lived", None)  # the local model's; none over HTTP
@@ -205,10 +205,10 @@ class Memo:
     def _deliberate_embedder(self):
         """An embedder that asks the endpoint even while recalls are backing off from it: for a
         run the user started on purpose (reindex, a health check)."""
-        from captain_memo import engine
         from captain_memo.config import embed_config
+        from captain_memo.engine import core as engine_core
 
-        return engine.make_embedder(self._embed_config or embed_config(), backoff=False)
+        return engine_core.make_embedder(self._embed_config or embed_config(), backoff=False)
 
     def warm_up(self) -> None:
         """Open the store, start connecting to the team store, and load the model now, so the
@@ -313,7 +313,7 @@ class Memo:
         self, memories: Sequence[NewMemory], label: str = "importing", batch: int = 32, quiet: bool = False
     ) -> tuple[int, int]:
         """Store in batches, skipping exact duplicates; returns (added, skipped as already present)."""
-        from captain_memo.progress import Progress
+        from captain_memo.base.progress import Progress
 
         added = skipped = 0
         bar = Progress(len(memories), label, quiet=quiet)
@@ -498,8 +498,8 @@ class Memo:
         repository's new commits too. InputError when there is nothing to index."""
         from captain_memo.errors import InputError
         from captain_memo.sources.git_history import index_history
+        from captain_memo.sources.index_report import IndexReport
         from captain_memo.sources.indexer import configured_folders, index_folders, named_folders
-        from captain_memo.sources.report import IndexReport
         from captain_memo.sources.settings import source_settings
 
         settings = source_settings()
@@ -626,8 +626,8 @@ class Memo:
     def _index_team(self, folders, settings, show_progress: bool):
         """Index repository folders into the team store, then drop this store's copies of them
         (indexed before a team store was set), which would otherwise be found twice."""
+        from captain_memo.engine.team import INDEX_TIMEOUT
         from captain_memo.sources.indexer import forget_indexed
-        from captain_memo.team import INDEX_TIMEOUT
 
         shared = [replace(f, project=self.project_id(f.project)) for f in folders]
         report = self.team.call(
@@ -719,8 +719,8 @@ class Memo:
     @_translated
     def stats(self) -> dict:
         """Counts by kind (every kind named) and the Tide lifecycle of observations."""
+        from captain_memo.engine.stats import tide_counts
         from captain_memo.records import KINDS
-        from captain_memo.stats import tide_counts
 
         counts = self.store.counts()
         data = {
@@ -780,7 +780,7 @@ def _team_unsupersede(engine, old_id: int) -> int | None:
 
 def _team_remember(engine, memory: NewMemory) -> int:
     """The new memory's team id, or that of the exact copy already stored."""
-    from captain_memo.chunking import content_hash
+    from captain_memo.base.chunking import content_hash
 
     (stored,) = engine.remember_many([memory])
     if stored is None:
@@ -797,14 +797,14 @@ def _team_index(engine, folders, settings, show_progress: bool):
 
 def left_out(report) -> str:
     """What an index run left out of the notes and why, for its summary line ('' for nothing)."""
-    from captain_memo.sources.report import left_out as notes_left_out
+    from captain_memo.sources.index_report import left_out as notes_left_out
 
     return notes_left_out(report)
 
 
 def history_left_out(history, cap: int) -> str:
     """What an index run left out of the git history and why ('' for nothing)."""
-    from captain_memo.sources.report import history_left_out as commits_left_out
+    from captain_memo.sources.index_report import history_left_out as commits_left_out
 
     return commits_left_out(history, cap)
 
@@ -818,7 +818,7 @@ def is_identifier(token: str) -> bool:
 
 def shown_url(url: str) -> str:
     """A connection string or endpoint URL as it may be printed: no user, password or parameter values."""
-    from captain_memo.urls import masked_url
+    from captain_memo.base.urls import masked_url
 
     return masked_url(url)
 
@@ -830,8 +830,8 @@ def index_written_file(
     (at ``store``, when the caller knows it before opening it) is read only for a note, and only when
     it exists already (to look for folders named before): writing any other file opens (or creates)
     no database."""
+    from captain_memo.sources.index_report import IndexReport
     from captain_memo.sources.indexer import written_folder
-    from captain_memo.sources.report import IndexReport
     from captain_memo.sources.settings import source_settings
 
     settings = source_settings()
@@ -859,7 +859,7 @@ def written_file_needs_store(path: str, project: str | None, branch: str | None,
 
 def nothing_indexed():
     """The report of a written file that was not re-indexed (no store was needed for it)."""
-    from captain_memo.sources.report import IndexReport
+    from captain_memo.sources.index_report import IndexReport
 
     return IndexReport()
 
@@ -877,7 +877,7 @@ def _named_folder_of(open_memo: Callable[[], Memo], path: str, project: str | No
     if not memo.path.exists():
         return None, None
     if project is None:
-        from captain_memo.gitctx import git_context
+        from captain_memo.base.git_context import git_context
 
         ctx = git_context(root)
         project, branch = ctx.project, branch or ctx.branch
@@ -939,15 +939,15 @@ def _team_health(engine) -> str:
 def doctor(path: Path | str) -> list[tuple[str, bool, str]]:
     """(item, ok, detail) for SQLite, sqlite-vec, FTS5, the file's integrity and permissions, the
     model and the counts; a check that fails says what to do."""
-    from captain_memo.doctor import checks
+    from captain_memo.engine.doctor import checks
 
     return checks(Path(path))
 
 
 def embedding_server(host: str, port: int, threads: int | None, model_name: str | None, api_key: str | None):
     """The built-in model behind an HTTP server (embeddings/server.py), not yet serving."""
+    from captain_memo.embeddings.http_server import make_server
     from captain_memo.embeddings.local import LocalEmbedder
-    from captain_memo.embeddings.server import make_server
 
     return make_server(LocalEmbedder(threads=threads), host, port, model_name, api_key)
 

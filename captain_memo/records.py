@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from captain_memo.config import RankConfig
 
-from captain_memo.kinds import KINDS  # noqa: F401 - part of the records' vocabulary
-from captain_memo.units import DAY  # noqa: F401 - part of the records' vocabulary
+from captain_memo.base.kinds import KINDS  # noqa: F401 - part of the records' vocabulary
+from captain_memo.base.units import DAY  # noqa: F401 - part of the records' vocabulary
 
 # Which store a memory lives in. Ids are per store, so a team memory is written with a ``t`` before
 # its id (``t12``) wherever a person or a front end names it: ``show t12``, ``supersede 7 t12``.

@@ -31,7 +31,7 @@ CHUNKS_PER_MEMORY = 1.3  # the synthetic store's average (bench/synth.py)
 def command() -> list[str]:
     """The installed `captain-memo` script beside this interpreter, as a user runs it."""
     script = Path(sys.executable).with_name("captain-memo")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "captain_memo.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "captain_memo.cli.main"]
 
 
 def timed(argv: list[str], env: dict, folder: Path) -> tuple[float, float]:

@@ -24,9 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from captain_memo.chunking import chunk_texts  # noqa: E402
-from captain_memo.commands.demo import SAMPLE  # noqa: E402
-from captain_memo.commands.importer import read_records  # noqa: E402
+from captain_memo.base.chunking import chunk_texts  # noqa: E402
+from captain_memo.cli.commands.demo import SAMPLE  # noqa: E402
+from captain_memo.cli.commands.importer import read_records  # noqa: E402
 
 QUERIES = [
     "get_effective_contract_price rounding",
@@ -66,7 +66,7 @@ def latency_ms(embedder, texts: list[str]) -> tuple[float, float]:
 
 def start_server() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", "0"],
+        [sys.executable, "-m", "captain_memo.cli.main", "serve-embeddings", "--port", "0"],
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
@@ -82,7 +82,7 @@ def start_server() -> tuple[subprocess.Popen, str]:
 def thread_server_latency(local, queries: list[str], nodelay: bool) -> float:
     """p50 of one-text calls to a server thread in this process, with or without TCP_NODELAY."""
     from captain_memo.embeddings.http import OllamaEmbedder
-    from captain_memo.embeddings.server import EmbeddingServer, Handler, serve_in_thread
+    from captain_memo.embeddings.http_server import EmbeddingServer, Handler, serve_in_thread
 
     class ChosenHandler(Handler):
         disable_nagle_algorithm = nodelay
@@ -100,7 +100,7 @@ def thread_server_latency(local, queries: list[str], nodelay: bool) -> float:
 
 
 def recall_latency(embedder, texts: list[str], label: str) -> None:
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     with tempfile.TemporaryDirectory() as folder:

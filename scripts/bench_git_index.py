@@ -193,7 +193,7 @@ def main() -> int:
 
     from captain_memo.config import embed_config
     from captain_memo.embeddings import make_embedder
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.sources.git_history import index_history
     from captain_memo.store import Store
 

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from captain_memo.embeddings.http import OllamaEmbedder  # noqa: E402
-from captain_memo.embeddings.server import EmbeddingServer, serve_in_thread  # noqa: E402
+from captain_memo.embeddings.http_server import EmbeddingServer, serve_in_thread  # noqa: E402
 from captain_memo.errors import EmbeddingError  # noqa: E402
 
 

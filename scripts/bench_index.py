@@ -112,7 +112,7 @@ def main() -> int:
 
     from captain_memo.config import embed_config
     from captain_memo.embeddings import make_embedder
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.sources.indexer import index_paths
     from captain_memo.store import Store
 
@@ -148,7 +148,7 @@ def main() -> int:
             )
         finally:
             engine.close()
-        command = [sys.executable, "-m", "captain_memo.cli", "--db", str(db), "index", str(folder)]
+        command = [sys.executable, "-m", "captain_memo.cli.main", "--db", str(db), "index", str(folder)]
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True)
         seconds = time.perf_counter() - started

@@ -15,11 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from captain_memo.base.git_context import git_context
 from captain_memo.bench.latest import FORMS, generate_history, measure, newest_per_module
 from captain_memo.config import embed_config
 from captain_memo.embeddings import make_embedder
-from captain_memo.engine import Engine
-from captain_memo.gitctx import git_context
+from captain_memo.engine.core import Engine
 from captain_memo.sources.git_history import index_history
 from captain_memo.store import Store
 

@@ -68,7 +68,7 @@ async def spawn_times(db: Path, cwd: Path, spawns: int, errlog) -> list[float]:
 
 
 async def recall_times(db: Path, repo: Path, queries: list[str], warmup: int, errlog) -> dict:
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store.memindex import warm_memory_index
 
     project = str(repo.resolve())

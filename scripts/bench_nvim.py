@@ -106,7 +106,7 @@ def fill(db: Path, count: int, vectors: str, project: str) -> None:
     import numpy as np
 
     from captain_memo.embeddings.local import LocalEmbedder
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     store = Store(db)

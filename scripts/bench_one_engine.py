@@ -48,7 +48,7 @@ def cli(*args: str, env: dict | None = None) -> float:
     with tempfile.NamedTemporaryFile("r") as peak:
         timed = ["/usr/bin/time", "-f", "%M", "-o", peak.name] if Path("/usr/bin/time").exists() else []
         done = subprocess.run(
-            [*timed, sys.executable, "-m", "captain_memo.cli", *args],
+            [*timed, sys.executable, "-m", "captain_memo.cli.main", *args],
             capture_output=True,
             text=True,
             env={**os.environ, **(env or {})},
@@ -61,13 +61,13 @@ def cli(*args: str, env: dict | None = None) -> float:
 
 
 def service_pids(folder: Path) -> list[int]:
-    """Processes serving a store from the shell (python -c ... captain_memo.service.server)."""
+    """Processes serving a store from the shell (python -c ... captain_memo.hosting.socket_server)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 command = (entry / "cmdline").read_bytes()
-                if b"captain_memo.service.server" in command and str(folder).encode() in command:
+                if b"captain_memo.hosting.socket_server" in command and str(folder).encode() in command:
                     found.append(int(entry.name))
             except OSError:
                 continue
@@ -78,7 +78,7 @@ def one_engine(db: Path, folder: Path) -> tuple[float, float]:
     for i in range(5):
         cli("recall", "--all-projects", identifier(i))
     time.sleep(3)
-    from captain_memo.service.client import control
+    from captain_memo.hosting.client import control
 
     status = control("status", db)
     assert status is not None and status.get("host") == "service", status
@@ -150,7 +150,7 @@ def arrangement(title: str, nvim: str, db: Path, folder: Path, args, apart: bool
     finally:
         editor.close()
         time.sleep(1)
-        from captain_memo.service.client import control
+        from captain_memo.hosting.client import control
 
         control("stop", db)
         time.sleep(1)

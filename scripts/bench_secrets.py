@@ -15,7 +15,7 @@ import argparse
 import os
 import time
 
-from captain_memo import secrets
+from captain_memo.base import secrets
 from captain_memo.errors import InputError
 
 MB = 1_000_000

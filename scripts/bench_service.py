@@ -60,11 +60,11 @@ def _kb(path: Path, field: str) -> int:
 
 
 def recall_ms(db: Path, query: str) -> float:
-    from captain_memo import app
-    from captain_memo.service.client import call
+    from captain_memo.hosting.client import call
+    from captain_memo.requests import operations
 
     started = time.perf_counter()
-    answer = call("recall", app.RecallRequest(query, str(REPO), all_projects=True).to_json(), db)
+    answer = call("recall", operations.RecallRequest(query, str(REPO), all_projects=True).to_json(), db)
     if answer is None:
         sys.exit("the service did not answer (see its log in the runtime folder)")
     return (time.perf_counter() - started) * 1000
@@ -82,15 +82,19 @@ def timed_recalls(db: Path, queries: list[str], busy=None) -> list[float]:
 
 
 def long_remember(db: Path) -> threading.Thread:
-    from captain_memo import app
-    from captain_memo.service.client import call
+    from captain_memo.hosting.client import call
+    from captain_memo.requests import operations
 
     words = "ledger invoice rounding retry tenant cache policy decision because".split()
     text = " ".join(words[i % len(words)] + str(i % 97) for i in range(REMEMBER_BYTES // 8))[:REMEMBER_BYTES]
 
     def run():
         started = time.perf_counter()
-        call("remember", app.RememberRequest(text, str(REPO), request_key=app.new_request_key()).to_json(), db)
+        call(
+            "remember",
+            operations.RememberRequest(text, str(REPO), request_key=operations.new_request_key()).to_json(),
+            db,
+        )
         print(f"  (the 720 KB remember took {time.perf_counter() - started:.1f} s)")
 
     return threading.Thread(target=run)
@@ -98,11 +102,11 @@ def long_remember(db: Path) -> threading.Thread:
 
 def git_index(db: Path, repo: Path) -> threading.Thread:
     def run():
-        from captain_memo.service.client import control
+        from captain_memo.hosting.client import control
 
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "captain_memo.cli", "index", "--git", "-q"],
+            [sys.executable, "-m", "captain_memo.cli.main", "index", "--git", "-q"],
             cwd=repo,
             env={**os.environ, "CAPTAIN_MEMO_DB": str(db)},
             check=False,
@@ -221,7 +225,7 @@ def main() -> int:
     os.environ["CAPTAIN_MEMO_SERVICE_TIMEOUT"] = "600"
     fill(db, args.memories, "random", str(REPO))
 
-    from captain_memo.service.client import control
+    from captain_memo.hosting.client import control
 
     print("service: starting and warming up")
     for i in range(5):

@@ -74,8 +74,8 @@ def main() -> None:
 
     import psycopg
 
+    from captain_memo.base.git_context import git_context
     from captain_memo.config import TeamConfig
-    from captain_memo.gitctx import git_context
     from captain_memo.memo import Memo
 
     repo = Path(args.repo).resolve()

@@ -419,7 +419,7 @@ def store_sink(owner):
     import psycopg
     from psycopg.adapt import Dumper
 
-    from captain_memo.chunking import content_hash
+    from captain_memo.base.chunking import content_hash
 
     conn = owner.conn
     vector_oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()[0]

@@ -116,7 +116,17 @@ def index_loop(world: World, root: Path, tally: Tally, deadline: float, runs: li
         started = time.monotonic()
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "captain_memo.cli", "index", "--git", "--max-commits", "400", "--json", "-q"],
+                [
+                    sys.executable,
+                    "-m",
+                    "captain_memo.cli.main",
+                    "index",
+                    "--git",
+                    "--max-commits",
+                    "400",
+                    "--json",
+                    "-q",
+                ],
                 capture_output=True,
                 text=True,
                 env={**os.environ, **world.env},

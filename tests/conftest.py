@@ -32,7 +32,7 @@ def hash_embedder():
 
 @pytest.fixture
 def engine(db_file, hash_embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import Store
 
     eng = Engine(Store(db_file), hash_embedder)
@@ -49,7 +49,7 @@ def local_embedder():
 
 @pytest.fixture
 def local_engine(db_file, local_embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import Store
 
     eng = Engine(Store(db_file), local_embedder)
@@ -65,7 +65,7 @@ def cli_env(tmp_path, monkeypatch, local_embedder):
     """The CLI run in an empty folder (no git repository, so no project), sharing the session's
     loaded model rather than loading it again for every command; returns a database path."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg, **_: local_embedder)
+    monkeypatch.setattr("captain_memo.engine.core.make_embedder", lambda cfg, **_: local_embedder)
     return tmp_path / "memo.db"
 
 

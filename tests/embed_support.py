@@ -1,6 +1,6 @@
 """Real HTTP servers on 127.0.0.1 for the embedding tests.
 
-- ``embed_server``: the real ``serve-embeddings`` server (captain_memo.embeddings.server) serving the
+- ``embed_server``: the real ``serve-embeddings`` server (captain_memo.embeddings.http_server) serving the
   real local model, on a free port, in a thread of the test process.
 - ``FaultServer``: a tiny misbehaving server speaking the same two APIs, for the faults a healthy
   server never shows (500s, garbage JSON, wrong dimensions, NaN, stalls, dropped connections).
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from captain_memo.embeddings.server import ClosingHTTPServer, EmbeddingServer, serve_in_thread
+from captain_memo.embeddings.http_server import ClosingHTTPServer, EmbeddingServer, serve_in_thread
 
 MODEL = "all-MiniLM-L6-v2-int8"  # the name serve-embeddings gives the local model
 REPO = Path(__file__).resolve().parent.parent
@@ -52,7 +52,7 @@ def stop_server(server) -> None:
 def cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``captain-memo`` in a child process with the test's environment plus ``env``."""
     return subprocess.run(
-        [sys.executable, "-m", "captain_memo.cli", *args],
+        [sys.executable, "-m", "captain_memo.cli.main", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler
 
-from captain_memo.embeddings.server import ClosingHTTPServer
+from captain_memo.embeddings.http_server import ClosingHTTPServer
 
 
 class Hostile(ClosingHTTPServer):

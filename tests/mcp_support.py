@@ -27,7 +27,7 @@ def server_command() -> tuple[str, list[str]]:
     script = Path(sys.executable).parent / "captain-memo"
     if script.exists():
         return str(script), ["mcp"]
-    return sys.executable, ["-m", "captain_memo.cli", "mcp"]
+    return sys.executable, ["-m", "captain_memo.cli.main", "mcp"]
 
 
 def file_uri(path: Path) -> str:

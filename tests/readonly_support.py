@@ -30,7 +30,7 @@ def as_reader() -> list[str]:
 def make_store(folder: Path, embedder=None) -> Path:
     from fakes import HashEmbedder
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     folder.mkdir()

@@ -113,8 +113,8 @@ def sample_db(tmp_path_factory, embedder) -> Path:
     session); copy it before writing to it."""
     key = embedder.model_id
     if key not in _sample_cache:
-        from captain_memo.commands.importer import read_records
-        from captain_memo.engine import Engine
+        from captain_memo.cli.commands.importer import read_records
+        from captain_memo.engine.core import Engine
         from captain_memo.memo import Memo
         from captain_memo.store import Store
 
@@ -140,7 +140,7 @@ def days_ago(days: float) -> float:
 
 def run_cli(capsys, *argv, code: int = 0) -> str:
     """Run ``captain-memo argv`` in-process; check the exit code; return what it printed."""
-    from captain_memo import cli
+    from captain_memo.cli import main as cli
 
     capsys.readouterr()
     assert cli.main([str(a) for a in argv]) == code
@@ -149,7 +149,7 @@ def run_cli(capsys, *argv, code: int = 0) -> str:
 
 def cli_error(capsys, *argv, code: int = 1) -> str:
     """Run a command that must fail with ``code``; return its message on stderr."""
-    from captain_memo import cli
+    from captain_memo.cli import main as cli
 
     capsys.readouterr()
     assert cli.main([str(a) for a in argv]) == code

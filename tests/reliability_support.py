@@ -99,7 +99,7 @@ def assert_consistent(report: dict) -> None:
 def _engine(db: str):
     from fakes import HashEmbedder
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import Store
 
     return Engine(Store(db), HashEmbedder())
@@ -153,10 +153,10 @@ def cli(*argv: str) -> int:
     """The real CLI with the hash embedder in place of the configured one (see the module doc)."""
     from fakes import HashEmbedder
 
-    import captain_memo.engine
+    import captain_memo.engine.core
 
-    captain_memo.engine.make_embedder = lambda cfg, **_: HashEmbedder()
-    from captain_memo.cli import main
+    captain_memo.engine.core.make_embedder = lambda cfg, **_: HashEmbedder()
+    from captain_memo.cli.main import main
 
     print("started", flush=True)
     return main(list(argv))

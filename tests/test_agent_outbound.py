@@ -106,7 +106,7 @@ def hook_output(repo: Path, env: dict, agent: str, event: str) -> str:
 
 
 def test_the_note_holds_six_kinds_of_credential_and_the_store_keeps_them_as_given(stores):
-    from captain_memo import secrets
+    from captain_memo.base import secrets
 
     assert {finding.kind for finding in secrets.scan(NOTE)} == set(SECRETS)
     repo, bob = stores

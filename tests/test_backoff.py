@@ -14,11 +14,11 @@ import pytest
 from embed_support import MODEL, cli, provider_env
 from service_support import wait_for
 
-from captain_memo.cli import main
+from captain_memo.cli.main import main
 from captain_memo.config import embed_config
 from captain_memo.embeddings import make_embedder
 from captain_memo.embeddings.backoff import BackoffEmbedder, outage_of
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.errors import EmbeddingError
 from captain_memo.store import NewMemory, Store
 

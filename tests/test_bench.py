@@ -10,7 +10,7 @@ import json
 import numpy as np
 
 from captain_memo.bench.synth import QuerySet, Spec, build_store, sidecar
-from captain_memo.cli import main
+from captain_memo.cli.main import main
 from captain_memo.embeddings.local import MODEL_ID
 from captain_memo.store import Store
 

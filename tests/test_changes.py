@@ -13,8 +13,8 @@ import pytest
 from mcp_support import connect, run
 from sources_support import git, write
 
-from captain_memo.engine import Engine
-from captain_memo.gitctx import git_context
+from captain_memo.base.git_context import git_context
+from captain_memo.engine.core import Engine
 from captain_memo.records import NewMemory
 from captain_memo.sources.git_history import index_history
 from captain_memo.store import Store

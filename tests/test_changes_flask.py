@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from captain_memo.base.git_context import git_context
 from captain_memo.bench import changes
 from captain_memo.bench.histories import rebuild
-from captain_memo.engine import Engine
-from captain_memo.gitctx import git_context
+from captain_memo.engine.core import Engine
 from captain_memo.sources.git_history import index_history, read_commits
 from captain_memo.sources.indexer import index_paths
 from captain_memo.store import Store

@@ -271,7 +271,7 @@ def test_doctor_passes_on_a_good_database(imported, capsys):
 
 
 def test_no_command_prints_help(capsys):
-    from captain_memo import cli
+    from captain_memo.cli import main as cli
 
     assert cli.main([]) == 2
     assert "remember" in capsys.readouterr().out

@@ -236,7 +236,7 @@ def test_the_configuration_table_lists_every_variable_with_its_profile_values():
 def test_a_stability_setting_of_zero_never_reaches_the_store(db_file, hash_embedder, monkeypatch):
     """CAPTAIN_MEMO_TIDE_MAX_STABILITY=0 or ..._INITIAL_STABILITY=0 wrote S = 0, which no later
     setting could raise again: the observation stayed at the Tide floor for good."""
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.ranking.lifecycle import MIN_STABILITY
     from captain_memo.store import NewMemory, Store
 
@@ -295,7 +295,7 @@ def test_the_configuration_page_lists_every_range():
 PACKAGE = Path(config.__file__).parent
 # The thin command line's few settings (the store, the service switches, the runtime folder) are
 # read where it can afford to: importing config.py costs it 24 ms (dataclasses and the profiles).
-THIN_READERS = {"config.py", "paths.py", "runtime.py"}
+THIN_READERS = {"config.py", "base/paths.py", "base/runtime_folder.py"}
 # onnxruntime reads its telemetry switch from the process environment alone, once, at its import.
 ENVIRONMENT_WRITERS = {"embeddings/local.py"}
 

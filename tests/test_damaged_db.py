@@ -26,7 +26,7 @@ def healthy(tmp_path_factory):
     """A store of MEMORIES notes, checkpointed into the one file."""
     from fakes import HashEmbedder
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     path = tmp_path_factory.mktemp("healthy") / "memo.db"
@@ -204,7 +204,7 @@ def test_in_process_without_sqlite_vec_recall_is_keyword_only_and_nothing_is_los
     import sqlite_vec
     from fakes import HashEmbedder
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     db = tmp_path / "memo.db"
@@ -238,7 +238,7 @@ def test_a_failing_embedding_endpoint_degrades_to_keywords_with_a_warning(health
         CAPTAIN_MEMO_DB=str(tmp_path / "memo.db"),
         CAPTAIN_MEMO_HOME=str(tmp_path),
     )
-    cli = [sys.executable, "-m", "captain_memo.cli"]
+    cli = [sys.executable, "-m", "captain_memo.cli.main"]
     saved = subprocess.run(
         [*cli, "remember", "--project", "none", "the staging database is rebuilt nightly"],
         env=env,

@@ -2,7 +2,7 @@
 
 import json
 
-from captain_memo.cli import main
+from captain_memo.cli.main import main
 from captain_memo.store import Store
 
 
@@ -40,7 +40,7 @@ def test_doctor_is_clean_without_one(db_file, capsys):
 def test_doctor_finds_a_vector_table_of_two_models(db_file, local_embedder, capsys):
     from fakes import HashEmbedder
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory
     from captain_memo.store.db import vector_blob
 

@@ -14,7 +14,7 @@ from sources_support import git
 from team_support import requires_psycopg
 
 from captain_memo.editor import ContextCache, EditorService, health_report
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.memo import Memo
 from captain_memo.store import NewMemory, Store
 
@@ -307,7 +307,7 @@ def test_health_report_checks_a_team_store_when_one_is_set(db_file, tmp_path, mo
     from team_client_support import closed_port
 
     Store(db_file).close()
-    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg, **_: HashEmbedder())
+    monkeypatch.setattr("captain_memo.engine.core.make_embedder", lambda cfg, **_: HashEmbedder())
     monkeypatch.setenv("CAPTAIN_MEMO_TEAM_DB", f"sqlite:///{tmp_path / 'team.db'}")
     items = {i["item"]: i for i in health_report({"db": str(db_file)})}
     assert items["team"]["status"] == "ok" and items["team"]["detail"].startswith("reachable: 0 memories")

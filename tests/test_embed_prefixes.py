@@ -9,8 +9,8 @@ import pytest
 from embed_support import cli, stop_server
 
 from captain_memo.config import EmbedConfig
+from captain_memo.embeddings.http_server import EmbeddingServer, serve_in_thread
 from captain_memo.embeddings.prefixes import SEARCH_INSTRUCTION, Prefixes, chosen_prefixes, known_prefixes
-from captain_memo.embeddings.server import EmbeddingServer, serve_in_thread
 
 NOTE = "Invoice totals are rounded once, at the end, to two decimal places."
 QUERY = "when do we round invoice totals"
@@ -153,7 +153,7 @@ def test_either_side_can_be_set_alone():
 
 
 def test_the_editors_settings_carry_the_prefixes_and_an_empty_one_means_none():
-    from captain_memo.editor.settings import EditorSettings
+    from captain_memo.hosting.editor_settings import EditorSettings
 
     settings = EditorSettings.from_dict({"model": "e5-small-v2", "query_prefix": "", "document_prefix": "doc: "})
     cfg = settings.embed_config()

@@ -146,7 +146,7 @@ def test_concurrent_clients_all_get_their_own_vectors(embed_server, local_embedd
 
 def test_the_cli_serves_on_a_free_port_and_stops_cleanly():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", "0"],
+        [sys.executable, "-m", "captain_memo.cli.main", "serve-embeddings", "--port", "0"],
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
@@ -168,7 +168,7 @@ def test_the_cli_serves_on_a_free_port_and_stops_cleanly():
 def test_the_cli_reports_a_port_in_use(embed_server):
     taken = str(embed_server.server_address[1])
     done = subprocess.run(
-        [sys.executable, "-m", "captain_memo.cli", "serve-embeddings", "--port", taken],
+        [sys.executable, "-m", "captain_memo.cli.main", "serve-embeddings", "--port", taken],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from embed_support import MODEL, stop_server
 
-from captain_memo.embeddings.server import EmbeddingServer, serve_in_thread
+from captain_memo.embeddings.http_server import EmbeddingServer, serve_in_thread
 
 
 @pytest.fixture

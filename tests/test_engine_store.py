@@ -14,7 +14,7 @@ from fakes import TableEmbedder
 from recall_support import assert_trace, at_similarity, days_ago
 
 from captain_memo.config import PROFILES
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.ranking import lifecycle
 from captain_memo.store import NewMemory, Store
 
@@ -214,7 +214,7 @@ def test_the_cut_comes_after_tide(db_file):
 
 
 def test_stats_counts_the_tide_states(engine, db_file, capsys, monkeypatch):
-    from captain_memo import cli
+    from captain_memo.cli import main as cli
 
     monkeypatch.setenv("CAPTAIN_MEMO_RANK_PROFILE", "v2")
     engine.remember(NewMemory(body="fresh capture about payouts", kind="observation"))

@@ -178,7 +178,7 @@ def test_a_query_with_a_group_searches_only_its_group(tmp_path, cached_hash):
 
 def test_eval_command_writes_tables_json_and_dump(tmp_path, capsys, monkeypatch):
     """The real local model, end to end through the CLI, on a five-document set."""
-    from captain_memo.cli import main
+    from captain_memo.cli.main import main
 
     folder = write_set(tmp_path / "toy")
     out, dump = tmp_path / "eval.md", tmp_path / "dump.jsonl"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakes import HashEmbedder
 
-from captain_memo.commands.eval import planned_sets
+from captain_memo.cli.commands.eval import planned_sets
 from captain_memo.errors import InputError
 from captain_memo.evaluation.flask_store import STORE_SETS, questions
 from captain_memo.evaluation.runner import said_no_match

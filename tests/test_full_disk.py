@@ -12,9 +12,9 @@ import sqlite3
 
 from fakes import HashEmbedder
 
-from captain_memo import app
+from captain_memo.hosting.warm_memo import WarmMemo
 from captain_memo.memo import Memo
-from captain_memo.warm import WarmMemo
+from captain_memo.requests import operations
 
 
 def test_a_save_whose_checkpoint_meets_a_full_disk_is_answered_saved_with_a_warning(db_file, tmp_path, monkeypatch):
@@ -25,9 +25,9 @@ def test_a_save_whose_checkpoint_meets_a_full_disk_is_answered_saved_with_a_warn
 
     warm = WarmMemo(db_file, lambda path: Memo.open(path, HashEmbedder()))
     try:
-        warm.remember(app.RememberRequest("before: a first note", str(tmp_path)))
+        warm.remember(operations.RememberRequest("before: a first note", str(tmp_path)))
         monkeypatch.setattr(Store, "checkpoint", full)
-        answer = warm.remember(app.RememberRequest("during: saved as the disk filled", str(tmp_path)))
+        answer = warm.remember(operations.RememberRequest("during: saved as the disk filled", str(tmp_path)))
         assert answer["id"] == 2
         assert answer["warning"].startswith("saved, but its write-ahead log was not written into")
         assert "disk is full" in answer["warning"] and "nothing was saved" not in answer["warning"]

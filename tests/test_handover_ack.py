@@ -17,7 +17,7 @@ from pathlib import Path
 from embed_support import cli
 from service_support import status, wait_for
 
-from captain_memo.service.build import build_id, code_id
+from captain_memo.hosting.build import build_id, code_id
 
 
 def test_a_service_whose_claimant_gave_up_before_taking_the_socket_serves_on(service_env):

@@ -14,13 +14,15 @@ from fakes import HashEmbedder
 from mcp_support import connect, run
 from service_support import bodies
 
-from captain_memo.editor.service import EditorService
+from captain_memo.editor.editor_requests import EditorService
 from captain_memo.memo import Memo
 
 
 def test_the_editor_host_follows_a_store_moved_away_and_one_put_back(tmp_path):
     db = tmp_path / "memo.db"
-    editor = EditorService(deliver=lambda reply: None, memo_factory=lambda s: Memo.open(db, HashEmbedder(), warm=True), serve=False)
+    editor = EditorService(
+        deliver=lambda reply: None, memo_factory=lambda s: Memo.open(db, HashEmbedder(), warm=True), serve=False
+    )
     settings = {"db": str(db), "secrets": "allow"}
 
     def ask(op: str, **args) -> dict:

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
+from captain_memo.base.validation import MAX_BODY_CHARS, MAX_FIELD_CHARS, MAX_TITLE_CHARS, unix_newlines
 from captain_memo.config import PROFILES
 from captain_memo.errors import InputError
 from captain_memo.ranking.candidates import Candidate
@@ -27,7 +28,6 @@ from captain_memo.ranking.fusion import min_max
 from captain_memo.ranking.pipeline import RankRequest, cut, rank_pool
 from captain_memo.ranking.query import analyse, fts_match
 from captain_memo.records import KINDS, Memory, NewMemory, Source
-from captain_memo.validation import MAX_BODY_CHARS, MAX_FIELD_CHARS, MAX_TITLE_CHARS, unix_newlines
 
 QUERY_EXAMPLES = 600
 MATCH_SELF_EXAMPLES = 300
@@ -133,7 +133,7 @@ MATCH_SHAPE = re.compile(r'^"(?:[^"]|"")+"(?: OR "(?:[^"]|"")+")*$')  # quoted t
 def store_engine(tmp_path_factory):
     from fakes import HashEmbedder
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import Store
 
     engine = Engine(Store(tmp_path_factory.mktemp("hostile") / "memo.db"), HashEmbedder())
@@ -501,7 +501,7 @@ def test_private_spans_in_given_chunks_are_removed(engine):
 def test_nothing_between_a_first_opening_tag_and_its_last_matching_close_is_kept(pieces):
     """Whatever the nesting or order of tags, no text inside an opened span survives (counting
     nested tags), no tag survives, and blanking line for line keeps every line break."""
-    from captain_memo.validation import without_private
+    from captain_memo.base.validation import without_private
 
     marked = [piece if "private" in piece.lower() or piece != "kept " else f"k{i} " for i, piece in enumerate(pieces)]
     text = "".join(marked)

@@ -188,7 +188,7 @@ NOTES = [
 def hostile_engine(tmp_path_factory):
     from fakes import HashEmbedder
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import Store
 
     engine = Engine(Store(tmp_path_factory.mktemp("hostile") / "memo.db"), HashEmbedder())

@@ -14,9 +14,9 @@ import pytest
 from embed_support import cli
 from hostile_support import answer
 
+from captain_memo.base.urls import masked_url
 from captain_memo.embeddings.http import MAX_ANSWER_BYTES, OllamaEmbedder, OpenAIEmbedder
 from captain_memo.errors import EmbeddingError
-from captain_memo.urls import masked_url
 
 
 def vectors_body(count: int = 1) -> bytes:

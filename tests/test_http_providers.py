@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from embed_support import MODEL, free_port, start_server, stop_server
 
-from captain_memo.commands.demo import SAMPLE
-from captain_memo.commands.importer import read_records
+from captain_memo.cli.commands.demo import SAMPLE
+from captain_memo.cli.commands.importer import read_records
 from captain_memo.config import EmbedConfig, embed_config
 from captain_memo.embeddings import make_embedder
 from captain_memo.embeddings.http import OllamaEmbedder, OpenAIEmbedder, make_http_embedder
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.errors import ConfigError, EmbeddingError
 from captain_memo.store import Store
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from recall_support import cli_error, run_cli
 
-from captain_memo.import_records import read_import
+from captain_memo.requests.import_records import read_import
 
 GOOD = {"text": "the tax service answers 429 during the month-end run", "kind": "observation"}
 # (record as written in the file, what the refusal names)
@@ -96,7 +96,7 @@ def test_import_stores_the_good_lines_names_every_bad_one_and_exits_1(cli_env, t
         ),
         encoding="utf-8",
     )
-    from captain_memo import cli
+    from captain_memo.cli import main as cli
 
     capsys.readouterr()
     assert cli.main(["--db", str(cli_env), "import", str(path)]) == 1

@@ -19,45 +19,71 @@ BELOW_THE_DOOR = ("captain_memo.store", "captain_memo.embeddings", "captain_memo
 STORE = ("captain_memo.store",)
 # The database drivers: only the store connects, so only the store imports them.
 DRIVERS = ("sqlean", "sqlite3", "psycopg")
-FRONT_ENDS = (
-    "captain_memo.cli",
-    "captain_memo.commands",
-    "captain_memo.editor",
-    "captain_memo.mcpserver",
-    "captain_memo.app",
-    "captain_memo.agent_tools",  # app.py's operations for an agent's tools
-    "captain_memo.warm",
-    "captain_memo.service",
-)
-# The front ends that must not borrow from one another, each with its modules.
-SEPARATE_FRONT_ENDS = {
-    "command line": ("captain_memo.cli", "captain_memo.commands"),
-    "editor": ("captain_memo.editor",),
-    "MCP server": ("captain_memo.mcpserver",),
-    "warm service": ("captain_memo.service",),
+FRONT_ENDS = ("captain_memo.cli", "captain_memo.editor", "captain_memo.mcpserver", "captain_memo.hook")
+# The leaves every layer may use.
+LEAVES = {"base", "records", "config", "errors"}
+# What each place imports of the project, by its folder under captain_memo/ (a module at the root by
+# its name): a new module is held to its folder's rule by where it is. Top to bottom: the front
+# ends; the machinery holding one engine per store; the JSON edge; the door; the engine with the
+# measuring tools; sources; presentation, embeddings, ranking and the store; the leaves.
+MAY_IMPORT: dict[str, set[str]] = {
+    # The command line runs the measuring tools (`bench`, `eval`), asks a serving engine through
+    # hosting/ (answer, client, embedder) and runs the other front ends' command modules (DISPATCHER).
+    "cli": LEAVES | {"memo", "presentation", "requests", "hosting", "bench", "evaluation"},
+    # The editor's host holds and serves the engine of each store it uses (hosting/editor_engines).
+    "editor": LEAVES | {"memo", "presentation", "requests", "hosting"},
+    # `captain-memo mcp` is the relay to the store's engine (hosting/relay, hosting/agent_sessions).
+    "mcpserver": LEAVES | {"memo", "presentation", "requests", "hosting"},
+    # The hook asks the serving engine as the command line does (hosting/answer).
+    "hook": LEAVES | {"memo", "presentation", "requests", "hosting"},
+    "hosting": LEAVES | {"memo", "presentation", "requests"},
+    "requests": LEAVES | {"memo", "presentation"},
+    "memo": LEAVES | {"engine", "sources", "store", "embeddings", "ranking", "presentation"},
+    "bench": LEAVES | {"engine", "sources", "store", "embeddings", "ranking", "evaluation"},
+    "evaluation": LEAVES | {"engine", "sources", "store", "embeddings", "ranking", "bench"},
+    "engine": LEAVES | {"sources", "store", "embeddings", "ranking"},
+    "sources": LEAVES | {"store", "embeddings", "ranking"},
+    "presentation": LEAVES | {"ranking"},
+    "embeddings": LEAVES,
+    "ranking": {"records", "config"},
+    "store": LEAVES,
+    "base": LEAVES,
+    "records": LEAVES,
+    "config": {"base", "errors"},
+    "errors": set(),
+    "": {"memo"},  # captain_memo/__init__.py: `Memo`, lazily
 }
-# A front end's door for the others: the warm service's client (what the command line asks it with,
-# and the embedder `index` and `import` ask the serving engine's vectors with), its server and handover, with which the editor's host serves the engine it holds, and the relay
-# `captain-memo mcp` runs to have an agent's session held by the store's engine.
-FRONT_END_DOORS = (
-    "captain_memo.service.client",
-    "captain_memo.service.embedder",
-    "captain_memo.service.wire",
-    "captain_memo.service.server",
-    "captain_memo.service.handover",
-    "captain_memo.service.relay",
-)
-# `captain-memo mcp` starts the MCP server: the one command that runs another front end.
-# The process serving a store holds agents' MCP sessions for their relays (service/relay.py).
-LAUNCHERS = {
-    ("captain_memo.commands.mcp", "captain_memo.mcpserver.server"),
-    ("captain_memo.commands.mcp", "captain_memo.mcpserver.server.serve"),
-    ("captain_memo.commands.mcp", "captain_memo.mcpserver.hosted"),  # the session here, while no engine answers
-    ("captain_memo.commands.mcp", "captain_memo.mcpserver.hosted.serve_here"),
-    ("captain_memo.service.server", "captain_memo.mcpserver.hosted"),
-    ("captain_memo.service.server", "captain_memo.mcpserver.hosted.checked_request"),
-    ("captain_memo.service.server", "captain_memo.mcpserver.hosted.serve_session"),
+# The only imports across the table: the executable's dispatcher runs each other front end by its one
+# command module; the process serving a store holds agents' MCP sessions (hosting/agent_sessions.py
+# runs mcpserver's session over the served engine); the editor's health check runs the engine's
+# probes of SQLite, sqlite-vec, FTS5 and the model without opening a store.
+CROSSINGS = {
+    ("captain_memo.cli.main", "captain_memo.hook.prompt_hook"),
+    ("captain_memo.cli.main", "captain_memo.mcpserver.command"),
+    ("captain_memo.hosting.agent_sessions", "captain_memo.mcpserver"),
+    ("captain_memo.editor.checkhealth", "captain_memo.engine.probes"),
 }
+
+
+def place(module: str) -> str:
+    """The folder (or root module) whose rule ``module`` keeps: ``captain_memo.engine.core`` -> engine."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def breaches(module: str, imported: list[tuple[str, int]]) -> list[str]:
+    """The imports of ``module`` its folder's rule forbids (the package's own modules only)."""
+    found = []
+    for name, line in imported:
+        if not name.startswith("captain_memo."):
+            continue
+        if name in ("captain_memo.__version__", "captain_memo.Memo"):
+            continue
+        here, there = place(module), place(name)
+        crossing = any(within(module, (a,)) and within(name, (b,)) for a, b in CROSSINGS)
+        if there != here and there not in MAY_IMPORT[here] and not crossing:
+            found.append(f"{module}:{line} imports {name} ({here or 'root'} may not import {there or 'root'})")
+    return found
 
 
 def modules():
@@ -199,34 +225,17 @@ def test_no_circle_of_imports_passes_through_the_store():
     assert [ring for ring in circles(graph) if any(within(m, STORE) for m in ring)] == []
 
 
-def test_front_ends_go_through_the_application_interface():
-    """A front end sees the interface (memo.py), the records and the presentation; a hit's JSON comes
-    from presentation/views.py, so no front end reads the ranking's own records."""
-    found = [
-        f"{module}:{line} imports {name}"
-        for module, _, tree in modules()
-        if within(module, FRONT_ENDS)
-        for name, line in imports(tree, module)
-        if within(name, BELOW_THE_DOOR + ("captain_memo.engine", "captain_memo.ranking"))
-    ]
+def test_every_module_is_placed_by_its_folder():
+    """The package root holds only the door, the records, the settings and the errors; every other
+    module is in a folder the table names."""
+    found = [module for module, _, _ in modules() if place(module) not in MAY_IMPORT]
     assert found == []
 
 
-def front_end_of(module: str) -> str | None:
-    return next((name for name, parts in SEPARATE_FRONT_ENDS.items() if within(module, parts)), None)
-
-
-def test_front_ends_do_not_import_each_other():
-    """What two front ends share lives in the library; one reaches another only through its door."""
-    found = [
-        f"{module}:{line} imports {name}"
-        for module, _, tree in modules()
-        if front_end_of(module)
-        for name, line in imports(tree, module)
-        if front_end_of(name) not in (None, front_end_of(module))
-        and not within(name, FRONT_END_DOORS)
-        and (module, name) not in LAUNCHERS
-    ]
+def test_each_layer_imports_only_what_its_folder_may():
+    """A front end never imports another (but through the dispatcher), nor the engine, store,
+    sources, embeddings or ranking; no layer imports one above it."""
+    found = [use for module, _, tree in modules() for use in breaches(module, list(imports(tree, module)))]
     assert found == []
 
 
@@ -254,7 +263,12 @@ def test_presentation_has_one_home():
         for module, _, tree in modules()
         if within(module, ("captain_memo.presentation",))
         for name, line in imports(tree, module)
-        if within(name, BELOW_THE_DOOR + FRONT_ENDS + ("captain_memo.engine", "captain_memo.memo"))
+        if within(
+            name,
+            BELOW_THE_DOOR
+            + FRONT_ENDS
+            + ("captain_memo.engine", "captain_memo.memo", "captain_memo.hosting", "captain_memo.requests"),
+        )
     ]
     assert found == []
 
@@ -281,38 +295,49 @@ def test_the_settings_import_nothing_below_them():
         if module == "captain_memo.config"
         for name, line in imports(tree, module)
         if within(
-            name, BELOW_THE_DOOR + FRONT_ENDS + ("captain_memo.engine", "captain_memo.memo", "captain_memo.ranking")
+            name,
+            BELOW_THE_DOOR + FRONT_ENDS + ("captain_memo.engine.core", "captain_memo.memo", "captain_memo.ranking"),
         )
     ]
     assert found == []
 
 
-def test_nothing_below_the_front_ends_imports_them():
+def test_nothing_below_the_front_ends_imports_the_editor_client():
     found = [
         f"{module}:{line} imports {name}"
         for module, _, tree in modules()
         if not within(module, FRONT_ENDS)
         for name, line in imports(tree, module)
-        if within(name, FRONT_ENDS) or within(name, ("captain_memo_nvim", "pynvim"))
+        if within(name, ("captain_memo_nvim", "pynvim"))
     ]
     assert found == []
 
 
 def test_the_rules_see_a_breach():
-    """The checks above read what they claim to: an import inside a function is found, and the MCP
-    server borrowing the editor's helpers (as it once did) is a breach."""
-    tree = ast.parse("def f():\n    from captain_memo.editor.service import opened_json\n")
-    borrowed = {name for name, _ in imports(tree, "captain_memo.mcpserver.service")}
-    assert any(front_end_of(name) == "editor" for name in borrowed)
-    assert front_end_of("captain_memo.mcpserver.service") == "MCP server"
+    """The checks above read what they claim to: an import inside a function is found; the MCP
+    server borrowing the editor's helpers (as it once did), the store importing the door or the
+    hosting, a command importing the engine or the hook's module are breaches; a new module at the
+    root belongs to no layer."""
+    tree = ast.parse("def f():\n    from captain_memo.editor.editor_requests import opened_json\n")
+    borrowed = breaches(
+        "captain_memo.mcpserver.memory_calls", list(imports(tree, "captain_memo.mcpserver.memory_calls"))
+    )
+    assert borrowed and "mcpserver may not import editor" in borrowed[0]
+    lower = ast.parse("from captain_memo.hosting.client import call\nfrom captain_memo.memo import Memo\n")
+    assert len(breaches("captain_memo.store.db", list(imports(lower, "captain_memo.store.db")))) == 4
+    assert breaches("captain_memo.cli.commands.x", [("captain_memo.engine.core", 1)]) != []
+    assert breaches("captain_memo.hook.prompt_hook", [("captain_memo.cli.commands._common", 1)]) != []
+    assert breaches("captain_memo.cli.main", [("captain_memo.hook.prompt_hook", 1)]) == []
+    assert breaches("captain_memo.cli.commands.x", [("captain_memo.hook.prompt_hook", 1)]) != []
+    assert place("captain_memo.newthing") == "newthing" and "newthing" not in MAY_IMPORT
     tree = ast.parse("def f():\n    from captain_memo.store.db import store_error\n")
-    assert ("captain_memo.store.db", 2) in set(imports(tree, "captain_memo.commands.x"))
+    assert ("captain_memo.store.db", 2) in set(imports(tree, "captain_memo.cli.commands.x"))
     tree = ast.parse("from . import health\n")
     assert ("captain_memo.store.health", 1) in set(imports(tree, "captain_memo.store.x"))
     tree = ast.parse("import sqlean\ndef f(store):\n    with store.write() as conn:\n        return store.conn, conn\n")
-    assert connections_used(tree, "captain_memo.doctor") == [
-        "captain_memo.doctor:1 imports sqlean",
-        "captain_memo.doctor:3 takes a connection from .write()",
-        "captain_memo.doctor:4 reads .conn",
+    assert connections_used(tree, "captain_memo.engine.doctor") == [
+        "captain_memo.engine.doctor:1 imports sqlean",
+        "captain_memo.engine.doctor:3 takes a connection from .write()",
+        "captain_memo.engine.doctor:4 reads .conn",
     ]
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

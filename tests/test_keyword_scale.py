@@ -75,7 +75,7 @@ def test_nothing_is_left_out_of_a_small_store(store):
 
 
 def test_recall_searches_the_selective_phrases(db_file, hash_embedder, small_limits):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
 
     engine = Engine(Store(db_file), hash_embedder)
     for i in range(60):

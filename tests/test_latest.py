@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from captain_memo.base.git_context import git_context
 from captain_memo.bench.latest import FORMS, MODULES, generate_history, measure, newest_per_module
-from captain_memo.engine import Engine
-from captain_memo.gitctx import git_context
+from captain_memo.engine.core import Engine
 from captain_memo.sources.git_history import index_history
 from captain_memo.store import Store
 

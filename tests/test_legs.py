@@ -92,11 +92,11 @@ def test_a_leg_can_be_left_out_on_purpose(stored):
 
 
 def test_degraded_result_is_announced_by_the_cli(stored, db_file, monkeypatch, capsys):
-    from captain_memo import cli
+    from captain_memo.cli import main as cli
 
     damage_keyword_index(db_file)
     stored.close()
-    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg, **_: stored.embedder)
+    monkeypatch.setattr("captain_memo.engine.core.make_embedder", lambda cfg, **_: stored.embedder)
     assert cli.main(["--db", str(db_file), "recall", "--project", "none", "invoice", "numbers"]) == 0
     out = capsys.readouterr().out
     assert "legs: vector" in out and "keyword leg failed" in out
@@ -110,7 +110,7 @@ def test_vector_similarity_from_the_l2_distance(db_file):
     import numpy as np
     from fakes import TableEmbedder
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import Store
 
     dim = 4

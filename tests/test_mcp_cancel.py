@@ -45,7 +45,7 @@ def bodies(env: dict) -> list[str]:
 
 def shell_remember(text: str, env: dict, cwd) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "captain_memo.cli", "remember", text],
+        [sys.executable, "-m", "captain_memo.cli.main", "remember", text],
         env={**os.environ, **env},
         cwd=cwd,
         stdout=subprocess.PIPE,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from captain_memo.errors import InputError
-from captain_memo.mcpserver.service import origin_of
+from captain_memo.mcpserver.memory_calls import origin_of
 from captain_memo.mcpserver.tools import TOOLS, checked_arguments
 from captain_memo.mcpserver.workspace import folder_of_roots
 from captain_memo.presentation.text import excerpt
@@ -78,9 +78,9 @@ def test_remember_says_no_vector_yet_even_behind_a_long_backlog(tmp_path):
     vector, and the result says so even when hundreds of older chunks wait for theirs too."""
     from embed_support import MODEL, free_port
 
+    from captain_memo.base.git_context import NO_REPOSITORY
     from captain_memo.embeddings.http import OllamaEmbedder
-    from captain_memo.gitctx import NO_REPOSITORY
-    from captain_memo.mcpserver.service import MemoryService
+    from captain_memo.mcpserver.memory_calls import MemoryService
     from captain_memo.memo import Memo
     from captain_memo.records import NewMemory
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-SERVER = "import sys; import captain_memo.mcpserver.server\n"
+SERVER = "import sys; import captain_memo.mcpserver.mcp_server\n"
 UNUSED = ("mcp.client", "mcp.server.mcpserver", "httpx", "httpx2", "cryptography")
 
 

@@ -21,7 +21,7 @@ PRICE_NOTE = (
 
 
 def project_of(path):
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
 
     return git_context(path).project
 
@@ -240,7 +240,7 @@ def test_a_memory_the_cli_saves_mid_session_is_found_by_the_warm_engine(tmp_path
                 [
                     sys.executable,
                     "-m",
-                    "captain_memo.cli",
+                    "captain_memo.cli.main",
                     "remember",
                     "--title",
                     "Webhook retries",

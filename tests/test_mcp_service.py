@@ -31,7 +31,7 @@ READ_ONLY_FOLDER = "/sys/captain-memo-runtime"  # sysfs: no one, root included, 
 NOT_IN_A_RELAY = (
     *("numpy", "onnxruntime", "tokenizers", "sqlite3", "sqlean", "sqlite_vec", "git", "httpx", "httpx2"),
     *("cryptography", "mcp", "mcp_types", "pydantic", "anyio", "captain_memo.mcpserver"),
-    *("captain_memo.commands.recall", "captain_memo.commands.importer", "captain_memo.config", "logging"),
+    *("captain_memo.cli.commands.recall", "captain_memo.cli.commands.importer", "captain_memo.config", "logging"),
 )
 ENGINE_SHARED_LIBRARIES = ("vec0", "onnxruntime", "_multiarray_umath")  # sqlite-vec, the model, numpy
 
@@ -114,7 +114,7 @@ def test_a_session_the_service_holds_loads_no_engine_and_no_sdk_in_the_agents_pr
 
     maps = run(body)
     imported = imported_modules(log)
-    assert "captain_memo.service.relay" in imported
+    assert "captain_memo.hosting.relay" in imported
     unused = [name for name in imported if any(name == p or name.startswith(p + ".") for p in NOT_IN_A_RELAY)]
     assert sorted(unused) == []
     assert [library for library in ENGINE_SHARED_LIBRARIES if library in maps] == []
@@ -266,12 +266,14 @@ def test_a_session_is_carried_over_when_its_service_stops_when_idle(env, gate, t
 
 def test_one_store_named_two_ways_has_one_service(tmp_path):
     """The shell on the default store and an agent configured with its path share one service."""
-    from captain_memo import runtime
+    from captain_memo.base import runtime_folder
 
     home = {"CAPTAIN_MEMO_HOME": str(tmp_path)}
     store = tmp_path / "memo.db"
-    assert runtime.service_key(store, home) == runtime.service_key(store, {**home, "CAPTAIN_MEMO_DB": str(store)})
-    assert runtime.service_key(store, home) != runtime.service_key(tmp_path / "other.db", home)
+    assert runtime_folder.service_key(store, home) == runtime_folder.service_key(
+        store, {**home, "CAPTAIN_MEMO_DB": str(store)}
+    )
+    assert runtime_folder.service_key(store, home) != runtime_folder.service_key(tmp_path / "other.db", home)
 
 
 @pytest.mark.parametrize(
@@ -286,8 +288,8 @@ def test_one_store_named_two_ways_has_one_service(tmp_path):
     ],
 )
 def test_an_agent_call_the_service_reads_is_checked_field_by_field(request_, named):
-    from captain_memo.agent_tools import checked_envelope
     from captain_memo.errors import InputError
+    from captain_memo.requests.agent_calls import checked_envelope
 
     with pytest.raises(InputError, match=named):
         checked_envelope(request_)
@@ -296,8 +298,8 @@ def test_an_agent_call_the_service_reads_is_checked_field_by_field(request_, nam
 def test_the_service_checks_an_agent_call_with_the_rules_its_tool_shows():
     """The service's copy of each tool's arguments (agent_tools.py) has the schema's rules, so a
     call the MCP server lets through is never refused by the service, nor the other way round."""
-    from captain_memo.agent_tools import ARGUMENTS, DEFAULTS, REQUIRED
     from captain_memo.mcpserver.tools import TOOLS
+    from captain_memo.requests.agent_calls import ARGUMENTS, DEFAULTS, REQUIRED
 
     rules = ("type", "minimum", "maximum", "minLength", "maxLength", "enum", "pattern")
     for name, tool in TOOLS.items():

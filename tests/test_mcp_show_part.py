@@ -22,7 +22,7 @@ def index_guide(repo, env: dict) -> None:
     (repo / "doc").mkdir()
     (repo / "doc" / "guide.md").write_text(long_markdown(), encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "captain_memo.cli", "index", "doc/guide.md"],
+        [sys.executable, "-m", "captain_memo.cli.main", "index", "doc/guide.md"],
         capture_output=True,
         text=True,
         env={**os.environ, **env},

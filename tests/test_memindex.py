@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from captain_memo.config import rank_config
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.errors import StoreError
 from captain_memo.store import NewMemory, Store, vec0_rows
 from captain_memo.store.db import create_vec_table

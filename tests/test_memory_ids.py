@@ -21,7 +21,7 @@ def test_forgetting_the_newest_memory_does_not_hand_its_id_to_the_next(engine):
 
 
 def test_ids_stay_unused_across_reopening_the_store(db_file, hash_embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
 
     engine = Engine(Store(db_file), hash_embedder)
     gone = engine.remember(NewMemory(body="soon forgotten"))
@@ -62,7 +62,7 @@ def old_store(path) -> None:
 
 
 def test_an_existing_store_is_migrated_without_loss(db_file, hash_embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
 
     old_store(db_file)
     engine = Engine(Store(db_file), hash_embedder)

@@ -147,7 +147,7 @@ def traced(tmp_path):
             str(log),
             sys.executable,
             "-m",
-            "captain_memo.cli",
+            "captain_memo.cli.main",
             *argv,
         ], log
 
@@ -277,7 +277,7 @@ def test_the_only_outbound_call_is_the_configured_embedding_endpoint(traced):
 
 
 def test_wal_and_shared_memory_files_are_private_too(tmp_path, hash_embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     old = os.umask(0)

@@ -22,8 +22,8 @@ LINE = re.compile(r"^\s*(\d+)\s+([\d.]+)\s+(\w+)\s+(.*?)\s*$")
 def shop(tmp_path, local_embedder):
     """price.py changed by "billing", then by a formatting sweep whose subject names no file; the
     newest commit of all touches only the deploy notes; a note talks about prices."""
-    from captain_memo.engine import Engine
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
+    from captain_memo.engine.core import Engine
     from captain_memo.sources.git_history import index_history
     from captain_memo.store import NewMemory, Store
 

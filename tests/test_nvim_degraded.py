@@ -19,10 +19,10 @@ def closed_port() -> int:
 
 def test_lookup_with_the_embedding_endpoint_down(tmp_path, monkeypatch):
     """#5: keyword results and a footer warning; no error notification."""
+    from captain_memo.base.git_context import git_context
     from captain_memo.config import embed_config
     from captain_memo.embeddings import make_embedder
-    from captain_memo.engine import Engine
-    from captain_memo.gitctx import git_context
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     url = f"http://127.0.0.1:{closed_port()}"
@@ -78,7 +78,7 @@ def test_a_damaged_database_is_one_line_naming_the_file_and_what_to_do(tmp_path,
 
     import sqlean
 
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     db = tmp_path / "memo.db"

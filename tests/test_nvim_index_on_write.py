@@ -38,7 +38,7 @@ def stored_paths(db) -> list[str]:
 
 
 def test_a_written_decision_is_found_by_recall_and_other_files_are_not_indexed(tmp_path, local_embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.sources.indexer import index_configured
     from captain_memo.store import Store
 
@@ -115,7 +115,7 @@ def test_only_note_suffixes_wake_the_plugin_on_write(tmp_path):
 def test_a_cursor_rule_and_a_page_of_a_folder_named_once_are_re_indexed_on_write(tmp_path, local_embedder):
     """The agents' files (a Cursor rule is a .mdc) and the folders `captain-memo index doc/` remembered
     are note folders for the editor too."""
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.memo import Memo
     from captain_memo.store import Store
 

@@ -66,7 +66,7 @@ class Machine:
 
 @pytest.fixture(scope="session")
 def machine(tmp_path_factory, request, local_embedder) -> Machine:
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     root = tmp_path_factory.mktemp("user-machine")

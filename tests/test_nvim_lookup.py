@@ -34,8 +34,8 @@ LINE = re.compile(r"^\s*(\d+)\s+([\d.]+)\s+(\w+)\s+(.*?)\s*$")
 @pytest.fixture
 def shop(tmp_path, local_embedder):
     """A repository with price.py, and a store with the notes (A carries price.py:6-8 as its source)."""
-    from captain_memo.engine import Engine
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Source, Store
 
     repo = make_repo(tmp_path)

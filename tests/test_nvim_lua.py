@@ -59,7 +59,7 @@ def test_the_editor_lays_out_the_hosts_texts_raw_controls_never_reach_it(tmp_pat
 
     from test_presentation import hostile_recall
 
-    from captain_memo.commands.recall import render
+    from captain_memo.cli.commands.recall import render
     from captain_memo.presentation.window import shown_recall
 
     now = time.time()
@@ -161,7 +161,7 @@ def test_help_file_tags_every_command_option_mapping_and_highlight(tmp_path):
             end
             walk('', memo.defaults)
             for _, name in ipairs({ 'profile', 'db', 'log_file', 'python' }) do out.options[#out.options + 1] = name end
-            for name in pairs(require('captain_memo.commands').subcommands) do
+            for name in pairs(require('captain_memo.cli.commands').subcommands) do
               out.subcommands[#out.subcommands + 1] = name
             end
             for _, spec in pairs(require('captain_memo.keymaps').actions) do out.plugs[#out.plugs + 1] = spec.plug end

@@ -34,8 +34,8 @@ def recall(editor, path, query):
 
 def test_saved_selection_carries_file_lines_repository_and_branch(tmp_path, local_embedder):
     """#2: the saved selection, and its branch boost only when recalled from its own branch."""
-    from captain_memo.engine import Engine
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
+    from captain_memo.engine.core import Engine
     from captain_memo.store import NewMemory, Store
 
     repo = make_repo(tmp_path)
@@ -89,7 +89,7 @@ def test_saved_selection_carries_file_lines_repository_and_branch(tmp_path, loca
 
 def test_note_buffer_is_saved_on_write(tmp_path, local_embedder):
     """`:CaptainMemo note skill` opens a scratch buffer; `:w` stores it, titled by its first line."""
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
     from captain_memo.store import Store
 
     repo = make_repo(tmp_path)

@@ -287,7 +287,7 @@ def hostile_recall(now: float) -> dict:
 
 
 def test_the_terminal_and_the_editor_show_one_footer_for_one_result():
-    from captain_memo.commands.recall import render
+    from captain_memo.cli.commands.recall import render
     from captain_memo.presentation.window import shown_recall
 
     data = hostile_recall(1_000_000.0)

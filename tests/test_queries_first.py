@@ -1,4 +1,4 @@
-"""A query's embedding goes before the rest of a long one (captain_memo/queries_first.py).
+"""A query's embedding goes before the rest of a long one (captain_memo/embeddings/reads_first.py).
 
 The inner embedder here is the deterministic hash embedder behind events, so the test decides
 when each call ends: what is under test is the order of the calls, not the model."""
@@ -10,7 +10,7 @@ import threading
 import numpy as np
 from fakes import HashEmbedder
 
-from captain_memo.queries_first import QueriesFirst
+from captain_memo.embeddings.reads_first import QueriesFirst
 
 
 class Held:
@@ -159,8 +159,8 @@ def test_a_slice_waits_for_the_reads_no_longer_than_its_bound():
 def test_the_holder_marks_each_read_for_its_whole_run(tmp_path):
     """Through WarmMemo, as the service and the editor's host run them: a read call in flight, from
     its start to its end, holds back the slices of another process's texts (the ``embed`` request)."""
+    from captain_memo.hosting.warm_memo import WarmMemo
     from captain_memo.memo import Memo
-    from captain_memo.warm import WarmMemo
 
     events: list = []
 

@@ -63,7 +63,7 @@ def test_a_stored_stability_of_zero_or_less_reads_as_fresh(engine, stability):
 def test_stats_dormant_count_agrees_with_the_ranking(engine, db_file, capsys, monkeypatch, profile):
     """An observation opened in full long ago: v2 exempts it from Tide for good, v3 restarted its
     clock when it was opened; either way the ranking does not hold it dormant, and neither may stats."""
-    from captain_memo import cli
+    from captain_memo.cli import main as cli
 
     monkeypatch.setenv("CAPTAIN_MEMO_RANK_PROFILE", profile)
     cfg = rank_config()

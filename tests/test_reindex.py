@@ -21,11 +21,11 @@ import pytest
 from embed_support import MODEL, REPO, GatedEmbedder, provider_env, start_server, stop_server
 from fakes import HashEmbedder
 
-from captain_memo.cli import main
+from captain_memo.base.progress import Progress
+from captain_memo.cli.main import main
 from captain_memo.embeddings.http import OllamaEmbedder
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.errors import EmbeddingError, ModelMismatchError
-from captain_memo.progress import Progress
 from captain_memo.store import NewMemory, Store
 from captain_memo.store.reindex import DONE_TABLE, pending_target, reindex
 
@@ -226,7 +226,7 @@ def test_a_reused_chunk_id_with_new_text_is_embedded_again(db_file):
 
 def run_reindex(server_url: str, db) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "captain_memo.cli", "--db", str(db), "reindex", "--batch-size", "4"],
+        [sys.executable, "-m", "captain_memo.cli.main", "--db", str(db), "reindex", "--batch-size", "4"],
         env={**os.environ, **provider_env("ollama", server_url)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -395,7 +395,7 @@ def test_a_second_reindex_is_refused_while_one_runs_and_runs_once_the_first_is_k
     gate = GatedEmbedder(local_embedder)
     server = start_server(gate)
     other = {**os.environ, **provider_env("openai", embed_server.url)}  # another model id, another server
-    second = [sys.executable, "-m", "captain_memo.cli", "--db", str(db_file), "reindex", "--batch-size", "4"]
+    second = [sys.executable, "-m", "captain_memo.cli.main", "--db", str(db_file), "reindex", "--batch-size", "4"]
     try:
         gate.arm(1)
         first = run_reindex(server.url, db_file)

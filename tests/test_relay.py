@@ -36,7 +36,7 @@ class Agent:
 
     def __init__(self, env: dict, cwd: Path):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "captain_memo.cli", "mcp"],
+            [sys.executable, "-m", "captain_memo.cli.main", "mcp"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

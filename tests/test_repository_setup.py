@@ -19,8 +19,8 @@ import termios
 import pytest
 from sources_support import commit, init_repo, write
 
-from captain_memo.cli import main
-from captain_memo.progress import Progress
+from captain_memo.base.progress import Progress
+from captain_memo.cli.main import main
 from captain_memo.store import Store
 
 RST_PAGE = "{title}\n{rule}\n\nHow {title} works: use tmp_path for a temporary folder per test.\n"
@@ -113,7 +113,7 @@ def test_a_folder_named_once_is_refreshed_by_every_plain_run_and_listed(db_file,
 
 def test_a_note_written_under_a_folder_named_once_is_re_indexed_by_the_editor(db_file, tmp_path, capsys, monkeypatch):
     """The editor's index-on-write request, as the plugin host answers it."""
-    from captain_memo.editor.service import EditorService
+    from captain_memo.editor.editor_requests import EditorService
 
     repo = docs_repo(tmp_path)
     monkeypatch.chdir(repo)
@@ -170,7 +170,7 @@ def test_the_agents_own_files_are_indexed_with_their_kind_and_refreshed(db_file,
 
 
 def test_agent_files_deeper_in_the_tree_are_found_and_removed_when_deleted(db_file, tmp_path, capsys, monkeypatch):
-    from captain_memo.editor.service import EditorService
+    from captain_memo.editor.editor_requests import EditorService
 
     repo = init_repo(tmp_path / "repo")
     rule = "# API package\n\nEvery handler returns a Problem object on error.\n"
@@ -249,7 +249,7 @@ def test_the_line_moves_while_a_batch_is_embedded(engine, hash_embedder, tmp_pat
     """One batch of 256 chunk texts was one embedding call: the line stood still through it, then
     jumped by every file of the batch. Each call now embeds at most 64 texts, and the line moves
     between calls."""
-    from captain_memo import progress
+    from captain_memo.base import progress
     from captain_memo.sources import indexer
 
     monkeypatch.setattr(progress, "REDRAW_SECONDS", -1.0)  # draw at every step
@@ -279,7 +279,7 @@ def test_the_line_moves_while_a_batch_is_embedded(engine, hash_embedder, tmp_pat
 def test_an_interrupted_run_ends_its_progress_line_before_saying_so(db_file, tmp_path, monkeypatch):
     """Ctrl-C raised from the embedder's first call (a fake fault: a real signal's timing is not
     the test's to choose); the line the bar drew is kept and the message starts a line of its own."""
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
 
     repo = init_repo(tmp_path / "repo")
     commit(repo, "Tune the cache", {"cache.py": "SIZE = 1\n"})
@@ -319,7 +319,7 @@ def test_index_git_with_no_note_folders_draws_only_the_commits(db_file, tmp_path
 def test_index_git_after_an_interrupted_first_run_says_what_is_true(db_file, tmp_path, capsys, monkeypatch):
     """Ctrl-C is raised in the main thread wherever it is; here it is raised from the embedder on
     its second call (a fake fault: the timing of a real signal would make the test flaky)."""
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.sources import git_history
 
     repo = init_repo(tmp_path / "repo")
@@ -346,7 +346,7 @@ def test_index_git_after_an_interrupted_first_run_says_what_is_true(db_file, tmp
 
 
 def test_import_in_a_repository_stores_its_project_by_default(db_file, tmp_path, capsys, monkeypatch):
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
 
     repo = init_repo(tmp_path / "repo")
     commit(repo, "Start", {"README.md": "# Shop\n"})

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 def db(tmp_path, monkeypatch):
     """A database path, the CLI run from a folder outside any repository, the hash embedder."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("captain_memo.engine.make_embedder", lambda cfg, **_: HashEmbedder())
+    monkeypatch.setattr("captain_memo.engine.core.make_embedder", lambda cfg, **_: HashEmbedder())
     return tmp_path / "memo.db"
 
 

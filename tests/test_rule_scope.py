@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from sources_support import commit, init_repo
 
+from captain_memo.base.rule_scope import applies, event_files, files_in_play, files_named, glob_holds, hits_in_scope
 from captain_memo.records import RuleScope, Source, source_json
-from captain_memo.rule_scope import applies, event_files, files_in_play, files_named, glob_holds, hits_in_scope
 from captain_memo.sources.agent_rules import globs_of, rule_scope
 from captain_memo.sources.indexer import index_folders, repository_folders
 from captain_memo.sources.markdown import parse
@@ -194,8 +194,8 @@ def test_rules_indexed_before_get_their_scope_at_the_next_index(db_file, hash_em
     import sqlean
     from sources_support import write
 
-    from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
-    from captain_memo.engine import Engine
+    from captain_memo.base.chunking import MAX_CHUNK_CHARS, content_hash
+    from captain_memo.engine.core import Engine
     from captain_memo.store import Store
 
     repo = init_repo(tmp_path / "repo")

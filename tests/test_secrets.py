@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from captain_memo import secrets
+from captain_memo.base import secrets
 from captain_memo.errors import InputError
 from captain_memo.store import NewMemory
 

@@ -1,4 +1,4 @@
-"""The warm service behind `recall` and `remember` (captain_memo/service/, captain_memo/warm.py).
+"""The warm service behind `recall` and `remember` (captain_memo/hosting/, captain_memo/hosting/warm_memo.py).
 
 Real child processes throughout: `captain-memo` commands, the service they start, and the local
 model behind a real HTTP server on 127.0.0.1 (service_support.py).
@@ -21,14 +21,14 @@ from embed_support import MODEL, REPO, cli, provider_env, stop_server
 from reliability_support import agreement, assert_consistent
 from service_support import alive, status, wait_for
 
-from captain_memo import runtime
-from captain_memo.embeddings.server import EmbeddingServer, serve_in_thread
+from captain_memo.base import runtime_folder
+from captain_memo.embeddings.http_server import EmbeddingServer, serve_in_thread
 
 HEAVY = ("numpy", "onnxruntime", "sqlite3", "sqlean", "sqlite_vec", "git", "httpx", "tokenizers")
 
 
 def socket_of(env: dict):
-    return runtime.socket_path(env["CAPTAIN_MEMO_DB"], {**os.environ, **env})
+    return runtime_folder.socket_path(env["CAPTAIN_MEMO_DB"], {**os.environ, **env})
 
 
 def run_in_child(code: str, env: dict) -> subprocess.CompletedProcess:
@@ -41,7 +41,7 @@ def test_recall_and_remember_through_the_service_import_nothing_heavy(service_en
     assert cli("remember", "The zanzibar cache key includes the tenant id.", env=service_env).returncode == 0
     for argv in (["recall", "zanzibar tenant"], ["remember", "a second note on the zanzibar cache"]):
         probe = (
-            f"import sys\nfrom captain_memo.cli import main\ncode = main({argv!r})\n"
+            f"import sys\nfrom captain_memo.cli.main import main\ncode = main({argv!r})\n"
             f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\nsys.exit(code)"
         )
         done = run_in_child(probe, service_env)
@@ -100,7 +100,7 @@ def test_stop_and_opting_out(service_env):
 
 
 def test_a_socket_folder_open_to_others_is_refused(service_env):
-    folder = runtime.runtime_dir({**os.environ, **service_env})
+    folder = runtime_folder.runtime_dir({**os.environ, **service_env})
     folder.mkdir(mode=0o755)
     os.chmod(folder, 0o755)
     done = cli("remember", "kept even without the service", env=service_env)
@@ -172,7 +172,7 @@ def test_writers_through_the_service_cold_and_in_an_editor_host_lose_nothing(ser
     from captain_memo.memo import Memo
 
     writer = (
-        "import sys\nfrom captain_memo.cli import main\n"
+        "import sys\nfrom captain_memo.cli.main import main\n"
         "for i in range(5):\n    assert main(sys.argv[1:-1] + ['remember', f'{sys.argv[-1]} note {i}']) == 0"
     )
     children = [
@@ -240,7 +240,7 @@ def test_a_relative_database_path_is_the_callers(service_env, tmp_path):
     outputs = []
     for argv in (["remember", "kept beside the caller"], ["recall", "kept beside the caller"]):
         done = subprocess.run(
-            [sys.executable, "-m", "captain_memo.cli", "--db", "mine.db", *argv],
+            [sys.executable, "-m", "captain_memo.cli.main", "--db", "mine.db", *argv],
             cwd=work,
             env=env,
             capture_output=True,
@@ -280,7 +280,7 @@ def command_in(cwd: Path, env: dict):
 
     def run(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "captain_memo.cli", *argv],
+            [sys.executable, "-m", "captain_memo.cli.main", *argv],
             env={**os.environ, **env},
             cwd=cwd,
             capture_output=True,
@@ -301,7 +301,7 @@ def test_after_an_upgrade_in_place_the_old_service_steps_down(service_env, tmp_p
     old = json.loads(command("service", "status", "--json").stdout)
     assert old["package"] == str(install / "captain_memo")
 
-    upgraded = install / "captain_memo" / "units.py"
+    upgraded = install / "captain_memo" / "base" / "units.py"
     upgraded.write_text(upgraded.read_text(encoding="utf-8") + "\n# 2.0\n", encoding="utf-8")
     later = os.stat(upgraded).st_mtime_ns + 10**9
     os.utime(upgraded, ns=(later, later))
@@ -336,7 +336,7 @@ def test_an_installation_of_other_code_makes_the_service_step_down(service_env, 
     """A copy whose code differs (another release): its command is answered by a service of its
     own code, and the old one exits rather than answer with code the command does not run."""
     copy = installed_copy(tmp_path)
-    changed = copy / "captain_memo" / "units.py"
+    changed = copy / "captain_memo" / "base" / "units.py"
     changed.write_text(changed.read_text(encoding="utf-8") + "\n# another release\n", encoding="utf-8")
     installed, from_copy = command_in(tmp_path, service_env), command_in(copy, service_env)
     assert installed("remember", "The ledger closes at midnight UTC.").returncode == 0
@@ -349,12 +349,12 @@ def test_an_installation_of_other_code_makes_the_service_step_down(service_env, 
 
 
 def test_the_wait_for_the_service_to_take_a_request_is_a_setting_that_picks_no_other_service(tmp_path):
-    assert runtime.accept_seconds({}) == runtime.DEFAULT_ACCEPT == 5.0
-    assert runtime.accept_seconds({"CAPTAIN_MEMO_SERVICE_ACCEPT": "1.5"}) == 1.5
+    assert runtime_folder.accept_seconds({}) == runtime_folder.DEFAULT_ACCEPT == 5.0
+    assert runtime_folder.accept_seconds({"CAPTAIN_MEMO_SERVICE_ACCEPT": "1.5"}) == 1.5
     for bad in ("soon", "0", "-2"):
-        assert runtime.accept_seconds({"CAPTAIN_MEMO_SERVICE_ACCEPT": bad}) == 5.0
+        assert runtime_folder.accept_seconds({"CAPTAIN_MEMO_SERVICE_ACCEPT": bad}) == 5.0
     db = tmp_path / "memo.db"
-    assert runtime.service_key(db, {"CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}) == runtime.service_key(db, {})
+    assert runtime_folder.service_key(db, {"CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}) == runtime_folder.service_key(db, {})
 
 
 def serve_until_it_ends(tmp_path, monkeypatch, embedder, request: bytes) -> list[dict]:
@@ -362,14 +362,14 @@ def serve_until_it_ends(tmp_path, monkeypatch, embedder, request: bytes) -> list
     answered; AssertionError if its accept loop is still running a minute later."""
     import threading
 
+    from captain_memo.hosting import socket_server
     from captain_memo.memo import Memo
-    from captain_memo.service import server
 
-    monkeypatch.setattr(server, "ACCEPT_POLL", 3600.0)
+    monkeypatch.setattr(socket_server, "ACCEPT_POLL", 3600.0)
     path = tmp_path / "memo.sock"
     with Memo(tmp_path / "memo.db", embedder) as memo:
-        service = server.Service(path, tmp_path / "memo.db", idle=float("inf"), memo=memo)
-        loop = threading.Thread(target=service.serve, args=(server.listen(path),), daemon=True)
+        service = socket_server.Service(path, tmp_path / "memo.db", idle=float("inf"), memo=memo)
+        loop = threading.Thread(target=service.serve, args=(socket_server.listen(path),), daemon=True)
         loop.start()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(30)

@@ -20,19 +20,19 @@ from embed_support import REPO, GatedEmbedder, cli, provider_env, start_server, 
 from service_support import alive, status, wait_for
 from sources_support import make_project
 
-from captain_memo import runtime
-from captain_memo.embeddings.server import EmbeddingServer, serve_in_thread
+from captain_memo.base import runtime_folder
+from captain_memo.embeddings.http_server import EmbeddingServer, serve_in_thread
 
 # `captain-memo` in a child that writes, as it exits, which files its process had mapped.
 WITH_MAPS = (
     "import atexit, sys; out = sys.argv.pop(1); "
     "atexit.register(lambda: open(out, 'w').write(open('/proc/self/maps').read())); "
-    "from captain_memo.cli import main; sys.exit(main())"
+    "from captain_memo.cli.main import main; sys.exit(main())"
 )
 
 
 def index_git(repo: Path, env: dict, maps: Path | None = None, **popen) -> subprocess.Popen:
-    argv = [sys.executable, "-c", WITH_MAPS, str(maps)] if maps else [sys.executable, "-m", "captain_memo.cli"]
+    argv = [sys.executable, "-c", WITH_MAPS, str(maps)] if maps else [sys.executable, "-m", "captain_memo.cli.main"]
     return subprocess.Popen(
         [*argv, "index", "--git", "--json"],
         cwd=repo,
@@ -167,10 +167,18 @@ def test_an_engine_of_another_model_is_not_asked(tmp_path, local_embedder, embed
         "CAPTAIN_MEMO_RUNTIME_DIR": str(tmp_path / "run"),
         "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
     }
-    path = runtime.socket_path(env["CAPTAIN_MEMO_DB"], {**os.environ, **env})
-    runtime.private_dir({**os.environ, **env})
+    path = runtime_folder.socket_path(env["CAPTAIN_MEMO_DB"], {**os.environ, **env})
+    runtime_folder.private_dir({**os.environ, **env})
     service = subprocess.Popen(
-        [sys.executable, "-m", "captain_memo.service.server", "--socket", str(path), "--db", env["CAPTAIN_MEMO_DB"]],
+        [
+            sys.executable,
+            "-m",
+            "captain_memo.hosting.socket_server",
+            "--socket",
+            str(path),
+            "--db",
+            env["CAPTAIN_MEMO_DB"],
+        ],
         env={**os.environ, **env, **provider_env("openai", other.url, "other-model")},
         cwd=REPO,
         stderr=subprocess.DEVNULL,
@@ -219,7 +227,7 @@ def test_vectors_of_an_engine_are_checked(tmp_path):
     """An answer that is not the vectors asked for is not stored: the command embeds itself."""
     import base64
 
-    from captain_memo.service.embedder import _decoded
+    from captain_memo.hosting.embedder import _decoded
 
     good = np.eye(2, 4, dtype="<f4")
     encoded = base64.b64encode(good.tobytes()).decode()

@@ -57,7 +57,7 @@ def _service_pids(run: Path) -> list[int]:
 
 def start(*args: str, env: dict) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "captain_memo.cli", *args],
+        [sys.executable, "-m", "captain_memo.cli.main", *args],
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

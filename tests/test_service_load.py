@@ -28,7 +28,7 @@ STORES = ("amber", "cobalt")
 
 CLI_LOOP = r"""
 import json, sys, time
-from captain_memo.cli import main
+from captain_memo.cli.main import main
 from io import StringIO
 import contextlib
 store, seconds, pause = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
@@ -156,7 +156,7 @@ def mcp_front_end(store: str, env: dict, results: Results) -> threading.Thread:
 
 
 def editor_front_end(store: str, env: dict, results: Results) -> threading.Thread:
-    from captain_memo.editor.service import EditorService
+    from captain_memo.editor.editor_requests import EditorService
 
     settings = {
         "db": env["CAPTAIN_MEMO_DB"],

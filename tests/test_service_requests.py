@@ -1,5 +1,5 @@
 """Every request the warm service reads from its socket is checked field by field, with the rules
-the CLI and the MCP tools use (captain_memo/fields.py): nothing malformed is stored, and `doctor`
+the CLI and the MCP tools use (captain_memo/base/fields.py): nothing malformed is stored, and `doctor`
 finds (and `doctor --repair` mends) a memory whose fields hold a value of the wrong type.
 
 Real processes: the service a `captain-memo` command starts, spoken to over its real socket."""
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from embed_support import cli
 
-from captain_memo import runtime
+from captain_memo.base import runtime_folder
 
 MODEL = "openai:all-MiniLM-L6-v2-int8"  # what the service of service_env embeds with
 POISONED = [
@@ -51,7 +51,7 @@ POISONED = [
 
 def ask(env: dict, op: str, request) -> dict:
     """One request over the service's socket, as any client could send it; the service's answer."""
-    path = runtime.socket_path(env["CAPTAIN_MEMO_DB"], {**os.environ, **env})
+    path = runtime_folder.socket_path(env["CAPTAIN_MEMO_DB"], {**os.environ, **env})
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(30)
         sock.connect(str(path))
@@ -124,7 +124,7 @@ def test_a_client_whose_clock_is_a_minute_behind_the_service_is_answered(service
     time budget must not depend on them agreeing. The test cannot move the machine's clock, so the
     client here (this process, speaking to the real service process) reads a wall clock a minute
     behind: its time.time is replaced."""
-    from captain_memo.service import client
+    from captain_memo.hosting import client
 
     assert cli("remember", "The invoice total is rounded once.", env=service_env).returncode == 0
     real = time.time

@@ -17,16 +17,16 @@ import pytest
 from embed_support import MODEL, REPO, cli, provider_env
 from service_support import alive, status, stop_all, wait_for
 
-from captain_memo.cli import main
+from captain_memo.cli.main import main
 
 # Serves the store as the editor's host does, until killed.
 EDITOR_HOST = """
 import os, sys
 from pathlib import Path
-from captain_memo import runtime
-from captain_memo.service.server import EDITOR, Service, listen, take_lock, write_pid
+from captain_memo.base import runtime_folder
+from captain_memo.hosting.socket_server import EDITOR, Service, listen, take_lock, write_pid
 db = Path(os.environ["CAPTAIN_MEMO_DB"])
-path = runtime.socket_path(db)
+path = runtime_folder.socket_path(db)
 lock = take_lock(path)
 write_pid(lock)
 Service(path, db, float("inf"), host=EDITOR, lock=lock).serve(listen(path))
@@ -70,7 +70,7 @@ def test_a_request_lost_when_the_editors_host_dies_names_the_host_not_a_service(
         assert warm.returncode == 0 and "running" not in warm.stderr, warm.stderr
         gate.arm(0)
         child = subprocess.Popen(
-            [sys.executable, "-m", "captain_memo.cli", "remember", "eta: saved while the host was killed"],
+            [sys.executable, "-m", "captain_memo.cli.main", "remember", "eta: saved while the host was killed"],
             env={**os.environ, **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

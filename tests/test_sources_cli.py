@@ -7,7 +7,7 @@ import json
 
 from sources_support import DECISION_PORTS, SKILL_ROLLBACK, commit, init_repo, write
 
-from captain_memo.cli import main
+from captain_memo.cli.main import main
 
 
 def test_index_with_git_then_nothing_changed_then_a_deleted_file(db_file, tmp_path, capsys, monkeypatch):

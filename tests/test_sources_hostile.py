@@ -24,7 +24,7 @@ WITHOUT_OVERRIDES = "-dac_override,-dac_read_search,-fowner"  # what lets root p
 INDEX_SCRIPT = """
 import json, os, sys
 sys.path.insert(0, {tests!r})
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.sources.indexer import index_paths
 from captain_memo.store import Store
 from fakes import HashEmbedder

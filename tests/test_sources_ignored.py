@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sources_support import commit, git, init_repo, write
 
-from captain_memo.gitctx import git_context
+from captain_memo.base.git_context import git_context
 from captain_memo.sources.discovery import unindexed_folders
 from captain_memo.sources.folders import Folder, note_files
 from captain_memo.sources.indexer import index_file, index_paths

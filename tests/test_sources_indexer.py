@@ -152,7 +152,7 @@ def test_index_file_reindexes_one_written_file(engine, tmp_path, hash_embedder):
 def test_the_same_paths_from_the_editor_and_the_command_line(engine, tmp_path, monkeypatch):
     repo = init_repo(tmp_path / "repo")
     path = write(repo, ".captain-memo/memory/conventions.md", "# Conventions\n\nSnake case for SQL columns.\n")
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
 
     ctx = git_context(repo)
     index_file(engine, path, ctx.project, ctx.branch)

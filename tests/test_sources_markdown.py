@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from captain_memo.chunking import MAX_CHUNK_CHARS
+from captain_memo.base.chunking import MAX_CHUNK_CHARS
 from captain_memo.sources.markdown import parse, parse_date, split_front_matter
 
 FENCED = """# Deploys

@@ -9,8 +9,8 @@ import re
 import pytest
 from sources_support import BASE_DAY, commit, init_repo, write
 
-from captain_memo.cli import main
-from captain_memo.progress import Progress
+from captain_memo.base.progress import Progress
+from captain_memo.cli.main import main
 from captain_memo.sources.git_history import index_history
 
 DAY = 86400
@@ -93,7 +93,7 @@ def test_version_bumps_embed_each_older_text_once(engine, tmp_path, hash_embedde
 
 
 def test_import_of_a_device_or_a_binary_file_stops_at_the_line_cap(db_file, tmp_path, capsys, monkeypatch):
-    from captain_memo import jsonl
+    from captain_memo.base import jsonl
 
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 1 << 16)  # the real cap is 4 MiB: the same path, faster
     assert main(["--db", str(db_file), "import", "/dev/zero"]) == 1

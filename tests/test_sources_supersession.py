@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from captain_memo.cli import main
+from captain_memo.cli.main import main
 from captain_memo.records import NewMemory, Superseded
 from captain_memo.sources.supersession import masked, version_fact
 

@@ -71,7 +71,7 @@ def test_a_new_store_is_marked_as_ours(tmp_path):
 
 
 def test_an_older_store_without_the_id_opens_and_is_marked(tmp_path, hash_embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
 
     path = tmp_path / "memo.db"
     engine = Engine(Store(path), hash_embedder)

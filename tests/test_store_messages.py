@@ -92,7 +92,7 @@ def test_a_read_only_store_is_called_read_only(tmp_path):
     try:
         for argv, code in ((["remember", "another note"], 1), (["recall", "nightly"], 0)):
             done = subprocess.run(
-                read_only([sys.executable, "-m", "captain_memo.cli", "--db", str(db), *argv]),
+                read_only([sys.executable, "-m", "captain_memo.cli.main", "--db", str(db), *argv]),
                 capture_output=True,
                 text=True,
                 timeout=120,
@@ -107,7 +107,7 @@ def test_a_read_only_store_is_called_read_only(tmp_path):
 
 
 def test_a_vector_table_swapped_meanwhile_asks_for_a_rerun(tmp_path, hash_embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
 
     engine = Engine(Store(tmp_path / "memo.db"), hash_embedder)
     engine.remember(NewMemory(body="a note"))

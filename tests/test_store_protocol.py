@@ -62,7 +62,7 @@ class SavedMeanwhile:
 
 
 def test_a_note_saved_by_another_writer_while_indexing_is_rewritten_not_failed(db_file, hash_embedder, tmp_path):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
 
     notes = tmp_path / "notes"
     write(notes, "a.md", "# Ports\n\nThe service listens on 8080.\n")

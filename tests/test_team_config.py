@@ -42,8 +42,8 @@ def test_a_password_is_never_shown():
 
 
 def test_one_masker_for_both_forms_of_a_connection_string():
+    from captain_memo.base.urls import masked_url
     from captain_memo.config import TeamConfig
-    from captain_memo.urls import masked_url
 
     assert masked_url("host=db.example port=5432 dbname=memo user=alice password='a b\\'c' sslmode=require") == (
         "host=db.example port=5432 dbname=memo user=*** password=*** sslmode=***"

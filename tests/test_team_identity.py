@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sources_support import commit, git, init_repo
 
-from captain_memo.identity import normalised_remote, portable_id
+from captain_memo.base.project_identity import normalised_remote, portable_id
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_a_repository_without_commits_and_a_plain_folder_are_their_paths(tmp_pat
 def test_an_existing_store_learns_the_portable_id_of_its_projects(tmp_path, hash_embedder):
     """A store made before migration 6 (its row removed, the table dropped) gets the table filled
     from the projects its memories name; a project whose folder is gone keeps none."""
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.records import NewMemory
     from captain_memo.store import Store
 

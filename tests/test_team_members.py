@@ -296,7 +296,7 @@ def test_dates_and_lines_no_file_has_are_shown_as_unknown(projects):
     constraints held): `show` said "saved nany ago" and "x.py:-5--10"."""
     from dataclasses import replace
 
-    from captain_memo.commands.memories import created
+    from captain_memo.cli.commands.memories import created
     from captain_memo.presentation.chunks import place
     from captain_memo.presentation.views import opened_json
     from captain_memo.store.postgres import TeamStore

@@ -23,7 +23,7 @@ def cli(*args: str, env: dict, cwd, timeout: float = 120):
     import sys
 
     return subprocess.run(
-        [sys.executable, "-m", "captain_memo.cli", *args],
+        [sys.executable, "-m", "captain_memo.cli.main", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **env},
@@ -96,9 +96,9 @@ def team_memo(tmp_path, dsn: str, timeout: float = 1.0) -> Memo:
 def test_a_save_that_timed_out_is_never_committed_later(team_db, tmp_path, monkeypatch):
     """With memories locked against writes, `remember --team` and `publish` fail within their
     time, and nothing appears when the lock ends (before: reported failed, then committed)."""
-    import captain_memo.team
+    import captain_memo.engine.team
 
-    monkeypatch.setattr(captain_memo.team, "WRITE_TIMEOUT", 1.5)
+    monkeypatch.setattr(captain_memo.engine.team, "WRITE_TIMEOUT", 1.5)
     migrated(team_db)
     team_db.grant("bob", "")
     with team_memo(tmp_path, team_db.dsn("bob")) as memo:

@@ -136,7 +136,7 @@ def test_a_client_with_another_model_keeps_the_team_stores_keywords(tmp_path, sh
         result = memo.recall(RecallRequest("exporter listens", project=project))
         assert [h.memory.ref for h in result.hits] == ["t1"] and result.stores == (LOCAL, TEAM)
         assert set(result.failures) == {"team vector"} and "test:hash" in result.failures["team vector"]
-    from captain_memo.commands.recall import render
+    from captain_memo.cli.commands.recall import render
     from captain_memo.presentation.views import recall_json
 
     text = render(recall_json(result, time.time()))
@@ -146,7 +146,7 @@ def test_a_client_with_another_model_keeps_the_team_stores_keywords(tmp_path, sh
 def test_a_team_memory_names_its_author_and_its_t_id_wherever_it_is_shown(tmp_path, shop, granted, hash_embedder):
     """The store records who wrote a team memory: the recall JSON, the command line's list and
     `show`, and the MCP server's answers name that role, and the id keeps its t."""
-    from captain_memo.commands.recall import render
+    from captain_memo.cli.commands.recall import render
     from captain_memo.presentation.text import compact_hit, memory_text, recall_text
     from captain_memo.presentation.views import opened_json, recall_json
 

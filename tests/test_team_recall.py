@@ -13,10 +13,10 @@ from recall_support import assert_trace
 from team_client_support import SilentServer, closed_port, team_memo
 
 from captain_memo.config import TeamConfig
+from captain_memo.engine.team import TeamClient
 from captain_memo.errors import InputError, NotFoundError
 from captain_memo.memo import Memo
 from captain_memo.records import LOCAL, TEAM, MemoryRef, NewMemory, RecallRequest
-from captain_memo.team import TeamClient
 
 
 @pytest.fixture
@@ -227,8 +227,8 @@ def test_a_decision_written_in_the_editor_is_indexed_into_the_team_store(tmp_pat
 
 def test_an_agent_recalls_shows_and_supersedes_team_memories(tmp_path, hash_embedder):
     """Through the MCP server's tools: a team hit's id is "t1", and show and supersede take it."""
-    from captain_memo.gitctx import NO_REPOSITORY
-    from captain_memo.mcpserver.service import MemoryService
+    from captain_memo.base.git_context import NO_REPOSITORY
+    from captain_memo.mcpserver.memory_calls import MemoryService
     from captain_memo.mcpserver.tools import TOOLS, checked_arguments
 
     service = MemoryService(str(tmp_path / "local.db"), open_memo=lambda db: team_memo(tmp_path, hash_embedder))

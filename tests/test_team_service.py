@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from embed_support import cli
 
-from captain_memo import runtime
+from captain_memo.base import runtime_folder
 
 
 def test_a_service_never_answers_or_writes_as_another_role(team_db, service_env, tmp_path):
@@ -32,7 +32,7 @@ def test_a_service_never_answers_or_writes_as_another_role(team_db, service_env,
         ("alice", "alice"),
         ("bob", "bob's"),
     ]
-    assert runtime.socket_path(service_env["CAPTAIN_MEMO_DB"], alice) != runtime.socket_path(
+    assert runtime_folder.socket_path(service_env["CAPTAIN_MEMO_DB"], alice) != runtime_folder.socket_path(
         service_env["CAPTAIN_MEMO_DB"], mallory
     )
 
@@ -41,12 +41,14 @@ def test_the_team_identity_picks_the_service_and_is_never_readable_in_its_name(t
     pgpass = tmp_path / "pgpass"
     pgpass.write_text("*:*:memo:alice:first-Secret\n")
     env = {"CAPTAIN_MEMO_TEAM_DB": "postgresql://db.example/memo", "PGPASSFILE": str(pgpass), "HOME": str(tmp_path)}
-    names = {runtime.service_key("memo.db", env)}
+    names = {runtime_folder.service_key("memo.db", env)}
     pgpass.write_text("*:*:memo:mallory:other-Secret\n")
-    names.add(runtime.service_key("memo.db", env))
-    names.add(runtime.service_key("memo.db", {**env, "PGPASSWORD": "third-Secret"}))
-    names.add(runtime.service_key("memo.db", {**env, "PGSERVICE": "prod"}))
+    names.add(runtime_folder.service_key("memo.db", env))
+    names.add(runtime_folder.service_key("memo.db", {**env, "PGPASSWORD": "third-Secret"}))
+    names.add(runtime_folder.service_key("memo.db", {**env, "PGSERVICE": "prod"}))
     assert len(names) == 4
     assert all("Secret" not in name and len(name) == 16 for name in names)
     # Without a team store the libpq settings do not matter (one service as before).
-    assert runtime.service_key("memo.db", {"PGUSER": "a"}) == runtime.service_key("memo.db", {"PGUSER": "b"})
+    assert runtime_folder.service_key("memo.db", {"PGUSER": "a"}) == runtime_folder.service_key(
+        "memo.db", {"PGUSER": "b"}
+    )

@@ -17,7 +17,7 @@ def team_store(team_db, role: str = "postgres"):
 
 
 def team_engine(store, embedder):
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.store.postgres.vectors import PgVectorIndex
 
     return Engine(store, embedder, vector_index=PgVectorIndex(store))

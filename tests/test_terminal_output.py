@@ -7,7 +7,7 @@ import json
 
 from recall_support import run_cli
 
-from captain_memo.terminal import block, one_line
+from captain_memo.base.terminal import block, one_line
 
 OSC52 = "\x1b]52;c;aGVsbG8=\x07"  # writes "hello" to the clipboard of many terminals
 CLEAR = "\x1b[2J\x1b[H"

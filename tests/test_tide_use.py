@@ -9,7 +9,7 @@ import pytest
 from recall_support import assert_trace, copy_db
 
 from captain_memo.config import PROFILES, rank_config
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.ranking import lifecycle
 from captain_memo.store import NewMemory, Source, Store
 
@@ -267,7 +267,7 @@ def test_the_trace_says_what_started_the_clock(store_at):
 
 
 def test_stats_does_not_count_lookups_minutes_after_storing_as_strengthening(store_at):
-    from captain_memo.stats import tide_counts
+    from captain_memo.engine.stats import tide_counts
 
     engine, clock = store_at(days=0)
     for query in (PROBE, PROBE, "release checklist"):

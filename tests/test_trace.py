@@ -12,7 +12,7 @@ import pytest
 from fakes import HashEmbedder
 from recall_support import assert_trace, copy_db, sample_db
 
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.store import Store
 
 QUERIES = [

@@ -13,9 +13,9 @@ import logging
 import pytest
 from embed_support import MODEL, provider_env, start_server, stop_server
 
-from captain_memo.cli import main
+from captain_memo.cli.main import main
 from captain_memo.embeddings.http import OllamaEmbedder, OpenAIEmbedder
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.store import NewMemory, Store
 from captain_memo.store.reindex import fill_missing
 

@@ -1,4 +1,4 @@
-"""The store a long-lived process holds (captain_memo/warm.py) follows the file it serves."""
+"""The store a long-lived process holds (captain_memo/hosting/warm_memo.py) follows the file it serves."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import time
 import pytest
 from fakes import HashEmbedder
 
-from captain_memo.app import RecallRequest, RememberRequest
 from captain_memo.errors import ModelMismatchError
+from captain_memo.hosting.warm_memo import WarmMemo
 from captain_memo.memo import Memo
+from captain_memo.requests.operations import RecallRequest, RememberRequest
 from captain_memo.store import Store
 from captain_memo.store.reindex import reindex
-from captain_memo.warm import WarmMemo
 
 
 def reindexed(db_file, embedder) -> None:
@@ -58,7 +58,7 @@ def test_the_holder_gives_freed_memory_back_once_idle(db_file, tmp_path, monkeyp
     """glibc keeps what a thread freed in that thread's arena: a 720 KB remember left a holder
     ~160 MB larger for its life, the warm-up 63 MB (doc/benchmarks.md section 15). Once no call
     has run for a moment the holder asks malloc_trim to give it back, on a thread of its own."""
-    import captain_memo.freed_memory as freed_memory
+    import captain_memo.hosting.freed_memory as freed_memory
 
     trims: list[int] = []
     monkeypatch.setattr(freed_memory, "_trim", trims.append)
@@ -82,7 +82,7 @@ def _eventually(check, seconds: float = 10.0) -> bool:
 
 
 def test_no_trim_while_a_call_runs_and_one_after_a_burst(monkeypatch):
-    import captain_memo.freed_memory as freed_memory
+    import captain_memo.hosting.freed_memory as freed_memory
 
     trims: list[int] = []
     monkeypatch.setattr(freed_memory, "_trim", trims.append)
@@ -115,7 +115,7 @@ def _run_until(idle, release: threading.Event) -> None:
 def test_no_trim_while_background_work_still_allocates(monkeypatch):
     """The in-memory index builds on its own thread after the store opens: trimming before it
     ends would leave what it frees later; the trim waits for it."""
-    import captain_memo.freed_memory as freed_memory
+    import captain_memo.hosting.freed_memory as freed_memory
 
     trims: list[int] = []
     monkeypatch.setattr(freed_memory, "_trim", trims.append)
@@ -135,7 +135,7 @@ def test_no_trim_while_background_work_still_allocates(monkeypatch):
 def test_another_processs_embedding_gives_the_memory_it_took_back(db_file, monkeypatch):
     """An `index` embedding through the engine left the holder ~250 MB larger (482 texts of this
     repository's history): it is given back once the holder is idle, as a write's is."""
-    import captain_memo.freed_memory as freed_memory
+    import captain_memo.hosting.freed_memory as freed_memory
 
     trims: list[int] = []
     monkeypatch.setattr(freed_memory, "_trim", trims.append)
@@ -149,7 +149,7 @@ def test_another_processs_embedding_gives_the_memory_it_took_back(db_file, monke
 
 
 def test_a_failed_trim_does_not_end_trimming(monkeypatch):
-    import captain_memo.freed_memory as freed_memory
+    import captain_memo.hosting.freed_memory as freed_memory
 
     trims: list[int] = []
     monkeypatch.setattr(freed_memory, "_trim", trims.append)

@@ -16,9 +16,15 @@ from service_support import status
 
 # The request records and their field rules (app.py, fields.py, kinds.py): the service checks the
 # request it is sent, so the thin client sends the JSON and builds no record.
-NOT_NEEDED = ("captain_memo.app", "captain_memo.fields", "captain_memo.kinds", "captain_memo.config", "logging")
+NOT_NEEDED = (
+    "captain_memo.requests.operations",
+    "captain_memo.base.fields",
+    "captain_memo.base.kinds",
+    "captain_memo.config",
+    "logging",
+)
 PROBE = (
-    "import sys\nfrom captain_memo.cli import main\ncode = main(['recall', 'zanzibar tenant'])\n"
+    "import sys\nfrom captain_memo.cli.main import main\ncode = main(['recall', 'zanzibar tenant'])\n"
     f"print('LOADED', sorted(m for m in {NOT_NEEDED!r} if m in sys.modules))\nsys.exit(code)"
 )
 

@@ -134,7 +134,7 @@ def test_v3_holds_names_whole_and_lifts_rare_words():
 
 
 def test_the_terminal_and_the_editor_footer_say_no_memory_names_it(local_engine):
-    from captain_memo.commands.recall import render
+    from captain_memo.cli.commands.recall import render
     from captain_memo.presentation.views import recall_json
     from captain_memo.presentation.window import shown_recall
 

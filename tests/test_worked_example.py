@@ -15,7 +15,7 @@ from fakes import TableEmbedder
 from recall_support import SAMPLE, assert_trace, at_similarity, candidate, memory, run_cli
 
 from captain_memo.config import PROFILES
-from captain_memo.engine import Engine
+from captain_memo.engine.core import Engine
 from captain_memo.ranking import boosts
 from captain_memo.ranking.candidates import by_score
 from captain_memo.ranking.fusion import fuse
@@ -190,7 +190,7 @@ def test_note_b_shares_no_keyword_with_the_query():
     must avoid them all, and the identifier, for the example to hold. Only A may match."""
     import sqlean
 
-    from captain_memo.chunking import chunk_texts
+    from captain_memo.base.chunking import chunk_texts
     from captain_memo.ranking.query import fts_match
 
     conn = sqlean.connect(":memory:")

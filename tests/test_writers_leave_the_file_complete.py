@@ -57,7 +57,7 @@ def test_a_copy_of_the_store_after_an_index_holds_every_note_and_commit(service_
     make_project(repo, commits=12)
     serving(service_env)
     done = subprocess.run(  # in the repository: `index --git` reads the history of the folder it runs in
-        [sys.executable, "-m", "captain_memo.cli", "index", "--git", "."],
+        [sys.executable, "-m", "captain_memo.cli.main", "index", "--git", "."],
         cwd=repo,
         env={**os.environ, **service_env},
         capture_output=True,

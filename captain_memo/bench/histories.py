@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from captain_memo.gitcmd import fast_import
+from captain_memo.base.git_commands import fast_import
 
 RELEASE = re.compile(r"^release version (\d+(?:\.\d+)+)\s*$", re.IGNORECASE)
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from captain_memo import gitcmd
+from captain_memo.base import git_commands
 
 FORMS = ("latest change to {module}", "what changed most recently in {module}")
 DAY = 86400
@@ -36,7 +36,7 @@ def newest_per_module(
     modules are files with one of ``suffixes`` in the folder ``under`` (or anywhere)."""
     # NUL-separated (-z): each commit is an empty field, its id, then its paths (the first after a
     # newline); a path is never empty, so an empty field always starts a commit.
-    output = gitcmd.checked(
+    output = git_commands.checked(
         root, "log", f"--max-count={max_commits}", "--no-merges", "-z", "--name-only", "--no-renames", "--format=%x00%H"
     )
     records: list[tuple[str, list[str]]] = []  # newest first
@@ -157,4 +157,4 @@ def generate_history(
             content = f"# {path} at change {n}\n"
             stream.append(f"M 100644 inline {path}\ndata {len(content.encode())}\n{content}")
         stream.append("\n")
-    gitcmd.fast_import(root, "".join(stream))
+    git_commands.fast_import(root, "".join(stream))

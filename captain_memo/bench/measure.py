@@ -88,7 +88,7 @@ def recall_at_10(found: list[dict], truth: list[dict]) -> float:
 
 
 def measure(db: Path, embed: bool = True) -> dict:
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.ranking.query import STOPWORDS, fts_match
     from captain_memo.store import Store
     from captain_memo.store.memindex import MemIndex

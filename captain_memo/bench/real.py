@@ -57,7 +57,7 @@ def _row(label: str, store, vectors: np.ndarray) -> RecallRow:
 def check(folders: list[str], cache_dir: Path | None = None, progress: bool = True) -> list[RecallRow]:
     from captain_memo.bench.synth import QuerySet, Spec, build_store, sidecar
     from captain_memo.embeddings.local import LocalEmbedder
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.evaluation.cache import CachedEmbedder, EmbeddingCache, default_cache_dir
     from captain_memo.evaluation.data import load
     from captain_memo.records import NewMemory

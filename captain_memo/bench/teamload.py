@@ -98,7 +98,7 @@ def prepare(admin_dsn: str, plan: Plan) -> None:
     """Migrate, bind the model, create the client roles and their grants, seed the secret project.
 
     Roles and grants are what doc/team.md tells an administrator to run."""
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
     from captain_memo.records import NewMemory
     from captain_memo.store.postgres.store import TeamStore
     from captain_memo.store.postgres.vectors import PgVectorIndex
@@ -141,10 +141,10 @@ class ClientResult:
 
 def run_client(plan: Plan, client: int, dsn: str, ready: Path | None = None) -> ClientResult:
     from captain_memo.config import TeamConfig
-    from captain_memo.engine import Engine
+    from captain_memo.engine.core import Engine
+    from captain_memo.engine.team import TeamClient
     from captain_memo.store.postgres.store import TeamStore
     from captain_memo.store.postgres.vectors import PgVectorIndex
-    from captain_memo.team import TeamClient
 
     store = TeamStore(dsn)
     engine = Engine(store, TopicEmbedder(plan.seed), PgVectorIndex(store))
@@ -167,7 +167,7 @@ def run_client(plan: Plan, client: int, dsn: str, ready: Path | None = None) -> 
 
 def _saved(engine, memory) -> int:
     """The new memory's id, or that of the copy an earlier attempt stored (its answer lost)."""
-    from captain_memo.chunking import content_hash
+    from captain_memo.base.chunking import content_hash
 
     (stored,) = engine.remember_many([memory])
     if stored is None:

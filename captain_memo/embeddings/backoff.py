@@ -8,7 +8,7 @@ attempt is due, so recall answers from the keyword leg (named, as for any failur
 stored without vectors for backfill. When the period ends, a background thread asks the endpoint
 again; the first success clears the outage for everyone.
 
-The outage is written to a file in the user's private runtime folder (captain_memo/runtime.py), so
+The outage is written to a file in the user's private runtime folder (captain_memo/base/runtime_folder.py), so
 one-shot commands, the warm service and the editor host share it: a CLI run after the editor
 found the server down does not pay for finding it again. Its times are the monotonic clock's, which
 every process of one boot shares and nobody steps: kept in wall-clock time, one failure and a
@@ -93,12 +93,12 @@ def outage_of(embedder) -> OutageFile:
     """Where the outage of ``embedder``'s endpoint and model is kept."""
     import hashlib
 
-    from captain_memo import runtime
+    from captain_memo.base import runtime_folder
 
     key = f"{embedder.model_id} {getattr(embedder, 'url', '')}"
     try:
-        folder = runtime.private_dir()
-    except runtime.UnsafeRuntimeError as exc:
+        folder = runtime_folder.private_dir()
+    except runtime_folder.UnsafeRuntimeError as exc:
         log.info("embedding back-off kept in memory only: %s", exc)
         return OutageFile(None)
     return OutageFile(folder / f"embed-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}.json")

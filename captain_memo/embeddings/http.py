@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from captain_memo.base.urls import masked_url, url_secrets
 from captain_memo.config import EmbedConfig
 from captain_memo.embeddings.base import checked_unit_vectors
 from captain_memo.errors import ConfigError, EmbeddingError
-from captain_memo.urls import masked_url, url_secrets
 
 log = logging.getLogger("captain_memo")
 

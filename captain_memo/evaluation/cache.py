@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from captain_memo.base.progress import Progress
 from captain_memo.embeddings.base import query_vectors
-from captain_memo.progress import Progress
 from captain_memo.store.embedding_cache import EmbeddingCache, default_cache_dir, text_hash
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "default_cache_dir", "text_hash"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from captain_memo.base.jsonl import parse_lines
 from captain_memo.errors import InputError
-from captain_memo.jsonl import parse_lines
 
 FILES = ("corpus.jsonl", "queries.jsonl", "qrels.tsv")
 

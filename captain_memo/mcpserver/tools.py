@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from captain_memo import validation
-from captain_memo.errors import InputError
-from captain_memo.fields import (
+from captain_memo.base import validation
+from captain_memo.base.fields import (
     ID_PATTERN,
     MAX_IDEMPOTENCY_KEY,
     MAX_LINE,
@@ -21,8 +20,9 @@ from captain_memo.fields import (
     PART_ID_PATTERN,
     short,
 )
-from captain_memo.fields import checked_value as _checked_value
-from captain_memo.fields import json_type as _json_type
+from captain_memo.base.fields import checked_value as _checked_value
+from captain_memo.base.fields import json_type as _json_type
+from captain_memo.errors import InputError
 from captain_memo.records import KINDS
 
 MAX_RECALL_LIMIT = 50

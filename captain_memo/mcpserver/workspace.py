@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from captain_memo.contexts import ContextCache
-from captain_memo.gitctx import GitContext
+from captain_memo.base.git_context import GitContext
+from captain_memo.base.git_context_cache import ContextCache
 
 log = logging.getLogger("captain_memo")
 

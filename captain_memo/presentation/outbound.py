@@ -10,7 +10,7 @@ armour), so the snippet of a chunk that held one is made again from the redacted
 
 from __future__ import annotations
 
-from captain_memo import secrets
+from captain_memo.base import secrets
 from captain_memo.presentation.chunks import snippet
 
 

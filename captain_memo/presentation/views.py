@@ -16,7 +16,7 @@ from captain_memo.presentation.chunks import place, snippet
 from captain_memo.records import Memory, memory_json, source_json
 
 if TYPE_CHECKING:
-    from captain_memo.gitctx import GitContext
+    from captain_memo.base.git_context import GitContext
     from captain_memo.ranking.candidates import Candidate
     from captain_memo.ranking.result import RecallResult
 

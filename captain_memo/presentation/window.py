@@ -7,9 +7,9 @@ a line break, which a buffer line cannot, or an escape sequence.
 
 from __future__ import annotations
 
+from captain_memo.base.terminal import block, one_line
 from captain_memo.presentation.text import footer, hit_id, hit_title, hit_where, memory_meta, warning
 from captain_memo.presentation.words import age, store_mark, superseded_mark
-from captain_memo.terminal import block, one_line
 
 
 def shown_recall(data: dict, now: float) -> dict:

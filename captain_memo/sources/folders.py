@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from captain_memo.rule_scope import working_tree as repository_root  # noqa: F401 - the sources' name for it
+from captain_memo.base.rule_scope import working_tree as repository_root  # noqa: F401 - the sources' name for it
 from captain_memo.sources.settings import NOTE_SUFFIXES, PERSONAL_AGENT_FILES, SKILL_FILE, SourceSettings
 
 # Folders never worth walking into: version control, dependencies, build output.
@@ -183,7 +183,7 @@ def ignored_by_git(folder: Path, *within: str) -> Ignored:
     as the folder's own .gitignore files say (read with pathspec). The folder itself is read even
     when a .gitignore above it ignores it: one named on the command line, or configured, is wanted.
     ``within`` (paths relative to the folder) limits what git is asked about."""
-    from captain_memo.gitcmd import listed_files
+    from captain_memo.base.git_commands import listed_files
 
     listed = listed_files(folder, *within, ignored=True) if repository_root(folder) is not None else None
     if listed is None:

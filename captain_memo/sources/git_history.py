@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from captain_memo import gitcmd, secrets
-from captain_memo.change_plan import tag_key
+from captain_memo.base import git_commands, secrets
+from captain_memo.base.fields import LATEST_TIME
+from captain_memo.base.progress import Progress
 from captain_memo.errors import InputError
-from captain_memo.fields import LATEST_TIME
-from captain_memo.progress import Progress
 from captain_memo.records import NewMemory, Source
-from captain_memo.sources.report import IndexReport, Tally
+from captain_memo.sources.change_plan import tag_key
+from captain_memo.sources.index_report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
 
 KEY_PREFIX = "commit:"
@@ -75,7 +75,7 @@ def read_history(root: Path, since: str | None, limit: int) -> tuple[list[Commit
     # holds. Each commit starts with an empty field (the leading %x00), so a path, never empty,
     # cannot be taken for the next commit. Separators a message can hold (\x1e, \x1f) made a
     # message forge touched paths or fail every run; -z also keeps paths unquoted.
-    done = gitcmd.run(
+    done = git_commands.run(
         root, "log", f"--max-count={limit}", "-z", "--name-only", "--no-renames", f"--format={START}", revision, "--"
     )
     if done.returncode != 0:
@@ -132,7 +132,7 @@ def _path_text(raw: bytes) -> str:
 
 def count_commits(root: Path, since: str | None) -> int:
     revision = f"{since}..HEAD" if since else "HEAD"
-    done = gitcmd.run(root, "rev-list", "--count", revision, "--")
+    done = git_commands.run(root, "rev-list", "--count", revision, "--")
     try:
         return int(done.stdout.strip())
     except ValueError:
@@ -140,7 +140,7 @@ def count_commits(root: Path, since: str | None) -> int:
 
 
 def _is_ancestor(root: Path, commit: str) -> bool:
-    return gitcmd.run(root, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0
+    return git_commands.run(root, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0
 
 
 def meta_key(project: str | None, branch: str | None) -> str:
@@ -181,7 +181,7 @@ class _MemoEmbedder:
     texts again and again. Bounded by ``MAX_MEMO_TEXTS`` (1.5 KB each at 384 dimensions).
     """
 
-    engine: Any  # captain_memo.engine.Engine (imported lazily: it loads numpy)
+    engine: Any  # captain_memo.engine.core.Engine (imported lazily: it loads numpy)
     vectors: dict = field(default_factory=dict)
 
     @property
@@ -216,7 +216,7 @@ def index_history(
 
     At most ``max_commits`` (default: the setting ``git_max_commits``) of the newest commits are read.
     """
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
 
     settings = settings or source_settings()
     ctx = git_context(path)
@@ -264,7 +264,7 @@ def index_history(
 
 def read_tags(root: Path) -> dict[str, float]:
     """Tag name -> the date of the commit it names (an annotated tag's commit, not the tag's own)."""
-    done = gitcmd.run(
+    done = git_commands.run(
         root,
         "for-each-ref",
         "refs/tags",

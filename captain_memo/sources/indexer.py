@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from captain_memo import secrets
-from captain_memo.chunking import MAX_CHUNK_CHARS, content_hash
+from captain_memo.base import secrets
+from captain_memo.base.chunking import MAX_CHUNK_CHARS, content_hash
+from captain_memo.base.progress import Progress
+from captain_memo.base.validation import without_private
 from captain_memo.errors import DuplicateKeyError, EmbeddingError, InputError
-from captain_memo.progress import Progress
 from captain_memo.records import NewMemory, Source
 from captain_memo.sources import asciidoc, markdown, rst
 from captain_memo.sources.agent_rules import rule_scope
@@ -38,10 +39,9 @@ from captain_memo.sources.folders import (
     repository_root,
     walk_leaves_out,
 )
-from captain_memo.sources.report import IndexReport, Tally
+from captain_memo.sources.index_report import IndexReport, Tally
 from captain_memo.sources.settings import AGENT_FILE_NAMES, SourceSettings, source_settings
 from captain_memo.store.sync import Stored
-from captain_memo.validation import without_private
 
 log = logging.getLogger("captain_memo")
 KEY_PREFIX = "file:"
@@ -86,7 +86,7 @@ class Planned:
 
 def configured_folders(cwd: str | Path | None = None, settings: SourceSettings | None = None) -> list[Folder]:
     """Personal folders plus the repository folders of the repository holding ``cwd``."""
-    from captain_memo.gitctx import git_context
+    from captain_memo.base.git_context import git_context
 
     settings = settings or source_settings()
     folders = personal_folders(settings)
@@ -102,7 +102,7 @@ def nested_agent_files(root: Path) -> list[Path]:
     """AGENTS.md, CLAUDE.md and GEMINI.md below the repository's top folder, as git lists them:
     tracked (a deleted one too, so its memories are removed) or new and not ignored, so
     node_modules and build output are never walked. One `git ls-files`: 12-20 ms on 2 busy cores."""
-    from captain_memo.gitcmd import listed_files
+    from captain_memo.base.git_commands import listed_files
 
     listed = listed_files(root, *(f":(glob)**/{name}" for name in AGENT_FILE_NAMES)) or []
     return sorted({root / path for path in listed if "/" in path})
@@ -180,7 +180,7 @@ def written_folder(
         if folder is None:
             return None
         if project is None:
-            from captain_memo.gitctx import git_context
+            from captain_memo.base.git_context import git_context
 
             ctx = git_context(root)
             folder = replace(folder, project=ctx.project, branch=branch or ctx.branch)
@@ -211,7 +211,7 @@ def folder_for(path: Path, settings: SourceSettings, branch: str | None = None) 
     if configured is None:
         root = repository_root(path if path.is_dir() else path.parent)
         if root is not None:
-            from captain_memo.gitctx import git_context
+            from captain_memo.base.git_context import git_context
 
             ctx = git_context(root)
             root = Path(ctx.root).resolve() if ctx.root else root

@@ -19,7 +19,7 @@ from datetime import date, datetime, timezone
 from functools import cache, cached_property
 from typing import Any
 
-from captain_memo.chunking import MAX_CHUNK_CHARS, split_paragraphs
+from captain_memo.base.chunking import MAX_CHUNK_CHARS, split_paragraphs
 
 PATH_SEPARATOR = " > "
 # The heading path may take at most this share of a chunk, so a deep path never starves the text.

@@ -1,7 +1,7 @@
 """The SQLite store: memories, chunks, the FTS5 keyword index and the sqlite-vec vectors.
 
 ``Store`` is loaded on first use: importing the records must not import numpy
-and SQLite, so the command line's thin path (captain_memo/service/client.py) stays fast.
+and SQLite, so the command line's thin path (captain_memo/hosting/client.py) stays fast.
 """
 
 from captain_memo.records import KINDS, Chunk, Memory, NewMemory, Source

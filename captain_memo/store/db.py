@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from captain_memo.chunking import content_hash
+from captain_memo.base.chunking import content_hash
 from captain_memo.errors import (
     DatabaseDamagedError,
     EmbeddingError,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 
+from captain_memo.base.validation import parse_date
 from captain_memo.errors import InputError
-from captain_memo.validation import parse_date
 
 NUMBER = ("integer", "real")
 # column -> (types it may hold, may it be NULL, what a value that cannot be read becomes)

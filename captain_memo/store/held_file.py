@@ -31,8 +31,8 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger("captain_memo")

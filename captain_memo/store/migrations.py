@@ -139,7 +139,7 @@ def _m006_portable_projects(conn) -> None:
     # gets none (publishing from it asks for the project). A local memory can also be superseded
     # by a team memory, whose id lives in the team store: it has a column of its own, since
     # superseded_by references this store's memories.
-    from captain_memo.identity import portable_id
+    from captain_memo.base.project_identity import portable_id
 
     _run_script(
         conn,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 
-from captain_memo.chunking import content_hash
+from captain_memo.base.chunking import content_hash
 from captain_memo.records import NewMemory
 
 ROW_IDS = range(-(2**63), 2**63)  # SQLite's INTEGER and PostgreSQL's bigint alike

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from captain_memo.chunking import content_hash
+from captain_memo.base.chunking import content_hash
 from captain_memo.config import RankConfig
 from captain_memo.errors import DuplicateKeyError, NotFoundError, StoreError
 from captain_memo.records import Chunk, Memory, NewMemory, RuleScope, Source, Superseded

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from captain_memo.chunking import content_hash
+from captain_memo.base.chunking import content_hash
 from captain_memo.records import NewMemory
 from captain_memo.store.db import Database
 from captain_memo.store.rows import REWRITE_COLUMNS, place_row, place_setting, setting, text_row

@@ -1,7 +1,7 @@
 """Touched paths: every path a commit touched, one row each, looked up by the stem it names.
 
 The body of a commit's observation lists its first 20 files for people; a sweep touching 300 files
-is found by the rows here, all of them (``captain_memo/touches.py`` says which token names a path).
+is found by the rows here, all of them (``captain_memo/base/touches.py`` says which token names a path).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from captain_memo.touches import is_source_path, lookup_stem, names_path, prefers_source, stem_of
+from captain_memo.base.touches import is_source_path, lookup_stem, names_path, prefers_source, stem_of
 
 TOUCHED_TABLE = """
 CREATE TABLE IF NOT EXISTS touched_paths (

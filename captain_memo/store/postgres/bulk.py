@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from captain_memo.chunking import content_hash
+from captain_memo.base.chunking import content_hash
 from captain_memo.records import NewMemory
 from captain_memo.store.postgres.vectors import vector_text
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from urllib.parse import unquote, urlsplit
 
+from captain_memo.base.urls import keyword_pairs, masked_url
 from captain_memo.errors import StoreError
-from captain_memo.urls import keyword_pairs, masked_url
 
 # Seconds to wait for the server when connecting; a down team store must not hang a command.
 CONNECT_TIMEOUT_S = 5

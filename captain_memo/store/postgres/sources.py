@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from captain_memo.chunking import content_hash
+from captain_memo.base.chunking import content_hash
 from captain_memo.records import NewMemory
 from captain_memo.store.rows import REWRITE_COLUMNS, place_row, place_setting, setting, text_row
 from captain_memo.store.sync import Stored

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from captain_memo.chunking import content_hash
+from captain_memo.base.chunking import content_hash
 from captain_memo.config import RankConfig
 from captain_memo.errors import NotFoundError, ReadOnlyStoreError, StoreError
 from captain_memo.records import TEAM, Chunk, Memory, MemoryRef, NewMemory, Superseded
