@@ -89,7 +89,7 @@ class RankConfig:
     # names (ranking/union.py, ranking/content.py). 0: code is weighed like any other chunk.
     code_vector_weight: float = 0.0
     # A code-shaped name of the query that no candidate holds whole gives no keyword evidence from
-    # its parts, and the answer says no memory names it (engine.py, ranking/query.py unheld_names).
+    # its parts, and the answer says no memory names it (engine/core.py, ranking/query.py unheld_names).
     names_whole: bool = False
     # A chunk holding every rare word of the query (two or more) is never ranked below the chunks
     # holding none of them (ranking/coverage.py).

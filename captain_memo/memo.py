@@ -154,7 +154,7 @@ class Memo:
         return self._team
 
     def project_id(self, project: str | None) -> str | None:
-        """The portable identity of a local project (identity.py): read from its folder while it is
+        """The portable identity of a local project (base/project_identity.py): read from its folder while it is
         there (and recorded), else the one recorded for it, else the path itself."""
         if project is None:
             return None
@@ -173,7 +173,7 @@ class Memo:
         return self._project_ids[project]
 
     def prefer_queries(self) -> None:
-        """Let a query's embedding go before the rest of a long one (queries_first.py), and keep
+        """Let a query's embedding go before the rest of a long one (embeddings/reads_first.py), and keep
         no memory a long embedding once needed (embeddings/local.py ``long_lived``): for a
         long-lived holder whose recalls run beside its writes. Before the engine opens."""
         from captain_memo.embeddings.reads_first import QueriesFirst
@@ -185,7 +185,7 @@ class Memo:
 
     def reading(self):
         """Mark a read in flight for its whole run: a long embedding's slices wait for it
-        (queries_first.py) where ``prefer_queries`` was called; else nothing."""
+        (embeddings/reads_first.py) where ``prefer_queries`` was called; else nothing."""
         reading = getattr(self._embedder, "reading", None)
         return reading() if reading is not None else nullcontext()
 

@@ -3,7 +3,7 @@
 One set of rules, written as the JSON-schema subset an MCP tool shows its client (``type``,
 ``minimum``/``maximum``, ``minLength``/``maxLength``, ``enum``, ``pattern``), and one checker. The
 MCP tools (mcpserver/tools.py) check their calls with it, the warm service checks every request
-it reads from its socket with it (app.py), and the command line's requests pass the same check
+it reads from its socket with it (requests/operations.py), and the command line's requests pass the same check
 before they run, in the service or in the command's own process. A check names the field and
 what is wrong, and never echoes a long value back (a 10 MB string, or a secret).
 

@@ -1,6 +1,6 @@
 """A project's portable identity: the same for every clone of a repository, on any machine.
 
-Locally a project is the path of its repository (gitctx.py), which differs between two clones.
+Locally a project is the path of its repository (base/git_context.py), which differs between two clones.
 A store shared by a team needs a name both clones agree on:
 
 1. the ``origin`` remote's URL, normalised so that the ssh and https forms of one repository

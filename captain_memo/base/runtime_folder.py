@@ -21,7 +21,7 @@ from captain_memo.errors import CaptainMemoError
 SERVICE_ENV = ENV_PREFIX + "SERVICE"  # 0 / off: every command runs in its own process
 IDLE_ENV = ENV_PREFIX + "SERVICE_IDLE"  # seconds without a request before the service exits
 RUNTIME_ENV = ENV_PREFIX + "RUNTIME_DIR"  # sockets, the service log, back-off state
-TIMEOUT_ENV = ENV_PREFIX + "SERVICE_TIMEOUT"  # seconds a client waits for an answer (service/client.py)
+TIMEOUT_ENV = ENV_PREFIX + "SERVICE_TIMEOUT"  # seconds a client waits for an answer (hosting/client.py)
 ACCEPT_ENV = ENV_PREFIX + "SERVICE_ACCEPT"  # seconds a client waits for the service to take a request
 DEFAULT_IDLE = 600.0
 DEFAULT_ACCEPT = 5.0
@@ -102,7 +102,7 @@ def service_key(db: str | os.PathLike, env=None) -> str:
     # Two 32-bit checksums rather than hashlib, whose OpenSSL import costs the thin path ~5 ms; the
     # name only has to tell a user's few configurations apart, in a folder nobody else can enter.
     # The installation is not: the editor plugin's own environment and the shell's installation
-    # share one engine per store when they run the same code (service/build.py).
+    # share one engine per store when they run the same code (hosting/build.py).
     material = repr((os.path.abspath(os.path.expanduser(str(db))), settings, team_identity(env)))
     encoded = material.encode("utf-8")
     return f"{zlib.crc32(encoded):08x}{zlib.adler32(encoded):08x}"

@@ -1,2 +1,2 @@
-"""The command line: main.py parses and dispatches; each subcommand lives in commands/<name>.py.
+"""The command line: main.py parses and dispatches; each subcommand lives in cli/commands/<name>.py.
 Imports nothing, so the warm `recall` path loads only what it uses."""

@@ -7,10 +7,10 @@ Requests arrive from the remote plugin (``rplugin/python3/captain_memo_nvim.py``
 and every answer goes back through the ``deliver`` callable as a plain dict: ``{"id", "op", "ok",
 "result"}`` or ``{"id", "op", "ok": False, "error"}`` (one readable line; an unexpected failure's
 traceback goes to the log). Requests run on the host's own threads, so the editor never waits for
-an embedding, a search or a write, and as the store's engine runs them (warm.py): lookups (recall,
+an embedding, a search or a write, and as the store's engine runs them (hosting/warm_memo.py): lookups (recall,
 changes, hint, check) on a small pool of readers, everything that writes (save, index, open, forget,
 supersede) on one writer thread, in the order sent. A lookup therefore answers while a long save or
-an index-on-write is still embedding. Each store's engine (editor/engines.py) runs them on its own
+an index-on-write is still embedding. Each store's engine (hosting/editor_engines.py) runs them on its own
 threads, beside the requests of the command line and agents it serves on the store's socket.
 
 Order where it matters: writes never overtake each other; a lookup answers from what is stored when

@@ -329,7 +329,7 @@ class Engine:
         )
 
     def _change_plan(self, query: str, shape, scope: Scope, cfg: RankConfig) -> ChangePlan | None:
-        """A change question's touching changes and window (change_plan.py); None for any other."""
+        """A change question's touching changes and window (sources/change_plan.py); None for any other."""
         try:
             return change_plan.plan(self.store, query, shape, scope, cfg, self.clock())
         except Exception as exc:  # the legs meet the same failure and report it

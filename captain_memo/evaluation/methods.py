@@ -52,7 +52,7 @@ V3_SWITCHES: dict[str, dict] = {
     "union scoring": {"fusion_mode": "weighted"},  # v2's fusion, with v3's weights
     "identifier parts": {"keyword_identifier_parts": False},
     "code weighting": {"code_vector_weight": 0.0},
-    # What kind of text answers, and names and rare words held whole (ranking/coverage.py, engine.py).
+    # What kind of text answers, and names and rare words held whole (ranking/coverage.py, engine/core.py).
     "kind prior": {"kind_prior": 1.0},
     "heading weight": {"heading_weight": 1.0},
     "names whole": {"names_whole": False},

@@ -1,10 +1,10 @@
 """An agent's MCP session held in the process that serves the store's engine (the service, or the
-editor's host), for the relay its `captain-memo mcp` runs (service/relay.py).
+editor's host), for the relay its `captain-memo mcp` runs (hosting/relay.py).
 
 The session is the same server as on stdio (server.py), on the connection's lines; its calls go
 straight to the engine of this process (``engine``), so nothing is loaded per agent but the
 session itself. ``serve_here`` holds such a session in the relay's own process instead, on an engine
-of its own, while the store's engine cannot be reached (service/relay.py closes it when it can).
+of its own, while the store's engine cannot be reached (hosting/relay.py closes it when it can).
 """
 
 from __future__ import annotations

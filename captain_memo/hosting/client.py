@@ -41,7 +41,7 @@ CONTROL_TIMEOUT = 2 * ACCEPT_TIMEOUT  # status and stop: a service that is there
 
 
 # Requests that may run twice: a recall changes nothing, and a remember carries a key that makes
-# its second run find the first one's memory (app.py). One whose answer does not come in time,
+# its second run find the first one's memory (requests/operations.py). One whose answer does not come in time,
 # or is lost after the service took it, is run again here.
 READ_ONLY = {"recall", "status", "agent_read"}
 

@@ -6,7 +6,7 @@ store itself. Embedding its texts in its own process loaded a second model besid
 and the two fought over the cores the engine's recalls need (doc/benchmarks.md section 15). So
 while an engine serves the store with the model the command would load itself, the command asks
 it for the vectors (the ``embed`` request): the engine embeds them slice by slice behind its
-recalls (queries_first.py). Anything else, and the command embeds in its own process as before:
+recalls (embeddings/reads_first.py). Anything else, and the command embeds in its own process as before:
 
 - nothing serves the store, the service is switched off, or the engine embeds with another model
   (vectors of two models never mix in a store): from the start, saying nothing;

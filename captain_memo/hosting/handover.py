@@ -7,7 +7,7 @@ socket. When the host first needs the store it claims the socket:
 - a service started from the shell holds it: the service passes the listening socket and the
   lock over the connection itself (SCM_RIGHTS), so no client ever finds the store unserved, and,
   once this host says it took them (``TAKEN``), exits when the requests it took are answered;
-- another editor's host holds it: this host becomes its client (editor/service.py forwards);
+- another editor's host holds it: this host becomes its client (editor/editor_requests.py forwards);
 - the holder does not answer (stopped, stuck): the host runs its own engine unserved.
 
 Both sides live here; the service's side is ``send``.

@@ -22,7 +22,7 @@ request in time: the next engine is asked (started when none runs), at once when
 for answers, else when the agent next sends one. Where none can be reached, at the start or
 mid-session (the editor's host stopped with Ctrl-Z holds the socket and answers nothing, a runtime
 folder that cannot be used), the session is carried to
-an engine in this process (mcpserver/hosted.py ``serve_here``, on a thread, the agent told once),
+an engine in this process (hosting/agent_sessions.py ``serve_here``, on a thread, the agent told once),
 and the store's engine is asked again with each request the agent sends after: one connection
 attempt, waited for at most ``PROBE_WAIT`` and then left pending, so a host still stopped costs
 that once and a host resumed takes its pending session. Once it answers and no call is running
@@ -149,7 +149,7 @@ def _invalid_id() -> bytes:
 
 
 class Relay:
-    """``here``: runs a session on an engine in this process (mcpserver/hosted.py ``serve_here``):
+    """``here``: runs a session on an engine in this process (hosting/agent_sessions.py ``serve_here``):
     ``here(conn, folder, share_worktrees, db, why)`` serves ``conn`` on a thread it returns."""
 
     def __init__(self, db: str, folder: str, share_worktrees: bool, env=None, here: Callable | None = None):
@@ -499,5 +499,5 @@ def relay(
     db: str | os.PathLike, folder: str, share_worktrees: bool, here: Callable | None = None
 ) -> int | Resume | None:
     """``here``: runs the session on an engine in this process while the store's cannot be reached
-    (mcpserver/hosted.py ``serve_here``); without it, a Resume is returned instead."""
+    (hosting/agent_sessions.py ``serve_here``); without it, a Resume is returned instead."""
     return Relay(str(Path(db).expanduser().absolute()), folder, share_worktrees, here=here).run()

@@ -1,10 +1,10 @@
 """The warm service: one store's engine, answering the command line and agents over a socket.
 
-Two kinds of process serve a store this way. The editor's host (editor/service.py) serves the
+Two kinds of process serve a store this way. The editor's host (editor/editor_requests.py) serves the
 engine it holds for Neovim while Neovim runs. With no editor open, the first command that finds no
 service starts one of its own (``python -m captain_memo.hosting.socket_server``), which exits after
 ``CAPTAIN_MEMO_SERVICE_IDLE`` seconds without a request (600 by default), on ``captain-memo service
-stop``, or on SIGTERM; when an editor opens the store it hands its socket over (service/handover.py)
+stop``, or on SIGTERM; when an editor opens the store it hands its socket over (hosting/handover.py)
 and exits once the requests it took are answered. Only one process serves a socket: the one that
 holds the lock file next to it. One killed outright leaves its socket behind; the next one to start
 takes the lock and replaces it.
@@ -79,7 +79,7 @@ class Service:
         self.listener: socket.socket | None = None
         self.handed_over = False
         self.socket_lost = False  # serve() returned because the socket left its path
-        self._sessions: set[socket.socket] = set()  # agents' MCP sessions held here (mcpserver/hosted.py)
+        self._sessions: set[socket.socket] = set()  # agents' MCP sessions held here (hosting/agent_sessions.py)
         self.requests = 0
         self._active = 0
         self._last = time.monotonic()
@@ -144,7 +144,7 @@ class Service:
 
     def _end_sessions(self) -> None:
         """Agents' sessions end with this process; their relays carry them over to the next engine
-        (service/relay.py). The calls taken have been answered: a moment more lets the answers out."""
+        (hosting/relay.py). The calls taken have been answered: a moment more lets the answers out."""
         with self._lock:
             sessions = list(self._sessions)
         if sessions:
@@ -331,7 +331,7 @@ class Service:
 
     def _embed(self, request, expires: float | None) -> dict:
         """Vectors for a command embedding many texts in its own process (`index`, `import`):
-        no second model on the machine, and this engine's recalls go first (queries_first.py)."""
+        no second model on the machine, and this engine's recalls go first (embeddings/reads_first.py)."""
         self._count("cli")
         embed = operations.EmbedRequest.from_json(request)
         result = self.memo.embed(lambda memo: operations.embed(memo, embed), expires)

@@ -16,7 +16,7 @@ is a write too: it is queued behind the writes rather than making the recall wai
 Reopening takes the gate alone, waiting for the calls in flight. Each thread keeps its own SQLite
 connection, so the connection count is fixed by the pool sizes, however many clients call.
 Each read is marked in flight while it runs (``Memo.reading``): a long embedding waits for the
-reads before each of its slices (queries_first.py). Another process's texts (``embed``, an
+reads before each of its slices (embeddings/reads_first.py). Another process's texts (``embed``, an
 `index` asking for vectors) are embedded on a thread of their own, one request at a time: not on
 the writer, which may be waiting for the write lock that very process holds.
 """

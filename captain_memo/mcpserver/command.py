@@ -25,7 +25,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """The session is held by the store's engine where one runs or can start (this process only
-    relays it, service/relay.py); else, or once it could not be carried over, served here."""
+    relays it, hosting/relay.py); else, or once it could not be carried over, served here."""
     import os
     import sys
     from pathlib import Path

@@ -38,7 +38,7 @@ from captain_memo.presentation.words import message_line as one_line
 from captain_memo.requests import agent_calls, operations
 
 log = logging.getLogger("captain_memo")
-REQUEST_KEY = "captain-memo/request-key"  # service/relay.py puts it in a tools/call's _meta
+REQUEST_KEY = "captain-memo/request-key"  # hosting/relay.py puts it in a tools/call's _meta
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
 MEMORY_URI = re.compile(r"^captain-memo://memory/(t?[1-9]\d{0,17})$")  # "12", or "t12" in the team store
 # A client that declares roots but never answers must not hold up every first call for long.
@@ -87,7 +87,7 @@ class MemoryServer:
         return server
 
     async def serve_stdio(self, resume=None) -> None:
-        """On this process's stdin and stdout; ``resume`` (service/relay.py): a session the store's
+        """On this process's stdin and stdout; ``resume`` (hosting/relay.py): a session the store's
         engine held until it went away, carried on here from where it stood."""
         if resume is None:
             with wire.claimed_stdin() as stdin:
@@ -283,7 +283,7 @@ async def _send_all(messages, write_stream) -> None:
 
 
 def _request_key(params: types.CallToolRequestParams) -> str | None:
-    """The key the relay gave this call (service/relay.py): the same call carried over to another
+    """The key the relay gave this call (hosting/relay.py): the same call carried over to another
     engine, or to this process, stores its memory once."""
     meta = params.meta if isinstance(params.meta, dict) else {}
     key = meta.get(REQUEST_KEY)

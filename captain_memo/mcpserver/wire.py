@@ -151,7 +151,7 @@ def _said(answer: types.JSONRPCMessage | None) -> str:
 def claimed_stdin(prefix: bytes = b""):
     """stdin's lines as UTF-8 text, read from a private copy of file descriptor 0 while fd 0 itself
     points at the null device, so nothing the server starts can read the wire. ``prefix``: bytes
-    read before (by the relay, service/relay.py) that come first."""
+    read before (by the relay, hosting/relay.py) that come first."""
     private = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)

@@ -22,7 +22,7 @@ class RecallResult:
     pool_size: int = 0
     stores: tuple[str, ...] = ("local",)  # the stores that answered: local, and team when one is set
     # What the answer was read against, for a question about time: its window and the date its
-    # relative words were read against, or that the window was empty (engine.py, change_plan.py).
+    # relative words were read against, or that the window was empty (engine/core.py, sources/change_plan.py).
     notice: str = ""
     # Names the query asks for that no memory holds whole: its hits are only closest by meaning.
     unnamed: tuple[str, ...] = ()

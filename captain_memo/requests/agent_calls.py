@@ -4,7 +4,7 @@ memories offered as resources, each from plain JSON arguments and a git context 
 One home for it, because two processes run it: the MCP server in its own process when no service
 can be reached, and the warm service (or the editor's host) that holds the store's engine for every
 front end. The arguments arrive checked against the MCP tools' schemas; the service checks them
-again (``checked_call``) with the same rules (fields.py), since its socket takes any bytes.
+again (``checked_call``) with the same rules (base/fields.py), since its socket takes any bytes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ MAX_RECALL_LIMIT = 50  # what the recall tool offers (mcpserver/tools.py shows t
 _ID = {"type": "string", "pattern": fields.ID_PATTERN}
 _PART_ID = {"type": "string", "pattern": fields.PART_ID_PATTERN}  # show opens a memory at a part too
 
-# Each call's arguments as they travel to the service: the tools' schemas, in fields.py's terms.
+# Each call's arguments as they travel to the service: the tools' schemas, in base/fields.py's terms.
 ARGUMENTS = {
     "recall": {
         "query": fields.text(fields.MAX_QUERY_CHARS, 1),
@@ -125,7 +125,7 @@ def checked_envelope(request) -> dict:
 
 def run(memo, tool: str, args: dict, ctx: GitContext, client: str | None = None, request_key: str | None = None):
     """The tool's answer, on ``memo``, as it may reach an agent. Every answer leaves through here,
-    from this process and from the engine's (service/server.py), so this is where no credential
+    from this process and from the engine's (hosting/socket_server.py), so this is where no credential
     may pass: each string is redacted (a recall's hits from their whole chunk first, ``recall``),
     and an answer holding stored text says what was redacted in ``redacted``."""
     _store_exists(memo, tool, args)

@@ -44,7 +44,7 @@ class _Request:
 
         def _asdict(self) -> dict[str, Any]: ...
 
-    FIELDS: dict = {}  # each field's rules (fields.py): the same as the CLI's and the MCP tools'
+    FIELDS: dict = {}  # each field's rules (base/fields.py): the same as the CLI's and the MCP tools'
     OP = ""
 
     def to_json(self) -> dict:
@@ -108,7 +108,7 @@ class RememberRequest(
 class EmbedRequest(_Request, namedtuple("EmbedRequest", "texts model")):
     """Texts another process (an `index`, an `import`) would embed with ``model`` itself, asked
     of the engine serving the store instead: no second model loaded, and the engine's recalls
-    go first (queries_first.py)."""
+    go first (embeddings/reads_first.py)."""
 
     __slots__ = ()
     FIELDS = fields.EMBED_FIELDS

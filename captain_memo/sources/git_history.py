@@ -256,7 +256,7 @@ def index_history(
         bar.close()
     tags = read_tags(root)
     if commits or last != ctx.commit or tags:
-        # "since 8.0" reads a tag's date here (change_plan.py)
+        # "since 8.0" reads a tag's date here (sources/change_plan.py)
         tag_dates = {tag_key(ctx.project, name): repr(stamp) for name, stamp in tags.items()}
         engine.store.set_metas({key: ctx.commit, **tag_dates})
     return tally.report()

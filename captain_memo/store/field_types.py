@@ -2,7 +2,7 @@
 
 SQLite keeps what it is given: a date sent as text ("2024-05-01") into the REAL column
 ``created_at`` stays text, and every later recall that ranks that memory fails (``float - str``).
-Every path in now checks its fields (fields.py, engine.prepare), but a store written before, or by
+Every path in now checks its fields (base/fields.py, engine.prepare), but a store written before, or by
 another program, may hold such rows: ``doctor`` finds them and ``doctor --repair`` mends them,
 keeping what can be read (a date in ISO form, a number written as text) and clearing the rest.
 """

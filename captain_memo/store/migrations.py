@@ -133,7 +133,7 @@ def _m005_source_files_and_reindex(conn) -> None:
 
 
 def _m006_portable_projects(conn) -> None:
-    # A store shared by a team names a project by what every clone agrees on (identity.py), while
+    # A store shared by a team names a project by what every clone agrees on (base/project_identity.py), while
     # this store keeps the local path its memories were saved under. The projects it already holds
     # learn theirs here, while their folders are likely still in place; one whose folder is gone
     # gets none (publishing from it asks for the project). A local memory can also be superseded

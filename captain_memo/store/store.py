@@ -271,7 +271,7 @@ class Store(SourceRows, KeywordSearch):
         ]
 
     def record_project(self, path: str, portable_id: str) -> None:
-        """Remember the portable identity of the project at ``path`` (identity.py)."""
+        """Remember the portable identity of the project at ``path`` (base/project_identity.py)."""
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO projects VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET portable_id = excluded.portable_id",

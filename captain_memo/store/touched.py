@@ -148,7 +148,7 @@ class _Connected(Protocol):
 
 
 class TouchedPaths:
-    """The touched paths of one store, asked by name (change_plan.py): each method is the function
+    """The touched paths of one store, asked by name (sources/change_plan.py): each method is the function
     of the same name above, on the store's connection for the calling thread."""
 
     def __init__(self, database: _Connected):

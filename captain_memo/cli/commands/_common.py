@@ -14,7 +14,7 @@ from captain_memo.presentation.words import age  # noqa: F401 - the commands' on
 def open_indexing_memo(args):
     """``open_memo`` for a command that embeds many texts in its own process (`index`, `import`):
     while an engine serves the store with the model this command would load, the engine embeds
-    them (service/embedder.py), so no second model competes with it for the cores."""
+    them (hosting/embedder.py), so no second model competes with it for the cores."""
     import os
 
     from captain_memo.memo import Memo

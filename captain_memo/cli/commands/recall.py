@@ -27,7 +27,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    # The request's JSON (app.RecallRequest's fields): the warm path sends it as it is, and app.py,
+    # The request's JSON (operations.RecallRequest's fields): the warm path sends it as it is, and requests/operations.py,
     # 5 ms of imports, is loaded only when the recall runs in this process.
     request = {
         "query": " ".join(args.query),
