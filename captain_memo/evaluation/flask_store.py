@@ -330,9 +330,10 @@ def shared_folder(shared: Path) -> Path:
     """``shared`` when it holds Flask's history and docs; SetUnavailable naming what is missing."""
     missing = [part for part in (HISTORY, DOCS) if not (shared / part).exists()]
     if missing:
+        names = " and ".join(str(shared / m) for m in missing)
         raise SetUnavailable(
-            f"the whole-store sets are made from {', '.join(str(shared / m) for m in missing)}, which is missing: "
-            "skipped (pass --shared DIR to name the folder holding histories/)"
+            f"the whole-store sets are made from {names}, {'which are' if len(missing) > 1 else 'which is'} "
+            "missing: skipped (pass --shared DIR to name the folder holding histories/)"
         )
     return shared
 
