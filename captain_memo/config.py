@@ -88,11 +88,11 @@ class RankConfig:
     # Union fusion: the vector leg's weight for a chunk of source code, unless the query is only
     # names (ranking/union.py, ranking/content.py). 0: code is weighed like any other chunk.
     code_vector_weight: float = 0.0
-    # A code-shaped name of the query that no candidate holds whole gives no keyword evidence from
+    # In a query that is only names, a name no candidate holds whole gives no keyword evidence from
     # its parts, and the answer says no memory names it (engine/core.py, ranking/query.py unheld_names).
     names_whole: bool = False
-    # A chunk holding every rare word of the query (two or more) is never ranked below the chunks
-    # holding none of them (ranking/coverage.py).
+    # In a query that is only rare words (two or more), a chunk holding all of them is never ranked
+    # below the chunks holding none of them (ranking/coverage.py).
     rare_words_floor: bool = False
     # On a question that is not about a change, an observation (a commit) is weighed this much
     # against curated text (ranking/coverage.py kind_prior); 1 weighs them alike.
