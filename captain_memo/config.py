@@ -439,6 +439,17 @@ SOURCE_NUMBERS = {
 SOURCE_SWITCHES = {"auto_supersede": ENV_PREFIX + "AUTO_SUPERSEDE"}
 
 
+def watch_mode(env: Mapping[str, str] | None = None) -> str:
+    """How the serving engine follows the repositories indexed into its store (CAPTAIN_MEMO_WATCH):
+    "events" (the default: the file system's change events, or polling where it has none), "polling"
+    (``poll``: always poll, for a file system whose events are not to be trusted), or "off" (``0``)."""
+    env = os.environ if env is None else env
+    raw = (env.get("CAPTAIN_MEMO_WATCH") or "").strip().lower()
+    if raw == "poll":
+        return "polling"
+    return "events" if _switch(env, "CAPTAIN_MEMO_WATCH", True) else "off"
+
+
 def source_folders(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """``CAPTAIN_MEMO_NOTE_DIRS`` and ``CAPTAIN_MEMO_SKILL_DIRS`` as written (colon-separated)."""
     env = os.environ if env is None else env

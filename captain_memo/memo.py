@@ -613,6 +613,26 @@ class Memo:
         repository's note folder and one is set."""
         return index_written_file(lambda: self, path, project, branch)
 
+    def followed(self) -> list:
+        """The repositories indexed into this store, each with the paths its engine watches
+        (sources/following.py); none before the store exists."""
+        from captain_memo.sources.following import followed
+
+        return followed(self.store) if self.path.exists() else []
+
+    def followed_record(self) -> str | None:
+        """The stored list of followed repositories as it is kept (it changes when one is added)."""
+        from captain_memo.sources.following import META_KEY
+
+        return self.store.meta(META_KEY) if self.path.exists() else None
+
+    @_translated
+    def catch_up(self, repository, kinds: frozenset[str] = frozenset({"git", "notes"})) -> dict:
+        """Index what changed in a followed repository (new commits, changed notes) as `index` does."""
+        from captain_memo.sources.following import catch_up
+
+        return catch_up(self, repository, kinds)
+
     @_translated
     def index_folder(self, folder, settings):
         """Index one folder (or file) found by the sources: into the team store when it is a

@@ -39,6 +39,7 @@ from captain_memo.hosting.socket_file import (
     write_pid,
 )
 from captain_memo.hosting.warm_memo import EngineClosed
+from captain_memo.hosting.watcher import Watcher, start_watching
 from captain_memo.requests import operations
 
 log = logging.getLogger("captain_memo")
@@ -79,6 +80,7 @@ class Service:
         self.listener: socket.socket | None = None
         self.handed_over = False
         self.socket_lost = False  # serve() returned because the socket left its path
+        self.watcher: Watcher | None = None  # follows the indexed repositories while serving (hosting/watcher.py)
         self._sessions: set[socket.socket] = set()  # agents' MCP sessions held here (hosting/agent_sessions.py)
         self.requests = 0
         self._active = 0
@@ -110,6 +112,7 @@ class Service:
         for readable in (listener, waker[0]):
             poller.register(readable, select.POLLIN)
         threading.Thread(target=self._warm_up, name="captain-memo-warm-up", daemon=True).start()
+        self.watcher = start_watching(self.memo)  # catches up, then follows the repositories indexed here
         while not self._stopping.is_set() and not self._idle_too_long():
             if not still_bound(self.path, bound):
                 # Its folder was removed (logind at the last logout, a tmp cleaner): nobody can
@@ -138,6 +141,7 @@ class Service:
         if not self.handed_over:
             remove_socket(self.path, bound)
         listener.close()
+        self.watcher.stop()
         while self._active_count():
             time.sleep(0.01)
         self._end_sessions()
@@ -383,6 +387,7 @@ class Service:
             "reopened": self.memo.reopened,
             "package": installation(self.build),
             "host": self.host,
+            "watching": self.watcher.status() if self.watcher is not None else None,
         }
 
     def _stop(self, request, expires: float | None) -> dict:

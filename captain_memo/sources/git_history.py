@@ -33,6 +33,7 @@ from captain_memo.base.fields import LATEST_TIME
 from captain_memo.base.progress import Progress
 from captain_memo.errors import InputError
 from captain_memo.records import NewMemory, Source
+from captain_memo.sources import following
 from captain_memo.sources.change_plan import tag_key
 from captain_memo.sources.index_report import IndexReport, Tally
 from captain_memo.sources.settings import SourceSettings, source_settings
@@ -259,6 +260,7 @@ def index_history(
         # "since 8.0" reads a tag's date here (sources/change_plan.py)
         tag_dates = {tag_key(ctx.project, name): repr(stamp) for name, stamp in tags.items()}
         engine.store.set_metas({key: ctx.commit, **tag_dates})
+    following.record(engine.store, root.resolve(), git=True)  # the serving engine watches it from now on
     return tally.report()
 
 

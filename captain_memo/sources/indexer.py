@@ -26,7 +26,7 @@ from captain_memo.base.progress import Progress
 from captain_memo.base.validation import without_private
 from captain_memo.errors import DuplicateKeyError, EmbeddingError, InputError
 from captain_memo.records import NewMemory, Source
-from captain_memo.sources import asciidoc, markdown, rst
+from captain_memo.sources import asciidoc, following, markdown, rst
 from captain_memo.sources.agent_rules import rule_scope
 from captain_memo.sources.folders import (
     Folder,
@@ -260,6 +260,8 @@ def index_folders(
     if bar is not None:
         bar.close()
     _backfill(engine, tally)
+    for root in dict.fromkeys(f.root for f in usable if f.root is not None and not f.personal):
+        following.record(engine.store, root, notes=True)  # the serving engine watches its notes from now on
     return tally.report()
 
 
