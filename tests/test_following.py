@@ -19,6 +19,8 @@ import pytest
 from service_support import wait_for
 from sources_support import git, write
 
+from captain_memo.editor.checkhealth import watching as watching_said
+
 WITHIN = 15.0  # seconds: the engine stores within ~1 s of a change; a shared 2-core machine is slower
 
 
@@ -81,7 +83,7 @@ def repo(tmp_path):
     return repo
 
 
-def test_commits_checkout_rebase_and_notes_are_followed_without_a_command(repo, service_env):
+def test_commits_checkout_rebase_and_notes_are_followed_without_a_command(repo, service_env, monkeypatch):
     env = service_env
     assert run(repo, env, "index", "--git").returncode == 0
     assert run(repo, env, "recall", "deploy").returncode == 0  # starts the engine serving the store
@@ -89,6 +91,11 @@ def test_commits_checkout_rebase_and_notes_are_followed_without_a_command(repo, 
     watching = status(repo, env)["watching"]
     assert watching["how"] == "events"
     assert [w["repository"] for w in watching["watched"]] == [str(repo.resolve())]
+    said = run(repo, env, "service", "status").stdout
+    assert f"following 1 repository by change events:\n  {repo.resolve()}: commits, notes in" in said
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert watching_said(Path(env["CAPTAIN_MEMO_DB"])).startswith("following 1 repository by change events")
 
     # A commit made by another program (an agent) is stored, and a change question names it.
     sha = commit(repo, "src/capture.py", "x = 2\n", "Capture retries twice before giving up")
@@ -143,3 +150,12 @@ def test_watching_off_leaves_the_repository_alone(repo, service_env):
     assert run(repo, env, "index", "--git").returncode == 0
     assert run(repo, env, "recall", "deploy").returncode == 0
     assert status(repo, env)["watching"] == {"how": "off", "caught_up": False, "passes": 0, "watched": []}
+
+
+@pytest.mark.parametrize(
+    ("raw", "mode"), [(None, "events"), ("1", "events"), ("0", "off"), ("off", "off"), ("poll", "polling")]
+)
+def test_the_watch_setting(raw, mode):
+    from captain_memo.config import watch_mode
+
+    assert watch_mode({} if raw is None else {"CAPTAIN_MEMO_WATCH": raw}) == mode

@@ -29,6 +29,7 @@ def health_report(settings: dict | None = None, context: str | None = None) -> l
         _check("database", lambda: database(cfg.database_path(), cfg.embed_config())),
         _check("embedding", lambda: probes.embedding(cfg.embed_config()), failure="warn"),
         _check("repository", lambda: probes.repository(context, cfg.share_worktrees)),
+        _check("watching", lambda: watching(cfg.database_path()), failure="warn"),
     ]
     if team_config().url is not None:  # a failing team store leaves recall answering locally: a warning
         report.append(_check("team", lambda: team(cfg.database_path(), cfg.embed_config()), failure="warn"))
@@ -45,6 +46,17 @@ def database(path: Path, embed_config) -> str:
         return f"{path} does not exist yet; it is created on the first save"
     with Memo.open(path, embed_config=embed_config) as memo:  # migrates: a file that is not a database fails
         return memo.health()
+
+
+def watching(path: Path) -> str:
+    """What the engine serving the store follows, and how (events or polling)."""
+    from captain_memo.hosting.client import control
+    from captain_memo.hosting.watcher import watching_lines
+
+    answer = control("status", path)
+    if answer is None or "unanswered" in answer:
+        return "no engine serves the store yet: it follows the indexed repositories once one does"
+    return "; ".join(line.strip() for line in watching_lines(answer.get("watching"))) or "not reported by its engine"
 
 
 def team(path: Path, embed_config) -> str:

@@ -147,6 +147,28 @@ class Watcher:
         self.passes += 1
 
 
+def watching_lines(watching: dict | None) -> list[str]:
+    """What the engine follows and how (hosting/watcher.py), one line each (`service status`)."""
+    if not watching:
+        return []
+    how = watching.get("how")
+    if how == "off":
+        return ["not following repositories (CAPTAIN_MEMO_WATCH=0)"]
+    how_said = "by polling (no change events on its file system)" if how == "polling" else "by change events"
+    from captain_memo.presentation.words import counted
+
+    watched = watching.get("watched") or []
+    if not watched:
+        return [f"following no repository yet ({how_said}): `index` or `index --git` in one to follow it"]
+    lines = [f"following {counted(len(watched), 'repository')} {how_said}:"]
+    for repository in watched:
+        parts = (["commits"] if repository.get("git") else []) + [
+            f"notes in {path}" for path in repository.get("notes") or []
+        ]
+        lines.append(f"  {repository['repository']}: {', '.join(parts) or 'nothing left to watch'}")
+    return lines
+
+
 def start_watching(warm) -> Watcher:
     from captain_memo.config import watch_mode
 

@@ -50,6 +50,10 @@ def run(args) -> int:
             f"{counted(answer['requests'], 'request')}{_by_client(answer.get('clients'))}, "
             f"{_embedded(answer.get('embedded'))}{_up(answer)}, {_lifetime(answer)}"
         )
+        from captain_memo.hosting.watcher import watching_lines
+
+        for line in watching_lines(answer.get("watching")):
+            print(line)
     return 0
 
 
