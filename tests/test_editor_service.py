@@ -295,8 +295,9 @@ def test_worktrees_share_a_project_unless_isolated(service, db_file, repo, tmp_p
 def test_health_report_names_each_item(db_file, repo):
     Store(db_file).close()
     items = {i["item"]: i for i in health_report({"db": str(db_file)}, str(repo))}
-    assert set(items) == {"package", "sqlite", "sqlite-vec", "fts5", "database", "embedding", "repository"}
+    assert set(items) == {"package", "sqlite", "sqlite-vec", "fts5", "database", "embedding", "repository", "watching"}
     assert items["database"]["status"] == "ok" and "writable" in items["database"]["detail"]
+    assert items["watching"]["detail"].startswith("no engine serves the store yet")
     assert items["repository"]["detail"] == f"{repo.resolve()} on main"
 
 
