@@ -626,6 +626,15 @@ class Memo:
 
         return self.store.meta(META_KEY) if self.path.exists() else None
 
+    def stale_notice(self, root: str | None, project: str | None, branch: str | None, query: str | None = None) -> str:
+        """ "N newer commits are not indexed (...)" when the repository at ``root`` holds commits
+        newer than the newest stored for its branch (and ``query``, when given, asks about changes)."""
+        from captain_memo.sources import following
+
+        if root is None or not self.path.exists() or (query is not None and not following.asks_about_changes(query)):
+            return ""
+        return following.stale_notice(following.unindexed_commits(self.store, Path(root), project, branch))
+
     @_translated
     def catch_up(self, repository, kinds: frozenset[str] = frozenset({"git", "notes"})) -> dict:
         """Index what changed in a followed repository (new commits, changed notes) as `index` does."""

@@ -67,6 +67,21 @@ def commit(repo: Path, name: str, text: str, message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+def hook(repo: Path, env: dict, event: dict) -> str:
+    """What `captain-memo hook` adds to an agent's context for ``event``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "captain_memo.cli.main", "hook"],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+        cwd=repo,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def status(repo: Path, env: dict) -> dict:
     done = run(repo, env, "service", "status", "--json")
     assert done.returncode == 0, done.stderr
@@ -141,6 +156,18 @@ def test_what_changed_while_nothing_watched_is_caught_up_when_an_engine_starts(r
     assert run(repo, {**env, "CAPTAIN_MEMO_SERVICE": "0"}, "index", "--git").returncode == 0  # no engine serving
     new = [commit(repo, f"src/late{n}.py", "y = 1\n", f"Late change {n}") for n in range(3)]
     assert not {f"commit:{c}" for c in new} & set(stored(env))
+
+    # No engine: a change question's answer says the stored history is behind; another question not.
+    alone = {**env, "CAPTAIN_MEMO_SERVICE": "0"}
+    notice = "3 newer commits are not indexed (run `captain-memo index --git`)"
+    assert notice in run(repo, alone, "recall", "latest change to capture.py").stdout
+    assert notice not in run(repo, alone, "recall", "capture module").stdout
+    # An agent hears it once, at its session's start, not with every prompt.
+    started = hook(repo, alone, {"hook_event_name": "SessionStart", "cwd": str(repo)})
+    assert f"Captain Memo: {notice}." in started
+    prompted = hook(repo, alone, {"hook_event_name": "UserPromptSubmit", "cwd": str(repo), "prompt": "latest change"})
+    assert "newer commits" not in prompted
+
     assert run(repo, env, "recall", "late change").returncode == 0  # an engine starts serving
     assert wait_for(lambda: {f"commit:{c}" for c in new} <= set(stored(env)), WITHIN)
 

@@ -216,12 +216,17 @@ def session_block(args, folder: str, budget: int) -> str:
             for m in memo.list_memories(ctx.project, all_projects=False, kind=kind, limit=max(1, args.limit))
             if m.superseded_by is None and applies(m.source.rule_scope, ())  # no file is in play yet
         ]
+        # Said once, at the session's start: the agent then knows change answers may miss them.
+        stale = memo.stale_notice(ctx.root, ctx.project, ctx.branch)
     newest.sort(key=lambda m: m.created_at, reverse=True)
     hits = [
         {"id": m.id, "kind": m.kind, "title": m.display_title, "created_at": m.created_at, "store": m.store}
         for m in newest
     ]
-    return fitted(f"{FRAME} The newest decisions and skills saved here; recall finds more:", hits[: args.limit], budget)
+    block = fitted(
+        f"{FRAME} The newest decisions and skills saved here; recall finds more:", hits[: args.limit], budget
+    )
+    return "\n".join(part for part in (block, f"Captain Memo: {stale}." if stale else "") if part)
 
 
 def fitted(heading: str, hits: list[dict], budget: int) -> str:

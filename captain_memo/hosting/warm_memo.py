@@ -96,6 +96,7 @@ class WarmMemo:
         self._memo: Any = None
         self._opened_on: tuple | None = None
         self.reopened = 0  # reopens after a change (the tests and `service status` read it)
+        self.following = False  # a watcher follows the indexed repositories (hosting/watcher.py)
         self._contexts = ContextCache()
         self._contexts_lock = threading.Lock()
         self._gate = Gate()
@@ -119,7 +120,9 @@ class WarmMemo:
         )
 
     def recall(self, request: operations.RecallRequest, expires: float | None = None) -> dict:
-        return self.call(lambda memo: operations.recall(memo, request, self._context), expires=expires)
+        return self.call(
+            lambda memo: operations.recall(memo, request, self._context, followed=self.following), expires=expires
+        )
 
     def remember(self, request: operations.RememberRequest, expires: float | None = None) -> dict:
         return self.call(lambda memo: operations.remember(memo, request, self._context), write=True, expires=expires)

@@ -49,6 +49,7 @@ class Watcher:
 
     def stop(self) -> None:
         self._stop.set()
+        self.warm.following = False
         if self._thread is not None:
             self._thread.join(timeout=10)
 
@@ -69,6 +70,7 @@ class Watcher:
             for repository in self._repositories:
                 self._pass(repository, frozenset({"git", "notes"}))
             self.caught_up.set()
+            self.warm.following = True  # answers about changes need not check for newer commits
         except Exception:  # the engine serves on without it; the log says why
             log.exception("catching up on the indexed repositories failed")
             self.caught_up.set()

@@ -136,8 +136,10 @@ def _surfacing(how: str):
         raise InputError(f"how must be one of {', '.join(s.value for s in Surfacing)}") from None
 
 
-def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> dict:
-    """A search from ``request.cwd``: the hits as doc/json.md shows them, and the project searched."""
+def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup, followed: bool = False) -> dict:
+    """A search from ``request.cwd``: the hits as doc/json.md shows them, and the project searched.
+    ``followed``: an engine follows the repositories (hosting/watcher.py), so a change question's
+    answer is not checked against the repository's newer commits."""
     from captain_memo import records
     from captain_memo.presentation.views import recall_json
 
@@ -155,7 +157,11 @@ def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup) -> 
         ),
         team=request.team,
     )
-    return {**recall_json(result, time.time()), "project": ctx.project}
+    answer = recall_json(result, time.time())
+    stale = "" if followed else memo.stale_notice(ctx.root, ctx.project, ctx.branch, request.query)
+    if stale:  # the answer about changes may miss the newest ones: it says so
+        answer["notice"] = " ".join(n for n in (answer.get("notice"), stale) if n)
+    return {**answer, "project": ctx.project}
 
 
 def remember(memo, request: RememberRequest, lookup: ContextLookup = git_lookup) -> dict:

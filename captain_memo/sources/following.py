@@ -130,3 +130,32 @@ def catch_up(memo, repository: Followed, kinds: frozenset[str] = frozenset({"git
         reports = [memo.index_folder(folder, settings) for folder in note_folders(memo.store, repository.root)]
         done["notes"] = sum(r.indexed + r.updated + r.removed for r in reports if r is not None)
     return done
+
+
+def unindexed_commits(store, root: Path, project: str | None, branch: str | None) -> int:
+    """Commits on ``branch`` newer than the newest `index --git` stored for it (0 when the branch's
+    history was never indexed: nobody asked for it). One `git rev-list --count`."""
+    from captain_memo.sources.git_history import count_commits, meta_key
+
+    last = store.meta(meta_key(project, branch))
+    return count_commits(root, last) if last else 0
+
+
+def stale_notice(count: int) -> str:
+    """What an answer about changes says when the stored history is behind the repository."""
+    if count <= 0:
+        return ""
+    verb = "commit is" if count == 1 else "commits are"
+    return f"{count:,} newer {verb} not indexed (run `captain-memo index --git`)"
+
+
+def asks_about_changes(query: str) -> bool:
+    """The query is a change question (ranking/changes.py), as a recall reads it."""
+    from captain_memo.config import rank_config
+    from captain_memo.ranking.changes import is_change_question
+    from captain_memo.ranking.query import analyse
+    from captain_memo.ranking.window import find_window
+
+    cfg = rank_config()
+    shape = analyse(query, cfg.rare_token_min_length, cfg.temporal_word_forms)
+    return is_change_question(query, shape.temporal, find_window(query) is not None)
