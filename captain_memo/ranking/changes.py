@@ -20,8 +20,12 @@ CHANGE_WORDS = re.compile(
 )
 
 
+# "what's new in capture" asks for its latest changes with no change word nor time word.
+WHATS_NEW = re.compile(r"\bwhat(?:'|’)?s\s+new\b|\bwhat\s+is\s+new\b", re.I)
+
+
 def is_change_question(text: str, temporal: bool, has_window: bool) -> bool:
-    return bool(CHANGE_WORDS.search(text)) and (temporal or has_window)
+    return bool(WHATS_NEW.search(text)) or (bool(CHANGE_WORDS.search(text)) and (temporal or has_window))
 
 
 def changes_first(candidates: list[Candidate], touching: Mapping[tuple[str, int], str]) -> list[Candidate]:
@@ -29,6 +33,7 @@ def changes_first(candidates: list[Candidate], touching: Mapping[tuple[str, int]
     trace says what each one touched."""
     if not touching:
         return candidates
+    in_history = _history_order(candidates, touching)
     out = []
     for c in candidates:
         why = touching.get((c.memory.store, c.memory.id))
@@ -36,6 +41,26 @@ def changes_first(candidates: list[Candidate], touching: Mapping[tuple[str, int]
             out.append(c)
             continue
         out.append(
-            replace(c.times("touches", 1.0, f"{why}: changes first, newest first"), precedence=c.memory.created_at)
+            replace(
+                c.times("touches", 1.0, f"{why}: changes first, newest first"),
+                precedence=c.memory.created_at + in_history.get(c.key, 0.0),
+            )
         )
     return out
+
+
+def _history_order(candidates: list[Candidate], touching: Mapping[tuple[str, int], str]) -> dict:
+    """Changes with the same commit time (a rebased stack) in history's order: a fraction of a
+    second each, by the order they were stored in (oldest first, as git's log is read), so the
+    later one in history comes first. Commit times are whole seconds; 1e-4 s steps stay exact
+    at today's timestamps (a float's step there is ~2e-7 s)."""
+    tied: dict[float, list[Candidate]] = {}
+    for c in candidates:
+        if c.memory.kind == "observation" and (c.memory.store, c.memory.id) in touching:
+            tied.setdefault(c.memory.created_at, []).append(c)
+    order = {}
+    for group in tied.values():
+        if len(group) > 1:
+            for rank, c in enumerate(sorted(group, key=lambda c: c.memory.id)):
+                order[c.key] = min(rank, 9_999) * 1e-4
+    return order

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from captain_memo.base.touches import is_code_form
+from captain_memo.base.touches import is_code_form, prefers_source
 from captain_memo.config import RankConfig
 from captain_memo.ranking.changes import is_change_question
 from captain_memo.ranking.query import (
@@ -65,7 +65,11 @@ def _day(stamp: float) -> str:
 
 def _tag_date(store: MemoryStore, scope: Scope):
     def lookup(name: str) -> float | None:
-        for candidate in dict.fromkeys((name, name.lstrip("vV"), "v" + name.lstrip("vV"))):
+        bare = name.lstrip("vV")
+        # "since 8.0" names the release tagged 8.0.0, "since 8.3" the one tagged 8.3.0.
+        zeros = [bare + ".0" * n for n in (1, 2) if bare.replace(".", "").isdigit() and bare.count(".") + n <= 2]
+        forms = [form for base in (bare, *zeros) for form in (base, "v" + base)]
+        for candidate in dict.fromkeys((name, *forms)):
             value = store.meta(tag_key(scope.project, candidate))
             if value is not None:
                 return float(value)
@@ -102,7 +106,9 @@ class _Finder:
             return {mid: (when, why) for mid, when in found.items()}
         token, by_path = self.by_paths(subject.split(), span)
         out = {mid: (when, f"touches {path}") for mid, (when, path) in by_path.items()}
-        if token is not None and not is_code_form(token):
+        if token is not None and (not is_code_form(token) or not prefers_source(token)):
+            # A module's own name, or a file name or path the history holds: the paths say it.
+            # Messages are not read for a file name: FTS reads "test_capture.py" as naming capture.py.
             return out
         # A code form (pkg.capture, capture.py) named in a message counts too; a topic that names no
         # path at all (CaptureFixture, "rounding") is touched by the messages holding every word of it.
