@@ -94,3 +94,10 @@ def test_commits_of_one_second_come_in_history_order(engine):
         "Stack two: validate the ini",
         "Stack one: parse the ini",
     ]
+
+
+def test_a_window_before_the_stored_history_says_where_it_starts(engine):
+    result = engine.recall("what changed in runner in 2019", project=engine.project, record=False)
+    assert "the stored history starts on 2025-03-10, after it" in result.notice, result.notice
+    assert "--max-commits" in result.notice
+    assert "nothing touching runner" not in result.notice

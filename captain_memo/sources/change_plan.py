@@ -120,6 +120,11 @@ class _Finder:
     def newest(self) -> float | None:
         return self.touched.newest_before(self.scope.project, self.scope.all_projects, OPEN_END)
 
+    def oldest(self) -> float | None:
+        """The date of the oldest observation in scope (only asked when a window found nothing)."""
+        found = self.touched.newest_observations(self.scope.project, self.scope.all_projects, 10**9, None)
+        return min(found.values()) if found else None
+
     def first_chunks(self, memory_ids: list[int]) -> list[int]:
         return list(self.touched.first_chunks(memory_ids).values())
 
@@ -193,6 +198,13 @@ def _before_window(result: ChangePlan, finder: _Finder, subject: str) -> dict[in
     about = f" touching {subject}" if subject else ""
     found = finder.touching(subject, (0.0, window.start))
     said = f"nothing{about} in it" + ("; the newest before it:" if found else "")
+    starts = None if found else finder.oldest()
+    if starts is not None and starts >= window.end:
+        # Not "nothing touched it then": nothing that old was read (the cap on commits read).
+        said = (
+            f"the stored history starts on {_day(starts)}, after it; to read further back, index a fresh "
+            "store with a higher `captain-memo index --git --max-commits N`"
+        )
     result.notice = f"{result.notice or window.label}: {said}"
     result.window = Window(0.0, window.start, f"before {window.label}")
     return found
