@@ -74,5 +74,5 @@ def test_build_without_a_python_says_what_it_needs_and_what_it_found(tmp_path):
     finally:
         close(editor)
     assert len(errors) == 1, errors
-    assert errors[0].startswith("Captain Memo: building needs Python 3.10 or newer; found no python3 or python on PATH")
+    assert errors[0].startswith("Captain Memo: building needs Python 3.11 or newer; found no python3 or python on PATH")
     assert not (tmp_path / "xdg_data_home" / "nvim" / "captain-memo" / "venv").exists()

@@ -32,7 +32,7 @@ def holds(pid: int, path: Path) -> bool:
 def test_a_relay_that_fell_back_carries_the_session_back_to_the_store_engine(service_env, tmp_path):
     # Short waits, so the stopped service is given up on quickly.
     env = {**service_env, "CAPTAIN_MEMO_SERVICE_TIMEOUT": "2", "CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}
-    assert cli("remember", "alpha: the service is up", env=env).returncode == 0
+    assert cli("remember", "--project", "none", "alpha: the service is up", env=env).returncode == 0
     log = tmp_path / "agent.log"
 
     async def body():
@@ -75,7 +75,7 @@ def test_a_long_line_to_a_stopped_engine_does_not_hold_the_relay(service_env, tm
     cannot all be sent: the relay gives up on it within its deadline and the session goes on in
     the relay's own process, instead of the relay waiting in the send until the service resumes."""
     env = {**service_env, "CAPTAIN_MEMO_SERVICE_TIMEOUT": "2", "CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}
-    assert cli("remember", "alpha: the service is up", env=env).returncode == 0
+    assert cli("remember", "--project", "none", "alpha: the service is up", env=env).returncode == 0
 
     async def body():
         async with connect(tmp_path / "memo.db", tmp_path, env=env) as agent:
@@ -96,7 +96,7 @@ def test_a_long_line_to_a_stopped_engine_does_not_hold_the_relay(service_env, tm
 
 def test_a_session_started_while_the_engine_is_stopped_moves_to_it_once_it_answers(service_env, tmp_path):
     env = {**service_env, "CAPTAIN_MEMO_SERVICE_ACCEPT": "1"}
-    assert cli("remember", "alpha: the service is up", env=env).returncode == 0
+    assert cli("remember", "--project", "none", "alpha: the service is up", env=env).returncode == 0
     pid = status(env)["pid"]
     log = tmp_path / "agent.log"
     os.kill(pid, signal.SIGSTOP)
