@@ -21,6 +21,8 @@ DAY = 86400.0
 START = 1_741_608_000.0  # 2025-03-10 12:00 UTC
 COMMITS = [  # (day, subject, files, tag)
     (0, "Capture stdout into a buffer", ["src/pkg/capture.py"], "8.0.0"),
+    (1, "Start the assertion package", ["src/pkg/assertion/__init__.py", "src/pkg/assertion/util.py"], None),
+    (2, "Rewrite asserts to explain themselves", ["src/pkg/assertion/rewrite.py"], None),
     (5, "Retry flaky capture tests", ["testing/test_capture.py"], None),
     (8, "Speed up the runner", ["src/pkg/runner.py"], "8.3.0"),
     (9, "Runner reads its options once", ["src/pkg/runner.py"], None),
@@ -101,3 +103,7 @@ def test_a_window_before_the_stored_history_says_where_it_starts(engine):
     assert "the stored history starts on 2025-03-10, after it" in result.notice, result.notice
     assert "--max-commits" in result.notice
     assert "nothing touching runner" not in result.notice
+
+
+def test_a_package_s_name_covers_every_file_under_it(engine):
+    assert observations(engine, "latest change to assertion")[0] == "Rewrite asserts to explain themselves"

@@ -89,6 +89,11 @@ class _Finder:
         best: tuple[str | None, dict[int, tuple[float, str]]] = (None, {})
         for token in tokens:
             found = self.touched.touching_paths(token, self.scope.project, self.scope.all_projects, self.k, span)
+            if prefers_source(token) and not is_code_form(token):  # a bare name: a package covers its files
+                under = self.touched.touching_folder(token, self.scope.project, self.scope.all_projects, self.k, span)
+                if under:
+                    merged = sorted({**under, **found}.items(), key=lambda item: -item[1][0])
+                    found = dict(merged[: self.k])
             if found and (best[0] is None or len(found) < len(best[1])):
                 best = (token, found)
         return best

@@ -93,6 +93,39 @@ def touching_paths(
     return source or other
 
 
+def touching_folder(
+    conn,
+    name: str,
+    project: str | None,
+    all_projects: bool,
+    k: int,
+    window: tuple[float, float] | None = None,
+) -> dict[int, tuple[float, str]]:
+    """The ``k`` newest observations in scope touching a file under a folder named ``name``: a
+    package's name ("assertion") covers every file under it (assertion/rewrite.py), not only its
+    ``__init__.py``. Source files first, as for a module's name. A scan of the paths (no index
+    serves a folder inside them), made only for a bare name in a change question."""
+    if not has_touched_paths(conn) or not re.fullmatch(r"[\w-]+", name):
+        return {}
+    where, args = _scope_sql(project, all_projects, window)
+    escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = conn.execute(
+        "SELECT t.memory_id, m.created_at, t.path FROM touched_paths t JOIN memories m ON m.id = t.memory_id"
+        " WHERE (t.path LIKE ? ESCAPE '\\' OR t.path LIKE ? ESCAPE '\\')"
+        f" AND {where} ORDER BY m.created_at DESC, t.memory_id DESC",
+        (f"{escaped}/%", f"%/{escaped}/%", *args),
+    )
+    source: dict[int, tuple[float, str]] = {}
+    other: dict[int, tuple[float, str]] = {}
+    for memory_id, created_at, path in rows:
+        if len(source) >= k:
+            break
+        kept = source if is_source_path(path) else other
+        if memory_id not in source and len(kept) < k:
+            kept.setdefault(memory_id, (created_at, path))
+    return source or other
+
+
 def newest_observations(
     conn, project: str | None, all_projects: bool, k: int, window: tuple[float, float] | None = None
 ) -> dict[int, float]:
@@ -158,6 +191,11 @@ class TouchedPaths:
         self, token: str, project: str | None, all_projects: bool, k: int, window: tuple[float, float] | None = None
     ) -> dict[int, tuple[float, str]]:
         return touching_paths(self._database.conn, token, project, all_projects, k, window)
+
+    def touching_folder(
+        self, name: str, project: str | None, all_projects: bool, k: int, window: tuple[float, float] | None = None
+    ) -> dict[int, tuple[float, str]]:
+        return touching_folder(self._database.conn, name, project, all_projects, k, window)
 
     def newest_observations(
         self, project: str | None, all_projects: bool, k: int, window: tuple[float, float] | None = None
