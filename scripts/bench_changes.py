@@ -42,6 +42,9 @@ def main() -> None:
     parser.add_argument("--max-commits", type=int, default=1500)
     parser.add_argument("--min-commits", type=int, default=3)
     parser.add_argument("--profiles", default="v3")
+    parser.add_argument(
+        "--phrasings", action="store_true", help="also: what's new, a file's name, a package's name, short tags"
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="captain-memo-changes-"))
     root = Path(args.repo) if args.repo else folder / "repo"
@@ -68,7 +71,30 @@ def main() -> None:
         print(f"| {profile} | " + " | ".join(shares) + f" | {result.share():.1%} |")
         for question, rank in result.misses:
             print(f"    miss: {question!r} (rank {rank or 'over 10'})")
+    if args.phrasings:
+        phrasings(engine, root, project, args)
     engine.close()
+
+
+def phrasings(engine, root: Path, project, args) -> None:
+    """The phrasings a new user tried: each form's share, packages, and short tags accepted."""
+    from captain_memo.sources.git_history import read_tags
+
+    modules = changes.modules_touched(root, args.max_commits, args.min_commits)
+    packages = changes.packages_touched(root, args.max_commits, args.min_commits)
+    cases = changes.cases_for(modules, changes.PHRASINGS) + changes.cases_for(packages, (changes.PACKAGE_FORM,))
+    result = changes.measure(engine, project, cases, profile=args.profiles.split(",")[0])
+    for form in result.asked:
+        print(f"| {form!r} | {result.share(form):.0%} ({result.found[form]}/{result.asked[form]}) |")
+    for question, rank in result.misses:
+        print(f"    miss: {question!r} (rank {rank or 'over 10'})")
+    short = sorted({name.rsplit(".0", 1)[0] for name in read_tags(root) if name.endswith(".0")})
+    accepted = []
+    for name in short:
+        for question in (f"what changed since {name}", f"what changed since the {name} release"):
+            notice = engine.recall(question, project=project, limit=3, record=False).notice
+            accepted.append("after the tag" in notice)
+    print(f"| short tags ({len(short)}: since X, since the X release) | {sum(accepted)}/{len(accepted)} accepted |")
 
 
 if __name__ == "__main__":

@@ -41,7 +41,8 @@ def make_repository(root: Path, n: int) -> Path:
 
 
 def stored(db: Path, sha: str) -> bool:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    # Not read-only: one (mode=ro) met "disk I/O error" while the engine truncated the WAL under it.
+    conn = sqlite3.connect(db, timeout=5)
     try:
         return conn.execute("SELECT 1 FROM memories WHERE source_key = ?", (f"commit:{sha}",)).fetchone() is not None
     finally:

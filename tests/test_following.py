@@ -37,11 +37,12 @@ def run(repo: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
 
 
 def stored(env: dict, prefix: str = "commit:") -> list[str]:
-    """The source keys stored under ``prefix`` (read from the live file: its WAL is read too)."""
+    """The source keys stored under ``prefix`` (read from the live file: its WAL is read too; not
+    read-only, which met "disk I/O error" while the engine truncated the WAL under it)."""
     path = Path(env["CAPTAIN_MEMO_DB"])
     if not path.exists():
         return []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    conn = sqlite3.connect(path, timeout=10)
     try:
         rows = conn.execute("SELECT source_key FROM memories WHERE source_key LIKE ?", (prefix + "%",))
         return [row[0] for row in rows]
@@ -53,7 +54,7 @@ def stored(env: dict, prefix: str = "commit:") -> list[str]:
 
 def note_bodies(env: dict) -> list[str]:
     path = Path(env["CAPTAIN_MEMO_DB"])
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    conn = sqlite3.connect(path, timeout=10)
     try:
         return [row[0] for row in conn.execute("SELECT body FROM memories WHERE kind != 'observation'")]
     finally:

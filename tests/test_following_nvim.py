@@ -17,7 +17,8 @@ WITHIN = 15.0  # seconds: stored within ~1 s of the commit; a shared 2-core mach
 
 
 def stored(db, sha: str) -> bool:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    # Not read-only: one (mode=ro) met "disk I/O error" while the engine truncated the WAL under it.
+    conn = sqlite3.connect(db, timeout=10)
     try:
         return conn.execute("SELECT 1 FROM memories WHERE source_key = ?", (f"commit:{sha}",)).fetchone() is not None
     finally:

@@ -18,6 +18,10 @@ from pathlib import Path, PurePosixPath
 from captain_memo.sources.git_history import read_commits
 
 FORMS = ("latest change to {stem}", "what changed most recently in {stem}", "latest change to {path}")
+# As a new user phrased them (scripts/bench_changes.py --phrasings): "what's new", and a file's name
+# where files of other folders end with it (test_<name>.py).
+PHRASINGS = ("what's new in {stem}", "what changed recently in {name}")
+PACKAGE_FORM = "latest change to {stem}"  # a package's name: the newest change to any file under it
 
 
 @dataclass(frozen=True)
@@ -56,9 +60,24 @@ def modules_touched(root: Path, max_commits: int, min_commits: int = 3) -> dict[
     }
 
 
+def packages_touched(root: Path, max_commits: int, min_commits: int = 3) -> dict[str, str]:
+    """package folder -> the newest non-merge commit touching a .py file under it, for every
+    package (a folder whose ``__init__.py`` was touched) whose name no other package has, touched
+    ``min_commits``+ times."""
+    commits = [c for c in read_commits(root, None, max_commits) if c.parents < 2]
+    folders = {str(PurePosixPath(p).parent) for c in commits for p in c.files if PurePosixPath(p).name == "__init__.py"}
+    names = Counter(PurePosixPath(f).name for f in folders)
+    out = {}
+    for folder in sorted(f for f in folders if names[PurePosixPath(f).name] == 1 and f != "."):
+        under = [c for c in commits if any(p.startswith(folder + "/") and p.endswith(".py") for p in c.files)]
+        if len(under) >= min_commits:
+            out[folder] = under[-1].sha  # oldest first: the last is the newest
+    return out
+
+
 def cases_for(modules: dict[str, str], forms: tuple[str, ...] = FORMS) -> list[tuple[str, Case]]:
     return [
-        (form, Case(form.format(stem=PurePosixPath(path).stem, path=path), path, sha))
+        (form, Case(form.format(stem=PurePosixPath(path).stem, path=path, name=PurePosixPath(path).name), path, sha))
         for path, sha in modules.items()
         for form in forms
     ]
