@@ -187,3 +187,33 @@ def test_the_watch_setting(raw, mode):
     from captain_memo.config import watch_mode
 
     assert watch_mode({} if raw is None else {"CAPTAIN_MEMO_WATCH": raw}) == mode
+
+
+def test_an_agent_s_session_hears_of_newer_commits_once(repo, tmp_path, hash_embedder):
+    """An MCP session that runs its calls itself (no engine, so nothing follows the repository):
+    the first change question's answer says the stored history lacks the newer commits; the next
+    ones do not say it again."""
+    from captain_memo.engine.core import Engine
+    from captain_memo.mcpserver.memory_calls import MemoryService
+    from captain_memo.mcpserver.tools import TOOLS, checked_arguments
+    from captain_memo.mcpserver.workspace import Workspace
+    from captain_memo.memo import Memo
+    from captain_memo.sources.git_history import index_history
+    from captain_memo.store import Store
+
+    db = tmp_path / "memo.db"
+    engine = Engine(Store(db), hash_embedder)
+    index_history(engine, repo)
+    engine.close()
+    for n in range(2):
+        commit(repo, f"src/late{n}.py", "y = 1\n", f"Late change {n}")
+    service = MemoryService(str(db), open_memo=lambda path: Memo(path, hash_embedder))
+    workspace = Workspace(str(repo))
+    try:
+        said = []
+        for query in ("capture module", "latest change to capture.py", "what changed recently in capture.py"):
+            service.call("recall", checked_arguments(TOOLS["recall"], {"query": query}), workspace)
+            said.append(service.take_notices())
+    finally:
+        service.close()
+    assert said == [[], ["2 newer commits are not indexed (run `captain-memo index --git`)"], []]

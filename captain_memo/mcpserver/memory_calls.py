@@ -54,6 +54,7 @@ class MemoryService:
         self._local_until = 0.0
         self._notices: list[str] = []
         self._told = False
+        self._told_stale = False  # the stored history's newer commits were said (once a session)
         self.answered_by = "none yet"  # "service" or "this process": the last call's engine
 
     @property
@@ -104,7 +105,18 @@ class MemoryService:
             return answer
         ctx = workspace.context(fresh=tool == "remember")
         self.answered_by = "this process"
-        return agent_calls.run(self.memo(), tool, args, ctx, client, key)
+        answer = agent_calls.run(self.memo(), tool, args, ctx, client, key)
+        if tool == "recall" and not self._told_stale:  # no engine follows the repository here
+            self._tell_stale(args.get("query"), ctx)
+        return answer
+
+    def _tell_stale(self, query, ctx) -> None:
+        """Once a session: the first change question's answer says how many newer commits the
+        stored history lacks (an agent asking again and again is not told again and again)."""
+        notice = self.memo().stale_notice(ctx.root, ctx.project, ctx.branch, query if isinstance(query, str) else "")
+        if notice:
+            self._told_stale = True
+            self._notices.append(notice)
 
     def _ask_service(self, tool, args, workspace, client, key):
         request = {
