@@ -161,7 +161,7 @@ def test_help_file_tags_every_command_option_mapping_and_highlight(tmp_path):
             end
             walk('', memo.defaults)
             for _, name in ipairs({ 'profile', 'db', 'log_file', 'python' }) do out.options[#out.options + 1] = name end
-            for name in pairs(require('captain_memo.cli.commands').subcommands) do
+            for name in pairs(require('captain_memo.commands').subcommands) do
               out.subcommands[#out.subcommands + 1] = name
             end
             for _, spec in pairs(require('captain_memo.keymaps').actions) do out.plugs[#out.plugs + 1] = spec.plug end

@@ -151,7 +151,7 @@ def test_a_megabyte_of_hostile_text_is_scanned():
     """The patterns are linear: each text is scanned in a child process that a hang would keep past
     the timeout (a backtracking pattern takes hours on these), and every finding lies in the text."""
     code = (
-        "from captain_memo import secrets\n"
+        "from captain_memo.base import secrets\n"
         f"for text in {HOSTILE}:\n"
         "    found = secrets.scan(text)\n"
         "    assert all(0 <= f.start < f.end <= len(text) for f in found)\n"

@@ -11,7 +11,7 @@ from captain_memo.cli.commands.recall import render
 from captain_memo.presentation.views import recall_json
 from captain_memo.records import RecallRequest
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample_notes.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample_notes.jsonl"
 DEMO_QUERY = "get_effective_contract_price rounding"
 
 
