@@ -96,6 +96,7 @@ def repo(tmp_path):
     git(repo, "init", "-q", "-b", "main")
     commit(repo, "src/capture.py", "x = 1\n", "Add the capture module")
     write(repo, "docs/decisions/deploy.md", "# Deploy\n\nWe deploy from the main branch on Fridays.\n")
+    write(repo, "AGENTS.md", "# Rules\n\nAgents run the tests first.\n")
     return repo
 
 
@@ -107,6 +108,7 @@ def test_commits_checkout_rebase_and_notes_are_followed_without_a_command(repo, 
     watching = status(repo, env)["watching"]
     assert watching["how"] == "events"
     assert [w["repository"] for w in watching["watched"]] == [str(repo.resolve())]
+    assert str(repo.resolve() / "docs" / "decisions") in watching["watched"][0]["notes"]
     said = run(repo, env, "service", "status").stdout
     assert f"following 1 repository by change events:\n  {repo.resolve()}: commits, notes in" in said
     for name, value in env.items():
@@ -144,12 +146,19 @@ def test_commits_checkout_rebase_and_notes_are_followed_without_a_command(repo, 
     write(repo, "docs/decisions/deploy.md", "# Deploy\n\nWe deploy from the release branch on Tuesdays.\n")
     assert wait_for(lambda: any("Tuesdays" in body for body in note_bodies(env)), WITHIN)
 
+    # An agent's own file saved by a rename (as editors do), then edited again: both are followed.
+    for text in ("Agents run the linter first.", "Agents run the type checker first."):
+        write(repo, "AGENTS.tmp", f"# Rules\n\n{text}\n")
+        os.replace(repo / "AGENTS.tmp", repo / "AGENTS.md")
+        assert wait_for(lambda text=text: any(text in body for body in note_bodies(env)), WITHIN), text
+
     # A folder removed: its notes go, and it is no longer watched.
     import shutil
 
     shutil.rmtree(repo / "docs")
     assert wait_for(lambda: not any("Tuesdays" in body for body in note_bodies(env)), WITHIN)
-    assert wait_for(lambda: status(repo, env)["watching"]["watched"][0]["notes"] == [], WITHIN)
+    gone = str(repo.resolve() / "docs" / "decisions")
+    assert wait_for(lambda: gone not in status(repo, env)["watching"]["watched"][0]["notes"], WITHIN)
 
 
 def test_what_changed_while_nothing_watched_is_caught_up_when_an_engine_starts(repo, service_env):

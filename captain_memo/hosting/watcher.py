@@ -111,6 +111,9 @@ class Watcher:
             poll_delay_ms=POLL_MS,
             ignore_permission_denied=True,
         ):
+            # A watched path itself replaced (an editor saving AGENTS.md by a rename): its watch went
+            # with the old file, so the paths are watched afresh once the pass ran.
+            replaced = any(Path(path) in targets for _change, path in changes)
             for _change, path in changes:
                 if (concern := _concern(repositories, Path(path))) is not None:
                     pending.setdefault(concern[0].root, set()).add(concern[1])
@@ -120,7 +123,7 @@ class Watcher:
                 del pending[root]
             if not ready and (changes or self._signature(targets) == signature):
                 continue
-            if self._refresh() != repositories and not pending:
+            if (self._refresh() != repositories or replaced) and not pending:
                 return  # a folder came or went, a repository was indexed: watch the new list
             signature = self._signature(targets)
 
