@@ -165,3 +165,20 @@ def gate(local_embedder):
     yield gated
     gated.release()
     stop_server(server)
+
+
+@pytest.fixture
+def gated_service_env(gate, tmp_path):
+    """Settings for child commands served by the service, with the model behind ``gate``: a store, a
+    runtime folder, and every service started there stopped at the end."""
+    from embed_support import MODEL, provider_env
+    from service_support import stop_all
+
+    run_folder = tmp_path / "run"
+    yield {
+        **provider_env("openai", f"http://127.0.0.1:{gate.server.server_address[1]}", MODEL),
+        "CAPTAIN_MEMO_SERVICE": "1",
+        "CAPTAIN_MEMO_RUNTIME_DIR": str(run_folder),
+        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
+    }
+    stop_all(run_folder)

@@ -68,3 +68,12 @@ def bodies(path: Path) -> list[str]:
             conn.close()
     finally:
         copy.unlink()
+
+
+def stored_bodies(path) -> list[str]:
+    """Every memory's text in the store at ``path``, sorted, read through its WAL (what it holds now)."""
+    conn = sqlite3.connect(str(path))
+    try:
+        return sorted(row[0] for row in conn.execute("SELECT body FROM memories"))
+    finally:
+        conn.close()

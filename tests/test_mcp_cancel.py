@@ -8,39 +8,25 @@ service's writer can be caught inside the shell's write while the agent's waits 
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 
 import anyio
 import pytest
-from embed_support import MODEL, provider_env
 from mcp_support import connect, run
-from service_support import status, stop_all, wait_for
+from service_support import status, stored_bodies, wait_for
 
 pytestmark = pytest.mark.mcp
 AGENT = "mcp:test-agent"
 
 
 @pytest.fixture
-def env(gate, tmp_path):
-    run_folder = tmp_path / "run"
-    settings = {
-        **provider_env("openai", f"http://127.0.0.1:{gate.server.server_address[1]}", MODEL),
-        "CAPTAIN_MEMO_SERVICE": "1",
-        "CAPTAIN_MEMO_RUNTIME_DIR": str(run_folder),
-        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
-    }
-    yield settings
-    stop_all(run_folder)
+def env(gated_service_env):
+    return gated_service_env
 
 
 def bodies(env: dict) -> list[str]:
-    conn = sqlite3.connect(env["CAPTAIN_MEMO_DB"])
-    try:
-        return sorted(row[0] for row in conn.execute("SELECT body FROM memories"))
-    finally:
-        conn.close()
+    return stored_bodies(env["CAPTAIN_MEMO_DB"])
 
 
 def shell_remember(text: str, env: dict, cwd) -> subprocess.Popen:

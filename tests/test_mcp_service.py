@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import pytest
-from embed_support import MODEL, cli, provider_env
+from embed_support import cli
 from mcp.shared.exceptions import MCPError
 from mcp_support import children_named, connect, maps_of, run
-from service_support import alive, status, stop_all, wait_for
+from service_support import alive, status, wait_for
 
 ENGINE_LIBRARY = "vec0"  # the sqlite-vec extension: mapped by whichever process opens the store
 READ_ONLY_FOLDER = "/sys/captain-memo-runtime"  # sysfs: no one, root included, may create a folder there
@@ -37,16 +37,8 @@ ENGINE_SHARED_LIBRARIES = ("vec0", "onnxruntime", "_multiarray_umath")  # sqlite
 
 
 @pytest.fixture
-def env(gate, tmp_path):
-    run_folder = tmp_path / "run"
-    settings = {
-        **provider_env("openai", f"http://127.0.0.1:{gate.server.server_address[1]}", MODEL),
-        "CAPTAIN_MEMO_SERVICE": "1",
-        "CAPTAIN_MEMO_RUNTIME_DIR": str(run_folder),
-        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
-    }
-    yield settings
-    stop_all(run_folder)
+def env(gated_service_env):
+    return gated_service_env
 
 
 def bodies(env: dict, like: str) -> list[str]:

@@ -12,25 +12,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from embed_support import MODEL, REPO, cli, provider_env
+from embed_support import REPO, cli
 from mcp_support import connect, run
 from nvim_support import child_env, close, requires_nvim, saved_id, start_editor
-from service_support import alive, status, stop_all, wait_for
+from service_support import alive, status, wait_for
 
 pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.slow]
 
 
 @pytest.fixture
-def env(gate, tmp_path):
-    run_folder = tmp_path / "run"
-    settings = {
-        **provider_env("openai", f"http://127.0.0.1:{gate.server.server_address[1]}", MODEL),
-        "CAPTAIN_MEMO_SERVICE": "1",
-        "CAPTAIN_MEMO_RUNTIME_DIR": str(run_folder),
-        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
-    }
-    yield settings
-    stop_all(run_folder)
+def env(gated_service_env):
+    return gated_service_env
 
 
 def editor_env(tmp_path, settings: dict) -> dict:

@@ -9,36 +9,23 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 
 import anyio
 import pytest
-from embed_support import MODEL, cli, provider_env
+from embed_support import cli
 from mcp_support import connect, run
-from service_support import alive, status, stop_all, wait_for
+from service_support import alive, status, stored_bodies, wait_for
 
 pytestmark = pytest.mark.mcp
 
 
 @pytest.fixture
-def env(gate, tmp_path):
-    run_folder = tmp_path / "run"
-    settings = {
-        **provider_env("openai", f"http://127.0.0.1:{gate.server.server_address[1]}", MODEL),
-        "CAPTAIN_MEMO_SERVICE": "1",
-        "CAPTAIN_MEMO_RUNTIME_DIR": str(run_folder),
-        "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
-    }
-    yield settings
-    stop_all(run_folder)
+def env(gated_service_env):
+    return gated_service_env
 
 
 def bodies(env: dict) -> list[str]:
-    conn = sqlite3.connect(env["CAPTAIN_MEMO_DB"])
-    try:
-        return sorted(row[0] for row in conn.execute("SELECT body FROM memories"))
-    finally:
-        conn.close()
+    return stored_bodies(env["CAPTAIN_MEMO_DB"])
 
 
 def test_a_cancelled_remember_is_not_replayed_to_the_next_engine(env, gate, tmp_path):
