@@ -103,6 +103,10 @@ class WarmMemo:
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="captain-memo-read")
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-write")
         self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-embed")
+        # Following the repositories (hosting/watcher.py) writes here, not on the writer: a catch-up
+        # of thousands of commits would hold a user's save behind it for minutes; here a save waits
+        # for one batch's transaction at most (SQLite serialises the two).
+        self._following = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-follow")
         self._closed = threading.Event()
         self._idle = IdleTrim(settled=self._settled)
 
@@ -132,6 +136,11 @@ class WarmMemo:
         as a read (its slices wait for the reads)."""
         return _submit(self._embedding, self._closed, self._run, work, False, expires).result()
 
+    def follow(self, work: Callable[[Any], Any]):
+        """``work(memo)`` indexing what changed in a followed repository: on a thread of its own,
+        checkpointed after as a write is, its embedding behind the reads."""
+        return _submit(self._following, self._closed, self._run, work, True, None).result()
+
     def warm_up(self) -> None:
         """Open the store and load the model now, so the first search does not wait for them."""
         self.call(lambda memo: memo.warm_up())
@@ -146,6 +155,7 @@ class WarmMemo:
         self._readers.shutdown(wait=True)
         self._writer.shutdown(wait=True)
         self._embedding.shutdown(wait=True)
+        self._following.shutdown(wait=True)
         self._idle.close()
         with self._gate.alone():
             self._drop()

@@ -6,10 +6,10 @@ repository's git folder (HEAD, refs, packed-refs: a commit, merge, rebase, pull 
 one of them) and its note folders (sources/following.py says which). A burst is one pass:
 watchfiles hands over its changes once none came for ``QUIET_MS`` (a rebase of 200 commits writes
 for a second or two, then one pass stores them), and a rebase still under way is left for its end.
-Each pass runs on the held store's writer, as a `remember` does, and embeds behind the recalls
-(embeddings/reads_first.py): the editor never waits on it. Where a file system gives no events (a
-network mount) every path is polled, once a second; ``CAPTAIN_MEMO_WATCH=poll`` asks for that
-everywhere, ``=0`` turns watching off.
+Each pass runs on a thread of the held store's own (WarmMemo.follow, not its writer: a save never
+waits behind a catch-up) and embeds behind the recalls (embeddings/reads_first.py): the editor
+never waits on it. Where a file system gives no events (a network mount) every path is polled,
+once a second; ``CAPTAIN_MEMO_WATCH=poll`` asks for that everywhere, ``=0`` turns watching off.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class Watcher:
 
     def _pass(self, repository, kinds: frozenset[str]) -> None:
         try:
-            done = self.warm.call(lambda memo: memo.catch_up(repository, kinds), write=True)
+            done = self.warm.follow(lambda memo: memo.catch_up(repository, kinds))
             log.info("followed %s (%s): %s", repository.root, ", ".join(sorted(kinds)), done)
         except Exception as exc:  # a failed pass is retried by the next change
             log.warning("following %s failed: %s", repository.root, exc)
