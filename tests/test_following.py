@@ -226,3 +226,29 @@ def test_an_agent_s_session_hears_of_newer_commits_once(repo, tmp_path, hash_emb
     finally:
         service.close()
     assert said == [[], ["2 newer commits are not indexed (run `captain-memo index --git`)"], []]
+
+
+def test_where_no_events_come_the_paths_are_polled(repo, tmp_path, hash_embedder):
+    """CAPTAIN_MEMO_WATCH=poll (as on a network mount, which gives no events): a commit is still
+    followed, and the status says how."""
+    from captain_memo.engine.core import Engine
+    from captain_memo.hosting.warm_memo import WarmMemo
+    from captain_memo.hosting.watcher import Watcher
+    from captain_memo.memo import Memo
+    from captain_memo.sources.git_history import index_history
+    from captain_memo.store import Store
+
+    db = tmp_path / "memo.db"
+    engine = Engine(Store(db), hash_embedder)
+    index_history(engine, repo)
+    engine.close()
+    warm = WarmMemo(db, open_memo=lambda path: Memo(path, hash_embedder))
+    watcher = Watcher(warm, "polling").start()
+    try:
+        assert watcher.caught_up.wait(WITHIN)
+        sha = commit(repo, "src/capture.py", "x = 3\n", "Capture polls")
+        assert wait_for(lambda: f"commit:{sha}" in stored({"CAPTAIN_MEMO_DB": str(db)}), WITHIN)
+        assert watcher.status()["how"] == "polling"
+    finally:
+        watcher.stop()
+        warm.close()

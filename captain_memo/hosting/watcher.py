@@ -38,6 +38,7 @@ class Watcher:
         self.passes = 0  # passes run (catch-up included); tests and `service status` read it
         self.caught_up = threading.Event()
         self._repositories: list[Any] = []
+        self._states: dict[Path, tuple] = {}  # each repository's HEAD and branch as its last pass saw them
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -117,6 +118,10 @@ class Watcher:
             for _change, path in changes:
                 if (concern := _concern(repositories, Path(path))) is not None:
                     pending.setdefault(concern[0].root, set()).add(concern[1])
+            if not changes:  # quiet for REFRESH_MS: a moved HEAD whose events never came
+                for repository in repositories:
+                    if repository.git and repository.git_state() != self._states.get(repository.root):
+                        pending.setdefault(repository.root, set()).add("git")
             ready = {root: kinds for root, kinds in pending.items() if not _find(repositories, root).under_way()}
             for root, kinds in ready.items():
                 self._pass(_find(repositories, root), frozenset(kinds))
@@ -144,6 +149,8 @@ class Watcher:
         return self.warm.call(lambda memo: memo.followed_record()), tuple(p.exists() for p in targets)
 
     def _pass(self, repository, kinds: frozenset[str]) -> None:
+        if "git" in kinds:  # taken before the pass: a commit made during it is seen next time
+            self._states[repository.root] = repository.git_state()
         try:
             done = self.warm.follow(lambda memo: memo.catch_up(repository, kinds))
             log.info("followed %s (%s): %s", repository.root, ", ".join(sorted(kinds)), done)

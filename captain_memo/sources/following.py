@@ -56,9 +56,33 @@ class Followed:
                 return "notes"
         return None
 
+    def git_state(self) -> tuple:
+        """What HEAD and the branch it names are now, by a read and a few stats (no git process):
+        compared every few seconds, it catches a commit whose events were missed (one made while
+        the watch was being set up, a file system that dropped them)."""
+        state = []
+        for git_dir in self.git_dirs:
+            for path in (git_dir / "HEAD", git_dir / "packed-refs"):
+                state.append(_stamp(path))
+            try:
+                head = (git_dir / "HEAD").read_text(errors="replace").strip()
+            except OSError:
+                continue
+            if head.startswith("ref: "):
+                state.extend(_stamp(d / head[5:]) for d in self.git_dirs)
+        return tuple(state)
+
     def under_way(self) -> bool:
         """A rebase is moving HEAD now: its end is the change to follow."""
         return any((git_dir / name).exists() for git_dir in self.git_dirs for name in UNDER_WAY)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        seen = path.stat()
+    except OSError:
+        return None
+    return seen.st_mtime_ns, seen.st_ino
 
 
 def record(store, root: Path, git: bool = False, notes: bool = False) -> None:
