@@ -821,7 +821,7 @@ def _team_remember(engine, memory: NewMemory) -> int:
 def _team_index(engine, folders, settings, show_progress: bool):
     from captain_memo.sources.indexer import index_folders
 
-    return index_folders(engine, folders, settings, show_progress=show_progress)
+    return index_folders(engine, folders, settings, show_progress=show_progress, follow=False)
 
 
 def left_out(report) -> str:

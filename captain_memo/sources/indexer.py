@@ -224,8 +224,14 @@ def folder_for(path: Path, settings: SourceSettings, branch: str | None = None) 
 
 
 def index_folders(
-    engine, folders: list[Folder], settings: SourceSettings | None = None, show_progress: bool = False
+    engine,
+    folders: list[Folder],
+    settings: SourceSettings | None = None,
+    show_progress: bool = False,
+    follow: bool = True,
 ) -> IndexReport:
+    """Index ``folders`` into ``engine``'s store; ``follow``: record their repositories for the serving
+    engine to follow (what this machine's store follows: not a team store's folders)."""
     settings = settings or source_settings()
     tally = Tally()
     owner: dict[Path, Folder] = {}
@@ -260,7 +266,7 @@ def index_folders(
     if bar is not None:
         bar.close()
     _backfill(engine, tally)
-    for root in dict.fromkeys(f.root for f in usable if f.root is not None and not f.personal):
+    for root in dict.fromkeys(f.root for f in usable if f.root is not None and not f.personal and follow):
         following.record(engine.store, root, notes=True)  # the serving engine watches its notes from now on
     return tally.report()
 
