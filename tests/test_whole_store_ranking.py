@@ -212,5 +212,5 @@ def test_explain_shows_each_new_stage_with_its_multiplier():
     pool = [commit, *[candidate(memory(10 + i), "unrelated text", vector=0.5) for i in range(10)]]
     (shown,) = [c for c in rank_pool(pool, req, PROFILES["v3"]) if c.memory.id == 2]
     lines = explain_lines(hit_json(shown, 1, NOW))
-    assert "x 0.600 kind (a commit, and the question is not about a change)" in lines
+    assert "x 0.600 kind (an observation (a commit, a capture), and the question is not about a change)" in lines
     assert lines[-1].endswith(f"= {shown.score:.3f}")

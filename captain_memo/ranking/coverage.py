@@ -103,5 +103,5 @@ def asks_about_change(shape: QueryShape) -> bool:
 def kind_prior(candidates: list[Candidate], shape: QueryShape, cfg: RankConfig) -> list[Candidate]:
     if cfg.kind_prior >= 1.0 or asks_about_change(shape):
         return candidates
-    detail = "a commit, and the question is not about a change"
+    detail = "an observation (a commit, a capture), and the question is not about a change"
     return [c.times("kind", cfg.kind_prior, detail) if c.memory.kind == "observation" else c for c in candidates]
