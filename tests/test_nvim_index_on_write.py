@@ -135,7 +135,8 @@ def test_a_cursor_rule_and_a_page_of_a_folder_named_once_are_re_indexed_on_write
     finally:
         memo.close()
 
-    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db)), cwd=repo)
+    # Without the engine's watcher, which indexes the same writes beside index-on-write (see above).
+    editor = start_editor(tmp_path, child_env(tmp_path, CAPTAIN_MEMO_DB=str(db), CAPTAIN_MEMO_WATCH="0"), cwd=repo)
     try:
         editor.lua(RECORD_INDEXED)
         editor.nvim.command(f"edit {rule}")
