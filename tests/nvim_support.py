@@ -237,3 +237,20 @@ def close(editor: Editor) -> None:
         editor.nvim.close()
     except Exception:
         pass
+
+
+def editor_env(tmp_path: Path, settings: dict) -> dict:
+    """The shell's settings (so the editor's host names the same socket as the commands)."""
+    shell = {k: v for k, v in os.environ.items() if k.startswith("CAPTAIN_MEMO_")}
+    return child_env(tmp_path, **{**shell, **settings})
+
+
+def host_pid(editor) -> int:
+    return editor.lua("return vim.fn.jobpid(require('captain_memo.host').job())")
+
+
+def recall_in(editor, query: str) -> str:
+    """The results window's text after a recall, with what the editor was told (on a failure)."""
+    editor.lua("vim.g.captain_memo_test_results = nil")
+    editor.nvim.command(f"CaptainMemo recall {query}")
+    return "\n".join(editor.results()) + f"\n{editor.notifications()}"

@@ -18,27 +18,10 @@ from pathlib import Path
 import pytest
 from embed_support import REPO, cli
 from mcp_support import CLIENT, connect, run
-from nvim_support import child_env, close, requires_nvim, start_editor
+from nvim_support import close, editor_env, host_pid, recall_in, requires_nvim, start_editor
 from service_support import alive, status, wait_for
 
 pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.slow]
-
-
-def editor_env(tmp_path, service_env: dict) -> dict:
-    """The shell's settings (so the editor's host names the same socket as the commands)."""
-    shell = {k: v for k, v in os.environ.items() if k.startswith("CAPTAIN_MEMO_")}
-    return child_env(tmp_path, **{**shell, **service_env})
-
-
-def host_pid(editor) -> int:
-    return editor.lua("return vim.fn.jobpid(require('captain_memo.host').job())")
-
-
-def recall_in(editor, query: str) -> str:
-    """The results window's text after a recall, with what the editor was told (on a failure)."""
-    editor.lua("vim.g.captain_memo_test_results = nil")
-    editor.nvim.command(f"CaptainMemo recall {query}")
-    return "\n".join(editor.results()) + f"\n{editor.notifications()}"
 
 
 def served(env: dict) -> dict:

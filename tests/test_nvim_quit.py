@@ -14,7 +14,7 @@ import anyio
 import pytest
 from embed_support import REPO, cli
 from mcp_support import connect, run
-from nvim_support import child_env, close, requires_nvim, saved_id, start_editor
+from nvim_support import close, editor_env, host_pid, recall_in, requires_nvim, saved_id, start_editor
 from service_support import alive, status, wait_for
 
 pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.slow]
@@ -23,22 +23,6 @@ pytestmark = [requires_nvim, pytest.mark.nvim, pytest.mark.slow]
 @pytest.fixture
 def env(gated_service_env):
     return gated_service_env
-
-
-def editor_env(tmp_path, settings: dict) -> dict:
-    """The shell's settings (so the editor's host names the same socket as the commands)."""
-    shell = {k: v for k, v in os.environ.items() if k.startswith("CAPTAIN_MEMO_")}
-    return child_env(tmp_path, **{**shell, **settings})
-
-
-def host_pid(editor) -> int:
-    return editor.lua("return vim.fn.jobpid(require('captain_memo.host').job())")
-
-
-def recall_in(editor, query: str) -> str:
-    editor.lua("vim.g.captain_memo_test_results = nil")
-    editor.nvim.command(f"CaptainMemo recall {query}")
-    return "\n".join(editor.results()) + f"\n{editor.notifications()}"
 
 
 def bodies(env: dict, like: str) -> list[str]:
