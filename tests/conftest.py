@@ -182,3 +182,15 @@ def gated_service_env(gate, tmp_path):
         "CAPTAIN_MEMO_DB": str(tmp_path / "memo.db"),
     }
     stop_all(run_folder)
+
+
+@pytest.fixture
+def utc(monkeypatch):
+    """Days start at local midnight; a test reading them asks for UTC (pytest.mark.usefixtures("utc"))."""
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

@@ -7,8 +7,6 @@ the local model with a fixed clock."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sources_support import git, write
 
@@ -33,13 +31,7 @@ COMMITS = [  # (day, subject, files, tag)
 ]
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # days start at local midnight; read in UTC
 
 
 @pytest.fixture(scope="module")

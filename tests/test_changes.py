@@ -7,8 +7,6 @@ fixed clock, so that "last week" means the same dates on every run."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from mcp_support import connect, run
 from sources_support import git, write
@@ -34,14 +32,7 @@ COMMITS = [  # (day, subject, files)
 CAPTURE_NOTE = "How capture works: capture swaps sys.stdout for a buffer; every capture fixture reads it back."
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    """Days start at local midnight; the tests read them in UTC."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # days start at local midnight; read in UTC
 
 
 @pytest.fixture(scope="module")
