@@ -61,3 +61,71 @@ def test_a_copy_over_the_store_is_still_noticed(tmp_path):
     store.watch.noted()
     shutil.copyfile(tmp_path / "backup.db", db)
     assert store.moved(), "a backup copied over the store in place went unnoticed"
+
+
+CHECKPOINTER = """
+import sqlean, sys
+conn = sqlean.connect(sys.argv[1], isolation_level=None)
+print(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+"""
+
+
+def test_a_copy_landing_while_the_holders_write_waits_in_the_wal_is_noticed(tmp_path):
+    """The window between a commit and its checkpoint: the WAL holds the holder's frames, the
+    file changes, the WAL does not. Taken for another process's checkpoint, the holder's next
+    checkpoint wrote the old frames over the restored content (saves undone, pages mixed)."""
+    db = tmp_path / "memo.db"
+    store = held_store(db)
+    shutil.copyfile(db, tmp_path / "backup.db")
+    with store.write() as conn:
+        conn.execute("INSERT INTO notes (text) VALUES ('after the backup')")
+    assert wal_look(db).st_size > 0, "the write waits in the WAL, as between a commit and its checkpoint"
+    shutil.copyfile(tmp_path / "backup.db", db)
+    assert store.moved(), "a copy over the store was taken for another process's checkpoint"
+    store.close()
+    restored = Database(db)
+    assert restored.conn.execute("SELECT text FROM notes ORDER BY rowid").fetchall() == [("written by the holder",)]
+    assert restored.conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_another_processs_checkpoint_of_the_holders_frames_is_not_a_copy(tmp_path):
+    db = tmp_path / "memo.db"
+    store = held_store(db)
+    with store.write() as conn:
+        conn.execute("INSERT INTO notes (text) VALUES ('waiting in the WAL')")
+    before = wal_look(db)
+    subprocess.run([sys.executable, "-c", CHECKPOINTER, str(db)], check=True)
+    assert wal_look(db).st_mtime_ns == before.st_mtime_ns, "a passive checkpoint leaves the WAL as it was"
+    assert not store.moved(), "another process's checkpoint was taken for a file copied over the store"
+    store.close()
+    assert Database(db).conn.execute("SELECT count(*) FROM notes").fetchone() == (2,)
+
+
+LOCKER = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1] + "-shm", os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 121)  # the checkpointer's byte, as SQLite takes it
+print("locked", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_change_while_another_process_checkpoints_is_looked_at_again(tmp_path):
+    """A checkpointer copies frames into the file before it counts them copied: while another
+    process holds the checkpoint lock, the change may be its own, so the holder looks again."""
+    db = tmp_path / "memo.db"
+    store = held_store(db)
+    shutil.copyfile(db, tmp_path / "backup.db")
+    with store.write() as conn:
+        conn.execute("INSERT INTO notes (text) VALUES ('after the backup')")
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert locker.stdout.readline().strip() == "locked"
+        shutil.copyfile(tmp_path / "backup.db", db)
+        assert not store.moved(), "taken for a copy while a checkpoint could be running"
+    finally:
+        locker.communicate("\n")
+    assert store.moved(), "the copy went unnoticed once no checkpoint was running"
+    store.close()

@@ -19,7 +19,10 @@ above, and to SQLite too: its connections keep their page cache and the WAL inde
 nothing changed, so the next write mixes the old pages into the new content (a damaged store) and
 a reader of the file sees the old WAL's frames laid over it. ``FileWatch`` notices it: the file's
 size or modification time changed while its WAL was empty and untouched (a SQLite connection
-changes the file only by copying the WAL into it; ``cp`` does not touch the WAL). The holder then must not copy
+changes the file only by copying the WAL into it; ``cp`` does not touch the WAL). With frames of
+its own waiting in the WAL, the file changing is a copy only when no checkpoint ran: ``WalIndex``
+reads SQLite's count of frames copied, and whether another process is copying them now, from the
+-shm through the descriptor SQLite holds. The holder then must not copy
 the old WAL into the new content, neither by a checkpoint nor when it closes: ``discard_wal``
 empties the WAL file its connections hold before they close, and the -wal and -shm leave the
 path with them.
@@ -27,8 +30,10 @@ path with them.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -107,15 +112,81 @@ def look(path: Path | str) -> FileLook:
     return FileLook((info.st_dev, info.st_ino), (info.st_size, info.st_mtime_ns), wal_look)
 
 
+# The WAL index (-shm) as SQLite lays it out: its header holds the last frame written to the WAL
+# (mxFrame) and, after two copies of that header, the checkpoint's count of frames copied into the
+# file (nBackfill); the locks are bytes at 120 onwards, the checkpointer's at 121. Native order.
+_MX_FRAME, _BACKFILLED, _CHECKPOINT_LOCK = 16, 96, 121
+
+
+class WalIndex:
+    """SQLite's WAL index of one file, read through the descriptor SQLite itself holds on the -shm:
+    opening the -shm again and closing it would drop the POSIX locks this process's connections
+    hold on it (they are per process and file, not per descriptor)."""
+
+    def __init__(self, path: Path | str):
+        self.shm = os.path.abspath(f"{path}-shm")
+        self._fd: int | None = None
+
+    def _descriptor(self) -> int | None:
+        if self._fd is not None and _names(self._fd, self.shm):
+            return self._fd
+        self._fd = None
+        try:
+            numbers = os.listdir("/proc/self/fd")
+        except OSError:  # no /proc: no WAL index to read, and the looks alone decide
+            return None
+        for number in numbers:
+            if _names(int(number), self.shm):
+                self._fd = int(number)
+                return self._fd
+        return None
+
+    def progress(self) -> tuple[int, int] | None:
+        """(frames written to the WAL, frames copied into the file); None when unreadable."""
+        fd = self._descriptor()
+        if fd is None:
+            return None
+        try:
+            head = os.pread(fd, _BACKFILLED + 4, 0)
+        except OSError:
+            return None
+        if len(head) < _BACKFILLED + 4:
+            return None
+        (written,) = struct.unpack_from("=I", head, _MX_FRAME)
+        (copied,) = struct.unpack_from("=I", head, _BACKFILLED)
+        return written, copied
+
+    def checkpoint_running(self) -> bool:
+        """Another process holds the checkpointer's lock (it may be copying frames into the file
+        now); True when that cannot be told, which is the safe side."""
+        fd = self._descriptor()
+        if fd is None:
+            return True
+        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _CHECKPOINT_LOCK, 1, 0)
+        try:
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        except OSError:
+            return True
+        (held,) = struct.unpack_from("h", answer)
+        return held != fcntl.F_UNLCK
+
+
+def _names(fd: int, path: str) -> bool:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}") == path
+    except OSError:
+        return False
+
+
 class FileWatch:
     """Whether the file at a path was rewritten in place by something other than SQLite since this
     process last changed it (``noted`` after each of its own commits and checkpoints).
 
     A SQLite connection changes the file only by copying WAL frames into it (a checkpoint), and
     writes them into the WAL first. So the file changing while its WAL is empty and untouched
-    since the last look is a rewrite; with frames waiting in the WAL it may be another process's
-    checkpoint, and is taken for one (the holders checkpoint after their writes, so the WAL is
-    mostly empty). The doc says to restore with `backup --restore`, which replaces the file whole."""
+    since the last look is a rewrite; with frames waiting in the WAL it is another process's
+    checkpoint when SQLite's count of frames copied moved (or one is running), else a copy too. The
+    doc says to restore with `backup --restore`, which replaces the file whole."""
 
     def __init__(self, path: Path | str, commits: Callable[[], int] | None = None):
         self.path = Path(path)
@@ -129,6 +200,8 @@ class FileWatch:
         # commits nothing, so the count holding still is what confirms one.
         self._commits = commits
         self._seen_commits: int | None = None  # read at the first ``noted``, once the store is open
+        self._wal_index = WalIndex(self.path)
+        self._seen_progress: tuple[int, int] | None = None
 
     def _count(self) -> int | None:
         if self._commits is None:
@@ -140,10 +213,10 @@ class FileWatch:
 
     def noted(self) -> None:
         """This process changed the file (a commit, a checkpoint): what it looks like now is its own."""
-        now, commits = look(self.path), self._count()
+        now, commits, progress = look(self.path), self._count(), self._wal_index.progress()
         with self._lock:
             if not self._rewritten:
-                self._seen, self._seen_commits = now, commits
+                self._seen, self._seen_commits, self._seen_progress = now, commits, progress
 
     def rewritten(self) -> bool:
         """The file at the path is the one opened, but its content was replaced past SQLite (once
@@ -155,16 +228,33 @@ class FileWatch:
             seen = self._seen
             if now.identity is None or now.identity != seen.identity:
                 return False  # moved, deleted or replaced by a rename: the identity says so
-            wal_empty = seen.wal is None or seen.wal[1] == 0
-            if now.content != seen.content and now.wal == seen.wal and wal_empty:
+            if now.content != seen.content and now.wal == seen.wal:
                 commits = self._count()
-                if commits is None or self._seen_commits is None or commits == self._seen_commits:
-                    log.warning("%s was rewritten in place (copied over?); reopening it as it is now", self.path)
-                    self._rewritten = True
-                    return True
-                self._seen_commits = commits  # another process committed, within one tick of the clock
+                if commits is not None and self._seen_commits is not None and commits != self._seen_commits:
+                    self._seen_commits = commits  # another process committed, within one tick of the clock
+                else:
+                    change = self._change_without_commit(seen)
+                    if change == "copy":
+                        log.warning("%s was rewritten in place (copied over?); reopening it as it is now", self.path)
+                        self._rewritten = True
+                        return True
+                    if change == "checkpointing":
+                        return False  # frames may be being copied now: look again next time
             self._seen = now  # unchanged, or changed through the WAL (another process's writes)
+            self._seen_progress = self._wal_index.progress()
             return False
+
+    def _change_without_commit(self, seen: FileLook) -> str:
+        """What changed the file while its WAL stayed as it was and nothing committed: "copy" (not
+        SQLite), "checkpoint" (frames the WAL holds copied into it: SQLite's count of frames copied
+        moved) or "checkpointing" (another process is copying them as we look)."""
+        if seen.wal is None or seen.wal[1] == 0:
+            return "copy"  # no frames to copy: only something other than SQLite changed the file
+        if self._seen_progress is None:
+            return "checkpoint"  # the WAL index cannot be read here: taken for one, as it always was
+        if self._wal_index.checkpoint_running():
+            return "checkpointing"
+        return "copy" if self._wal_index.progress() == self._seen_progress else "checkpoint"
 
 
 def discard_wal(path: Path, held: dict[str, tuple[int, int] | None]) -> None:
