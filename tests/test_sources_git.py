@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -10,7 +11,9 @@ from contextlib import closing
 import pytest
 from sources_support import BASE_DAY, commit, git, init_repo
 
+from captain_memo.base.git_context import git_context
 from captain_memo.errors import InputError
+from captain_memo.hosting import wire
 from captain_memo.sources.git_history import index_history, meta_key
 
 DAY = 86400
@@ -148,6 +151,12 @@ def test_a_name_that_is_not_utf8_is_stored_as_its_escaped_bytes_not_a_replacemen
     commit(repo, "Add a Latin-1 name", when=BASE_DAY + DAY)
     index_history(engine, repo)
     assert touched_paths(db_file, engine, "Add a Latin-1 name") == {"caf\\xe9.txt"}
+    # asked with the name as the file system gives it (os.listdir, a shell's argument): found,
+    # and the question crosses the service's socket (JSON lines) without breaking it
+    asked = f"latest change to {os.fsdecode(raw)}"
+    found = engine.recall(asked, project=git_context(repo).project).hits
+    assert found and found[0].memory.title == "Add a Latin-1 name", [hit.memory.title for hit in found]
+    assert json.loads(wire.encoded({"query": asked}))["query"] == asked
 
 
 def write_commit(repo, message: bytes, stamp: str) -> str:

@@ -13,6 +13,23 @@ __all__ = ["MAX_BODY_CHARS", "MAX_FIELD_CHARS", "MAX_TITLE_CHARS"]
 PRIVATE_TAG = re.compile(r"<(/?)private>", re.IGNORECASE)
 
 
+def escaped_bytes(text: str) -> str:
+    """Bytes that are not UTF-8, as Python reads them from a file name, an argument or a terminal
+    (``surrogateescape``: byte 0xE9 as U+DCE9), written as ``\\xe9`` escapes: the form stored for
+    such a path by the git history, which SQLite's text can hold: a question holding a file's name
+    as the file system gives it finds that path. Other text is returned as is."""
+    if not isinstance(text, str):
+        return text  # refused by checked_text, naming the field
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no byte makes: not from a file system
+            return text
+    return text
+
+
 def checked_text(name: str, value: str, limit: int) -> str:
     """``value`` unchanged if SQLite can store and return it byte-equal, else InputError."""
     if not isinstance(value, str):

@@ -279,7 +279,7 @@ class Engine:
         elif options:
             raise TypeError("recall takes a RecallRequest or a query with keywords, not both")
         started = time.perf_counter()
-        query = validation.checked_text("query", request.query, MAX_QUERY_CHARS)
+        query = validation.checked_text("query", validation.escaped_bytes(request.query), MAX_QUERY_CHARS)
         if not query.strip():
             raise InputError("the query is empty")
         limit = request.limit

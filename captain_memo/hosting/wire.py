@@ -23,7 +23,17 @@ class WireError(Exception):
 
 
 def send(sock, message: dict) -> None:
-    sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+    sock.sendall(encoded(message))
+
+
+def encoded(message: dict) -> bytes:
+    """One line of UTF-8 JSON. Text read from a file name or an argument that is not UTF-8 holds
+    lone surrogates (Python's ``surrogateescape``), which UTF-8 cannot carry: JSON's ``\\udce9``
+    escapes can, and the receiver decides what such text means (validation.escaped_bytes)."""
+    try:
+        return json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(message).encode("ascii") + b"\n"
 
 
 def receive(reader) -> dict | None:

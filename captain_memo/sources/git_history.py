@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from captain_memo.base import git_commands, secrets
+from captain_memo.base import git_commands, secrets, validation
 from captain_memo.base.fields import LATEST_TIME
 from captain_memo.base.progress import Progress
 from captain_memo.errors import InputError
@@ -125,10 +125,7 @@ def _path_text(raw: bytes) -> str:
     """A path as git has it. A name that is not UTF-8 keeps its bytes as ``\\xe9`` escapes: SQLite's
     text cannot hold the file system's own form (a lone surrogate), and U+FFFD made distinct
     names one and matched none of them."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", "backslashreplace")
+    return validation.escaped_bytes(raw.decode("utf-8", "surrogateescape"))
 
 
 def count_commits(root: Path, since: str | None) -> int:
