@@ -14,18 +14,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from captain_memo.records import TEAM, Memory, MemoryRef, NewMemory, RecallRequest, Superseded, parse_ref
+from captain_memo.records import Memory, MemoryRef, NewMemory, RecallRequest, Superseded, parse_ref
 
 if TYPE_CHECKING:
+    from captain_memo.engine.team_fanout import TeamFanout
+    from captain_memo.sources.index_plan import IndexOutcome
     from captain_memo.sources.index_report import IndexReport
-
-# doctor's and stats' look at the team store: long enough to connect (store/postgres CONNECT_TIMEOUT_S),
-# short of the 30 s a save waits for a store coming back, so a store that is down is reported promptly.
-TEAM_CHECK_S = 6.0
 
 
 def _translated(method):
@@ -42,24 +39,6 @@ def _translated(method):
             raise readable from None
 
     return wrapper
-
-
-@dataclass(frozen=True)
-class IndexOutcome:
-    """What ``Memo.index`` did: the notes report and, when asked, the git history report."""
-
-    notes: IndexReport
-    git: IndexReport | None  # None without --git
-    max_commits: int  # the cap on new commits read that was in force
-    team: IndexReport | None = None  # the repository's note folders, indexed into the team store
-    # Plain runs in a repository: what was read, and what looks like notes but was not.
-    looked_in: tuple[str, ...] = ()  # the configured and remembered folders, as the user names them
-    found: tuple = ()  # sources.discovery.Found: documentation-like folders nothing reads
-    remembered: tuple[str, ...] = ()  # folders named in this run, remembered for plain runs from now on
-
-    @property
-    def files(self) -> int:
-        return self.notes.files + (self.team.files if self.team else 0)
 
 
 class Memo:
@@ -195,12 +174,12 @@ class Memo:
         embed_long = getattr(self.embedder, "embed_long", None)
         return embed_long(texts) if embed_long is not None else self.embedder.embed(texts)
 
-    def _team_or_refuse(self, what: str):
-        if self.team is None:
-            from captain_memo.errors import InputError
+    @property
+    def _stores(self) -> TeamFanout:
+        """The local store and the team store, each memory reference sent to the one holding it."""
+        from captain_memo.engine.team_fanout import TeamFanout
 
-            raise InputError(f"{what} needs a team store: set CAPTAIN_MEMO_TEAM_DB=postgresql://... (doc/team.md)")
-        return self.team
+        return TeamFanout(self)
 
     def _deliberate_embedder(self):
         """An embedder that asks the endpoint even while recalls are backing off from it: for a
@@ -279,9 +258,11 @@ class Memo:
     def naming(self, token: str, project: str | None, branch: str | None, limit: int) -> list[int | str]:
         """Ids of the memories (up to ``limit`` hits) whose text holds ``token`` exactly: the keyword
         leg alone, recorded nowhere, so it is cheap enough for a hint under the cursor. Local ids
-        first, as numbers, then team ids (``"t12"``)."""
+        first, as numbers, then team ids (``"t12"``); none for a token that is not ``nameable``."""
         from captain_memo.records import Leg, Surfacing, json_id
 
+        if not self.nameable(token):
+            return []
         result = self.recall(
             RecallRequest(
                 token,
@@ -298,11 +279,19 @@ class Memo:
         )
         return [json_id(memory) for _, memory in found]
 
+    @staticmethod
+    def nameable(token: str) -> bool:
+        """Whether ``naming`` looks ``token`` up: an identifier, a dotted name, a constant
+        (ranking/query.py's ``is_code_shaped``). A plain word under the cursor is named by too many
+        memories to hint at; a front end asks this before opening anything."""
+        from captain_memo.ranking.query import is_code_shaped
+
+        return is_code_shaped(token)
+
     @_translated
     def remember(self, memory: NewMemory) -> int:
         return self.engine.remember(memory)
 
-    @_translated
     @_translated
     def saved_by_key(self, source_key: str, project: str | None) -> int | None:
         """The id of the memory saved under ``source_key`` in ``project``, None when there is none."""
@@ -338,20 +327,12 @@ class Memo:
     @_translated
     def get(self, memory_id: int | str | MemoryRef) -> Memory:
         """A memory as stored, without counting as a surfacing (a resource read, a preview)."""
-        ref = self.ref(memory_id)
-        if ref.team:
-            return _in_team(self._team_or_refuse(f"reading {ref}").call(f"reading {ref}", _team_get, ref.id))
-        return self.store.get(ref.id)
+        return self._stores.get(self.ref(memory_id))
 
     @_translated
     def chunk_texts(self, memory_id: int | str | MemoryRef) -> list[str]:
         """A memory's chunks' texts in order (what ``show 12:310`` finds a line in)."""
-        ref = self.ref(memory_id)
-        if ref.team:
-            chunks = self._team_or_refuse(f"reading {ref}").call(f"reading {ref}", _team_chunks, ref.id)
-        else:
-            chunks = self.store.chunks_of(ref.id)
-        return [chunk.text for chunk in chunks]
+        return self._stores.chunk_texts(self.ref(memory_id))
 
     @staticmethod
     def ref(memory_id: int | str | MemoryRef) -> MemoryRef:
@@ -367,70 +348,32 @@ class Memo:
             raise InputError(str(exc)) from None
 
     @_translated
-    def list_memories(
-        self,
-        project: str | None = None,
-        all_projects: bool = True,
-        kind: str | None = None,
-        limit: int = 100,
-        before: tuple[float, int] | None = None,
-    ) -> list[Memory]:
-        """Newest first; ``all_projects`` False keeps ``project``'s memories and personal notes;
-        ``before``: the page after the memory saved at that (created_at, id)."""
-        return self.store.list_memories(project, all_projects=all_projects, kind=kind, limit=limit, before=before)
+    def list_memories(self, project: str | None = None, **page) -> list[Memory]:
+        """Newest first, paged as the store pages them (``all_projects``, default True: False keeps
+        ``project``'s memories and personal notes; ``kind``; ``limit``, default 100; ``before``: the
+        page after the memory saved at that (created_at, id))."""
+        return self.store.list_memories(project, **page)
 
     @_translated
     def list_team_memories(self, project: str | None, limit: int = 100) -> list[Memory]:
         """The team store's newest memories of ``project`` (and its notes for no project)."""
-        team = self._team_or_refuse("listing team memories")
-        found = team.call("listing team memories", _team_list, self.project_id(project), limit, timeout=team.timeout)
-        return [_in_team(memory) for memory in found]
+        return self._stores.list_team(project, limit)
 
     @_translated
     def forget(self, memory_id: int | str) -> None:
-        ref = self.ref(memory_id)
-        if ref.team:
-            self._team_or_refuse(f"forgetting {ref}").call(
-                f"forgetting {ref}", _team_forget, ref.id, missing_is_done=True
-            )
-        else:
-            self.store.delete(ref.id)
+        self._stores.forget(self.ref(memory_id))
 
     @_translated
     def supersede(self, old_id: int | str, new_id: int | str) -> None:
         """``old`` is out of date, ``new`` replaces it. A team memory is superseded only by a team
         memory (what everyone reads cannot point into one person's store); a local memory by either."""
-        from captain_memo.errors import InputError
-
-        old, new = self.ref(old_id), self.ref(new_id)
-        if old.team and not new.team:
-            raise InputError(
-                f"a team memory can be superseded only by a team memory: publish {new} first"
-                f" (captain-memo publish {new}), then supersede {old} by the team id it gets"
-            )
-        if old.team:
-            self._team_or_refuse(f"superseding {old}").call(f"superseding {old}", _team_supersede, old.id, new.id)
-        elif new.team:
-            self.get(new)  # NotFoundError when the team store has no such memory
-            self.store.set_superseded_by_team(old.id, new.id)
-        else:
-            self.engine.supersede(old.id, new.id)
+        self._stores.supersede(self.ref(old_id), self.ref(new_id))
 
     @_translated
     def unsupersede(self, old_id: int | str) -> str | None:
         """Make ``old_id`` current again; what superseded it (``12`` or ``t12``), None when it was not
         superseded (nothing changed)."""
-        old = self.ref(old_id)
-        if old.team:
-            team = self._team_or_refuse(f"reviving {old}")
-            previous = team.call(f"reviving {old}", _team_unsupersede, old.id)
-            return None if previous is None else str(MemoryRef(TEAM, previous))
-        by_team = self.store.get(old.id).superseded_by_team
-        if by_team is not None:
-            self.store.set_superseded_by_team(old.id, None)
-            return str(MemoryRef(TEAM, by_team))
-        previous = self.engine.unsupersede(old.id)
-        return None if previous is None else str(previous)
+        return self._stores.unsupersede(self.ref(old_id))
 
     # -- the team store -----------------------------------------------------------------
 
@@ -438,36 +381,14 @@ class Memo:
     def remember_team(self, memory: NewMemory) -> MemoryRef:
         """Store a memory in the team store, under its project's portable identity; its reference
         (``t12``). An exact copy already there is not stored twice: its reference comes back."""
-        from captain_memo.errors import InputError
-        from captain_memo.sources.settings import personal_agent_file
-
-        if personal_agent_file(memory.source.path):
-            raise InputError(
-                f"not saved to the team store: {memory.source.path} holds a developer's own instructions "
-                "(CLAUDE.local.md); it stays in this store"
-            )
-        team = self._team_or_refuse("saving to the team store")
-        shared = replace(memory, project=self.project_id(memory.project))
-        return MemoryRef(TEAM, team.call("saving a memory", _team_remember, shared))
+        return self._stores.remember_team(memory)
 
     @_translated
     def publish(self, memory_id: int | str, keep: bool = False) -> MemoryRef:
         """Move a local memory to the team store (``keep``: copy it, the local one marked superseded
         by the team copy); its team reference. Local memories it superseded, and that superseded it,
         keep their links: those that pointed to it point to the team copy."""
-        from captain_memo.errors import InputError
-
-        ref = self.ref(memory_id)
-        if ref.team:
-            raise InputError(f"{ref} is in the team store already")
-        published = self.remember_team(self.store.get(ref.id).as_new())
-        for older in self.store.superseded_by_ids(ref.id):
-            self.store.set_superseded_by_team(older, published.id)
-        if keep:
-            self.store.set_superseded_by_team(ref.id, published.id)
-        else:
-            self.store.delete(ref.id)
-        return published
+        return self._stores.publish(self.ref(memory_id), keep)
 
     @_translated
     def superseded(self) -> list[Superseded]:
@@ -495,123 +416,33 @@ class Memo:
         max_commits: int | None = None,
     ) -> IndexOutcome:
         """Named files or folders, else the configured note and skill folders; with ``git``, the
-        repository's new commits too. InputError when there is nothing to index."""
-        from captain_memo.errors import InputError
-        from captain_memo.sources.git_history import index_history
-        from captain_memo.sources.index_report import IndexReport
-        from captain_memo.sources.indexer import configured_folders, index_folders, named_folders
-        from captain_memo.sources.settings import source_settings
+        repository's new commits too (sources/index_plan.py). InputError when there is nothing to index."""
+        from captain_memo.sources import index_plan
 
-        settings = source_settings()
-        folders = named_folders(paths, settings, branch) if paths else configured_folders(settings=settings)
-        named_before = [] if paths else self._remembered(folders)
-        folders += [] if paths else self._gone_agent_files(folders)
-        if branch:
-            folders = [f if f.personal else replace(f, branch=branch) for f in folders]
-            named_before = [replace(f, branch=branch) for f in named_before]
-        if not paths and not folders and not git:
-            raise InputError("nothing to index: not inside a git repository and CAPTAIN_MEMO_NOTE_DIRS is not set")
-        self.store.require_writable()  # before any text is embedded for nothing
-        # With a team store, the repository's own note folders (decisions, skills) are shared:
-        # indexed there under the project's portable identity; personal folders and folders named on
-        # the command line stay here.
-        shared = [f for f in folders if f.shared] if self.team is not None and not paths else []
-        local = [f for f in folders if f not in shared] + named_before
-        notes = index_folders(self.engine, local, settings, show_progress=show_progress) if local else IndexReport()
-        team = self._index_team(shared, settings, show_progress) if shared else None
-        history = (
-            index_history(self.engine, settings=settings, show_progress=show_progress, max_commits=max_commits)
-            if git
-            else None
-        )
-        outcome = IndexOutcome(notes, history, max_commits or settings.git_max_commits, team)
-        if paths:
-            return replace(outcome, remembered=self._remember_named(folders))
-        return replace(outcome, looked_in=_looked_in(folders + named_before), found=_unindexed(folders + named_before))
-
-    def _remembered(self, folders) -> list:
-        """The folders named before in the repository these configured folders belong to."""
-        from captain_memo.sources.remembered import remembered_folders
-
-        repository = next((f for f in folders if not f.personal and f.root is not None), None)
-        if repository is None or not self.path.exists():  # no store yet: nothing was named
-            return []
-        return remembered_folders(self.store, repository.root, repository.project, repository.branch)
-
-    def _gone_agent_files(self, folders) -> list:
-        """Agent files deeper in the tree that were indexed and that git no longer lists (a new
-        file deleted before it was committed): as folders to index, so their memories go."""
-        from captain_memo.sources.folders import Folder
-        from captain_memo.sources.settings import AGENT_FILE_NAMES
-
-        repository = next((f for f in folders if not f.personal and f.root is not None), None)
-        if repository is None or not self.path.exists():
-            return []
-        listed = {f.path for f in folders}
-        root = repository.root
-        return [
-            Folder(root / path, "memory", repository.project, repository.branch, root)
-            for path in self.store.file_states(repository.project)
-            if "/" in path and Path(path).name in AGENT_FILE_NAMES and root / path not in listed
-        ]
-
-    def _remember_named(self, folders) -> tuple[str, ...]:
-        """Remember the repository folders just named (not the working tree's root: `index .` is a
-        sweep, not a folder of notes); the paths newly remembered."""
-        from captain_memo.sources.remembered import relative, remember
-
-        named = [f for f in folders if f.named and f.path.is_dir() and f.path != f.root]
-        return tuple(relative(f) for f in remember(self.store, named)) if named else ()
+        return index_plan.index(self, paths, git, branch, show_progress, max_commits)
 
     @_translated
     def forget_folder(self, path: str) -> tuple[str, int]:
         """Stop refreshing a folder named before, and remove the memories indexed from it:
         (its path in the repository, how many memories went). InputError when it was not named."""
-        from captain_memo.errors import InputError
-        from captain_memo.sources.indexer import folder_for, forget_indexed
-        from captain_memo.sources.remembered import forget, relative
-        from captain_memo.sources.settings import source_settings
+        from captain_memo.sources import index_plan
 
-        folder = folder_for(Path(path).expanduser().resolve(), source_settings())
-        if folder.root is None or not self.path.exists() or not forget(self.store, folder):
-            raise InputError(
-                f"{path} is not a folder indexed by name in a repository (see `captain-memo index --list`)"
-            )
-        return relative(folder), forget_indexed(self.engine, [folder])
+        return index_plan.forget_folder(self, path)
 
     def index_sources(self) -> dict:
         """What a plain `index` here reads: each folder with its kind, where it comes from and its
         notes; and the documentation-like folders it does not read."""
-        from captain_memo.sources.folders import note_files
-        from captain_memo.sources.indexer import configured_folders
-        from captain_memo.sources.settings import source_settings
+        from captain_memo.sources import index_plan
 
-        folders = configured_folders(settings=source_settings())
-        named = self._remembered(folders)
-        rows = []
-        for folder in folders + named:
-            exists = folder.path.exists()
-            rows.append(
-                {
-                    "path": shown_folder(folder),
-                    "kind": folder.kind,
-                    "from": "personal" if folder.personal else "named before" if folder.named else "built in",
-                    "exists": exists,
-                    "files": len(note_files(folder).files) if exists else 0,
-                }
-            )
-        root = next((f.root for f in folders if f.root is not None), None)
-        return {
-            "repository": str(root) if root else None,
-            "folders": rows,
-            "found": [f.to_json() for f in _unindexed(folders + named)],
-        }
+        return index_plan.index_sources(self)
 
     @_translated
-    def index_written(self, path: str, project: str | None, branch: str | None):
-        """Re-index one file just written (an IndexReport), into the team store when it lies in a
-        repository's note folder and one is set."""
-        return index_written_file(lambda: self, path, project, branch)
+    def index_written(self, path: str, project: str | None, branch: str | None) -> IndexReport:
+        """Re-index one file just written, into the team store when it lies in a repository's note
+        folder and one is set; outside the note folders, nothing is opened for a file not a note."""
+        from captain_memo.sources import index_plan
+
+        return index_plan.index_written_file(lambda: self, path, project, branch)
 
     def followed(self) -> list:
         """The repositories indexed into this store, each with the paths its engine watches
@@ -643,27 +474,16 @@ class Memo:
         return catch_up(self, repository, kinds)
 
     @_translated
-    def index_folder(self, folder, settings):
+    def index_folder(self, folder, settings) -> IndexReport:
         """Index one folder (or file) found by the sources: into the team store when it is a
         repository's and one is set, else here."""
-        from captain_memo.sources.indexer import index_folders
+        from captain_memo.sources import index_plan
 
-        if folder.personal or folder.named or self.team is None:
-            return index_folders(self.engine, [folder], settings)
-        return self._index_team([folder], settings, show_progress=False)
+        return index_plan.index_folder(self, folder, settings)
 
-    def _index_team(self, folders, settings, show_progress: bool):
-        """Index repository folders into the team store, then drop this store's copies of them
-        (indexed before a team store was set), which would otherwise be found twice."""
-        from captain_memo.engine.team import INDEX_TIMEOUT
-        from captain_memo.sources.indexer import forget_indexed
-
-        shared = [replace(f, project=self.project_id(f.project)) for f in folders]
-        report = self.team.call(
-            "indexing the repository's notes", _team_index, shared, settings, show_progress, timeout=INDEX_TIMEOUT
-        )
-        forget_indexed(self.engine, folders)
-        return report
+    def index_into_team(self, folders, settings, show_progress: bool) -> IndexReport:
+        """Index repository folders into the team store, then drop this store's copies of them."""
+        return self._stores.index_team(folders, settings, show_progress)
 
     @_translated
     def health(self) -> str:
@@ -710,8 +530,12 @@ class Memo:
 
     def doctor(self, project: str | None = None) -> list[tuple[str, bool, str]]:
         """Every check of ``doctor`` on this database and, when one is set, the team store (never
-        raises: a failure is a failed check); ``project``: the caller's, whose grant is checked."""
-        return doctor(self.path) + self.team_check(project)
+        raises: a failure is a failed check); ``project``: the caller's, whose grant is checked.
+        Each is (item, ok, detail): SQLite, sqlite-vec, FTS5, the file's integrity and permissions,
+        the model and the counts; a check that fails says what to do."""
+        from captain_memo.engine.doctor import checks
+
+        return checks(self.path) + self.team_check(project)
 
     @_translated
     def repair_fields(self) -> list[str]:
@@ -723,17 +547,7 @@ class Memo:
         """``[("team", ok, detail)]`` when a team store is set (reachable with its size, model and
         schema, or the failure named), and whether this role has a grant for ``project``; empty
         when none is set."""
-        from captain_memo.errors import CaptainMemoError
-
-        if self.team is None:
-            return []
-        try:
-            checks = [("team", True, self.team.call("checking the team store", _team_health, timeout=TEAM_CHECK_S))]
-            if (problem := self.team.grant_check(project)) is not None:
-                checks.append(("team grant", False, problem))
-            return checks
-        except CaptainMemoError as exc:
-            return [("team", False, f"{exc}; recall answers from the local store meanwhile")]
+        return self._stores.check(project)
 
     def shared_project(self, project: str | None) -> str:
         """The project string grants name for a local project path (its portable identity)."""
@@ -758,185 +572,41 @@ class Memo:
             **{kind: counts.get(kind, 0) for kind in KINDS},
             "tide": tide_counts(self.store.list_memories(kind="observation", limit=-1)),
         }
-        if self.team is not None:
-            data["team"] = self._team_stats()
+        if (team := self._stores.stats()) is not None:
+            data["team"] = team
         return data
 
-    def _team_stats(self) -> dict:
-        """What the team store holds that this user may read (its policies decide), or why it
-        could not be counted; the local figures stand either way."""
-        from captain_memo.errors import CaptainMemoError
-        from captain_memo.records import KINDS
+    # -- the database file --------------------------------------------------------------
 
-        assert self.team is not None
-        try:
-            counts = self.team.call("counting the team store", _team_counts, timeout=TEAM_CHECK_S)
-        except CaptainMemoError as exc:
-            return {"error": str(exc)}
-        return {key: counts.get(key, 0) for key in ("memories", *KINDS, "chunks", "vectors", "pending_vectors")}
+    def backup(self, target: Path, replace: bool = False, folder: bool = False) -> Path:
+        """A consistent, checked copy of this database (store/backup.py); returns the file written.
+        ``folder``: ``target`` names a folder (to make if missing) for a dated file."""
+        from captain_memo.store.backup import backup as copy
 
+        return copy(self.path, target, replace=replace, folder=folder)
 
-def _in_team(memory: Memory) -> Memory:
-    return replace(memory, store=TEAM)
+    def restore(self, backup_file: Path) -> Path | None:
+        """Put the backup ``backup_file`` in place of this database (store/backup.py); returns where
+        the store it replaced is kept, None when there was none. Call it on a Memo not yet used."""
+        from captain_memo.store.backup import restore as put_back
 
-
-# What runs on the team store's worker thread, given its engine (team.py's TeamClient.call).
-
-
-def _team_get(engine, memory_id: int) -> Memory:
-    return engine.store.get(memory_id)
-
-
-def _team_chunks(engine, memory_id: int) -> list:
-    return engine.store.chunks_of(memory_id)
-
-
-def _team_list(engine, project: str | None, limit: int) -> list[Memory]:
-    return engine.store.list_memories(project, all_projects=False, limit=limit)
-
-
-def _team_forget(engine, memory_id: int) -> None:
-    engine.forget(memory_id)
-
-
-def _team_supersede(engine, old_id: int, new_id: int) -> None:
-    engine.supersede(old_id, new_id)
-
-
-def _team_unsupersede(engine, old_id: int) -> int | None:
-    return engine.unsupersede(old_id)
-
-
-def _team_remember(engine, memory: NewMemory) -> int:
-    """The new memory's team id, or that of the exact copy already stored."""
-    from captain_memo.base.chunking import content_hash
-
-    (stored,) = engine.remember_many([memory])
-    if stored is None:
-        clean, _ = engine.prepare(memory)
-        stored = engine.store.find_by_hash(content_hash(clean.kind, clean.title, clean.body), clean.project)
-    return stored
-
-
-def _team_index(engine, folders, settings, show_progress: bool):
-    from captain_memo.sources.indexer import index_folders
-
-    return index_folders(engine, folders, settings, show_progress=show_progress, follow=False)
-
-
-def left_out(report) -> str:
-    """What an index run left out of the notes and why, for its summary line ('' for nothing)."""
-    from captain_memo.sources.index_report import left_out as notes_left_out
-
-    return notes_left_out(report)
-
-
-def history_left_out(history, cap: int) -> str:
-    """What an index run left out of the git history and why ('' for nothing)."""
-    from captain_memo.sources.index_report import history_left_out as commits_left_out
-
-    return commits_left_out(history, cap)
-
-
-def is_identifier(token: str) -> bool:
-    """Whether ``token`` looks like code (an identifier, a dotted name, a constant): what a hint counts."""
-    from captain_memo.ranking.query import is_code_shaped
-
-    return is_code_shaped(token)
-
-
-def shown_url(url: str) -> str:
-    """A connection string or endpoint URL as it may be printed: no user, password or parameter values."""
-    from captain_memo.base.urls import masked_url
-
-    return masked_url(url)
-
-
-def index_written_file(
-    open_memo: Callable[[], Memo], path: str, project: str | None, branch: str | None, store: Path | None = None
-):
-    """Re-index one file just written (an IndexReport). Outside the configured folders the store
-    (at ``store``, when the caller knows it before opening it) is read only for a note, and only when
-    it exists already (to look for folders named before): writing any other file opens (or creates)
-    no database."""
-    from captain_memo.sources.index_report import IndexReport
-    from captain_memo.sources.indexer import written_folder
-    from captain_memo.sources.settings import source_settings
-
-    settings = source_settings()
-    folder = written_folder(path, project, branch, settings)
-    if folder is not None:
-        return open_memo().index_folder(folder, settings)
-    if store is not None and not Path(store).exists():
-        return IndexReport()
-    memo, folder = _named_folder_of(open_memo, path, project, branch)
-    return IndexReport() if folder is None else memo.index_folder(folder, settings)
+        return put_back(backup_file, self.path)
 
 
 def written_file_needs_store(path: str, project: str | None, branch: str | None, store: Path) -> bool:
-    """Whether ``index_written_file`` would open the store at ``store`` for ``path``: only for a
+    """Whether ``Memo.index_written`` would open the store at ``store`` for ``path``: only for a
     note, under a configured folder or beside a store that exists. A cheap look first (most files
     written are not notes), so a holder can skip the store's threads for them."""
-    from captain_memo.sources.folders import is_note
-    from captain_memo.sources.indexer import written_folder
-    from captain_memo.sources.settings import source_settings
+    from captain_memo.sources import index_plan
 
-    if not is_note(Path(path).expanduser()):
-        return False
-    return Path(store).exists() or written_folder(path, project, branch, source_settings()) is not None
+    return index_plan.written_file_needs_store(path, project, branch, store)
 
 
-def nothing_indexed():
+def nothing_indexed() -> IndexReport:
     """The report of a written file that was not re-indexed (no store was needed for it)."""
     from captain_memo.sources.index_report import IndexReport
 
     return IndexReport()
-
-
-def _named_folder_of(open_memo: Callable[[], Memo], path: str, project: str | None, branch: str | None):
-    """(the Memo, the one-file folder) for a note written under a folder named before, else (None, None)."""
-    from captain_memo.sources.folders import is_note, repository_root
-    from captain_memo.sources.remembered import remembered_folder_of
-
-    file = Path(path).expanduser()
-    root = repository_root(file.parent) if is_note(file) else None
-    if root is None:
-        return None, None
-    memo = open_memo()
-    if not memo.path.exists():
-        return None, None
-    if project is None:
-        from captain_memo.base.git_context import git_context
-
-        ctx = git_context(root)
-        project, branch = ctx.project, branch or ctx.branch
-    return memo, remembered_folder_of(memo.store, file.resolve(), root.resolve(), project, branch)
-
-
-def shown_folder(folder) -> str:
-    """A folder as the user names it: ``doc/`` in a repository, ``~/notes/`` at home, a file as is."""
-    from captain_memo.sources.folders import is_note
-
-    if folder.root is not None and not folder.personal:
-        where = folder.stored_path(folder.path)
-    else:
-        home = Path.home()
-        where = "~/" + folder.path.relative_to(home).as_posix() if home in folder.path.parents else str(folder.path)
-    return where if is_note(folder.path) or where.endswith("/") else where + "/"
-
-
-def _looked_in(folders) -> tuple[str, ...]:
-    from captain_memo.sources.discovery import looked_in
-
-    return looked_in([(f, shown_folder(f)) for f in sorted(folders, key=lambda f: f.kind != "memory")])
-
-
-def _unindexed(folders) -> tuple:
-    """Documentation-like folders of the repository that none of ``folders`` reads."""
-    from captain_memo.sources.discovery import unindexed_folders
-
-    root = next((f.root for f in folders if f.root is not None and not f.personal), None)
-    return tuple(unindexed_folders(root, folders)) if root is not None else ()
 
 
 def readable_error(exc: Exception, path: Path | str):
@@ -947,30 +617,20 @@ def readable_error(exc: Exception, path: Path | str):
     return store_error(exc, path)
 
 
-def _team_counts(engine) -> dict[str, int]:
-    return engine.store.counts()
+def health_probes(embed_config, context: str | None, share_worktrees: bool) -> dict[str, Callable[[], str]]:
+    """What Captain Memo depends on, each probed without opening a store (engine/probes.py), for the
+    editor's health check: package, sqlite, sqlite-vec, fts5, embedding (``embed_config``'s embedder)
+    and repository (the one at ``context``). A probe returns one line when it works, raises when not."""
+    from captain_memo.engine import probes
 
-
-def _team_health(engine) -> str:
-    """The team store answered (its model accepted when the engine was opened): its size, model and
-    schema version."""
-    store = engine.store
-    counts = store.counts()
-    version = store.schema_version()
-    schema = f", schema {version}" if version is not None else ""
-    memories, chunks = counts["memories"], counts["chunks"]
-    return (
-        f"reachable: {memories} memor{'y' if memories == 1 else 'ies'}, {chunks} chunk{'s' * (chunks != 1)}, "
-        f"model {store.meta('embed_model') or 'none yet'}{schema}"
-    )
-
-
-def doctor(path: Path | str) -> list[tuple[str, bool, str]]:
-    """(item, ok, detail) for SQLite, sqlite-vec, FTS5, the file's integrity and permissions, the
-    model and the counts; a check that fails says what to do."""
-    from captain_memo.engine.doctor import checks
-
-    return checks(Path(path))
+    return {
+        "package": probes.package,
+        "sqlite": probes.sqlite,
+        "sqlite-vec": probes.sqlite_vec,
+        "fts5": probes.fts5,
+        "embedding": functools.partial(probes.embedding, embed_config),
+        "repository": functools.partial(probes.repository, context, share_worktrees),
+    }
 
 
 def embedding_server(host: str, port: int, threads: int | None, model_name: str | None, api_key: str | None):
@@ -979,19 +639,3 @@ def embedding_server(host: str, port: int, threads: int | None, model_name: str 
     from captain_memo.embeddings.local import LocalEmbedder
 
     return make_server(LocalEmbedder(threads=threads), host, port, model_name, api_key)
-
-
-def backup(source: Path, target: Path, replace: bool = False, folder: bool = False) -> Path:
-    """A consistent, checked copy of the database ``source`` (store/backup.py); returns the file
-    written. ``folder``: ``target`` names a folder (to make if missing) for a dated file."""
-    from captain_memo.store.backup import backup as copy
-
-    return copy(source, target, replace=replace, folder=folder)
-
-
-def restore(backup_file: Path, target: Path) -> Path | None:
-    """Put the backup ``backup_file`` in place of the database ``target`` (store/backup.py); returns
-    where the store it replaced is kept, None when there was none."""
-    from captain_memo.store.backup import restore as put_back
-
-    return put_back(backup_file, target)

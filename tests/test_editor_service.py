@@ -316,7 +316,7 @@ def test_health_report_checks_a_team_store_when_one_is_set(db_file, tmp_path, mo
     monkeypatch.setenv("CAPTAIN_MEMO_TEAM_DB", f"postgresql://dev:hunter2@127.0.0.1:{closed_port()}/team")
     monkeypatch.setenv("CAPTAIN_MEMO_TEAM_TIMEOUT", "2")
     # The check retries a store that is down for up to TEAM_CHECK_S (6 s): here the team timeout's 2 s.
-    monkeypatch.setattr("captain_memo.memo.TEAM_CHECK_S", 1.0)
+    monkeypatch.setattr("captain_memo.engine.team_fanout.TEAM_CHECK_S", 1.0)
     items = {i["item"]: i for i in health_report({"db": str(db_file)})}
     assert items["team"]["status"] == "warn" and "127.0.0.1" in items["team"]["detail"]
     assert "hunter2" not in items["team"]["detail"]

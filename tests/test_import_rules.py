@@ -55,13 +55,12 @@ MAY_IMPORT: dict[str, set[str]] = {
 }
 # The only imports across the table: the executable's dispatcher runs each other front end by its one
 # command module; the process serving a store holds agents' MCP sessions (hosting/agent_sessions.py
-# runs mcpserver's session over the served engine); the editor's health check runs the engine's
-# probes of SQLite, sqlite-vec, FTS5 and the model without opening a store.
+# runs mcpserver's session over the served engine). The editor's health check reaches the engine's
+# probes through the door (memo.health_probes).
 CROSSINGS = {
     ("captain_memo.cli.main", "captain_memo.hook.prompt_hook"),
     ("captain_memo.cli.main", "captain_memo.mcpserver.command"),
     ("captain_memo.hosting.agent_sessions", "captain_memo.mcpserver"),
-    ("captain_memo.editor.checkhealth", "captain_memo.engine.probes"),
 }
 
 

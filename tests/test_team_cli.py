@@ -87,7 +87,7 @@ def test_a_team_store_that_is_down_leaves_the_local_answer_named(cli_env, tmp_pa
     # A write waits for a store that is down, retrying, up to WRITE_TIMEOUT (30 s): shorter here.
     monkeypatch.setattr("captain_memo.engine.team.WRITE_TIMEOUT", 2.0)
     # stats counts the team store retrying for up to TEAM_CHECK_S (6 s) while it is down: shorter too.
-    monkeypatch.setattr("captain_memo.memo.TEAM_CHECK_S", 1.0)
+    monkeypatch.setattr("captain_memo.engine.team_fanout.TEAM_CHECK_S", 1.0)
     run_cli(capsys, "--db", cli_env, "remember", "the nightly job runs at 02:00")
     out = run_cli(capsys, "--db", cli_env, "recall", "nightly job")
     assert "#1 [memory]" in out and "team store failed:" in out and "pw-in-url" not in out

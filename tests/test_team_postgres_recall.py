@@ -177,7 +177,7 @@ def test_doctor_reports_the_team_store_or_what_failed(tmp_path, granted, hash_em
     secret = "s3cret-pass"
     down = f"postgresql://alice:{secret}@127.0.0.1:{closed_port()}/team"
     # The check retries a store that is down for up to TEAM_CHECK_S (6 s): here the timeout's 2 s.
-    monkeypatch.setattr("captain_memo.memo.TEAM_CHECK_S", 1.0)
+    monkeypatch.setattr("captain_memo.engine.team_fanout.TEAM_CHECK_S", 1.0)
     with _memo(tmp_path, "down", down, hash_embedder, timeout=2.0) as memo:
         checks = {item: (ok, detail) for item, ok, detail in memo.doctor()}
     ok, detail = checks["team"]

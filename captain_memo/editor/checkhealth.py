@@ -1,4 +1,5 @@
-"""`:checkhealth captain_memo`: the plugin's settings and every probe of captain_memo/engine/probes.py."""
+"""`:checkhealth captain_memo`: the plugin's settings and every probe of what Captain Memo depends on
+(the door's ``health_probes``: captain_memo/engine/probes.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import captain_memo.engine.probes as probes
 from captain_memo.config import team_config
 from captain_memo.editor.editor_requests import one_line
 from captain_memo.errors import CaptainMemoError, ReadOnlyStoreError, StoreError
 from captain_memo.hosting.editor_settings import EditorSettings
-from captain_memo.memo import Memo
+from captain_memo.memo import Memo, health_probes
 
 
 def health_report(settings: dict | None = None, context: str | None = None) -> list[dict]:
@@ -21,14 +21,15 @@ def health_report(settings: dict | None = None, context: str | None = None) -> l
         cfg = EditorSettings.from_dict(settings)
     except CaptainMemoError as exc:
         return [{"item": "settings", "status": "error", "detail": str(exc)}]
+    probes = health_probes(cfg.embed_config(), context, cfg.share_worktrees)
     report = [
-        _check("package", probes.package),
-        _check("sqlite", probes.sqlite),
-        _check("sqlite-vec", probes.sqlite_vec),
-        _check("fts5", probes.fts5),
+        _check("package", probes["package"]),
+        _check("sqlite", probes["sqlite"]),
+        _check("sqlite-vec", probes["sqlite-vec"]),
+        _check("fts5", probes["fts5"]),
         _check("database", lambda: database(cfg.database_path(), cfg.embed_config())),
-        _check("embedding", lambda: probes.embedding(cfg.embed_config()), failure="warn"),
-        _check("repository", lambda: probes.repository(context, cfg.share_worktrees)),
+        _check("embedding", probes["embedding"], failure="warn"),
+        _check("repository", probes["repository"]),
         _check("watching", lambda: watching(cfg.database_path()), failure="warn"),
     ]
     if team_config().url is not None:  # a failing team store leaves recall answering locally: a warning

@@ -340,10 +340,8 @@ class EditorService:
 
     def hint(self, settings: EditorSettings, args: dict) -> dict:
         """How many memories name ``token`` exactly: keyword leg only, recorded nowhere (cheap)."""
-        from captain_memo.memo import is_identifier
-
         token = args.get("token") or ""
-        if not is_identifier(token):  # before any database is opened: most words under a cursor are not
+        if not Memo.nameable(token):  # before any database is opened: most words under a cursor are not
             return {"token": token, "count": 0, "ids": []}
         ctx = self.context(settings, args)
         ids = self.read(settings, lambda memo: memo.naming(token, ctx.project, ctx.branch, HINT_LIMIT))
@@ -427,7 +425,7 @@ class EditorService:
     def index(self, settings: EditorSettings, args: dict) -> dict:
         """Re-index a file just written; nothing happens (no database opened) outside the note and
         skill folders."""
-        from captain_memo.memo import index_written_file, nothing_indexed, written_file_needs_store
+        from captain_memo.memo import nothing_indexed, written_file_needs_store
 
         path = args.get("path")
         if not isinstance(path, str) or not path:
@@ -436,9 +434,7 @@ class EditorService:
         store = settings.database_path()
         if not written_file_needs_store(path, ctx.project, ctx.branch, store):
             return {"path": path, **nothing_indexed().to_json()}
-        report = self.write(
-            settings, lambda memo: index_written_file(lambda: memo, path, ctx.project, ctx.branch, store=store)
-        )
+        report = self.write(settings, lambda memo: memo.index_written(path, ctx.project, ctx.branch))
         return {"path": path, **report.to_json()}
 
     def open(self, settings: EditorSettings, args: dict) -> dict:

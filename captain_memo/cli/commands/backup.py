@@ -26,22 +26,22 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from captain_memo.memo import backup
+    from captain_memo.memo import Memo
 
     source = Path(args.db or db_path())
     if args.restore:
         return restore(Path(args.path).expanduser(), source)
     # Path() drops a trailing slash, which is how a folder that does not exist yet is named.
     folder = args.path.endswith(("/", os.sep))
-    target = backup(source, Path(args.path).expanduser(), replace=args.force, folder=folder)
+    target = Memo(source).backup(Path(args.path).expanduser(), replace=args.force, folder=folder)
     print(f"backed up {source} to {target} ({target.stat().st_size / 1e6:.1f} MB, integrity ok)")
     return 0
 
 
 def restore(backup_file: Path, db: Path) -> int:
-    from captain_memo.memo import restore as put_back
+    from captain_memo.memo import Memo
 
-    kept = put_back(backup_file, db)
+    kept = Memo(db).restore(backup_file)
     print(f"restored {db} from {backup_file} (integrity ok)")
     if kept is not None:
         print(f"the store it replaced is kept as {kept}")

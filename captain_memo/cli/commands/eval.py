@@ -67,11 +67,11 @@ def planned_sets(data: list[str], shared: Path) -> list:
 
 
 def run(args) -> int:
+    from captain_memo.base.urls import masked_url
     from captain_memo.evaluation import report
     from captain_memo.evaluation.cache import cached_embedder
     from captain_memo.evaluation.methods import default_methods
     from captain_memo.evaluation.runner import evaluate
-    from captain_memo.memo import shown_url
 
     sets = planned_sets(args.data, Path(args.shared))  # every folder checked before any work starts
     if not sets:
@@ -94,7 +94,7 @@ def run(args) -> int:
         cache.close()
     if args.dump:
         report.write_dump(args.dump, results)
-    argv = [shown_url(a) if a == args.team_db else a for a in sys.argv[1:]]  # never a password in a report
+    argv = [masked_url(a) if a == args.team_db else a for a in sys.argv[1:]]  # never a password in a report
     command = (
         "captain-memo " + " ".join(shlex.quote(a) for a in argv)
         if argv[:1] == ["eval"]

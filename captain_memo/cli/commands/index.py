@@ -129,7 +129,7 @@ def forget_folder(args) -> int:
 
 
 def print_report(report, history, cap: int) -> None:
-    from captain_memo.memo import history_left_out, left_out
+    from captain_memo.presentation.index_summary import history_left_out, left_out
     from captain_memo.presentation.words import counted
 
     for path, reason in report.skipped_files:
