@@ -7,8 +7,7 @@ command line.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # as typing's, which costs the thin command line ~3 ms to import
 if TYPE_CHECKING:
     from captain_memo.memo import Memo
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from recall_support import cli_error, run_cli
 
 
@@ -51,3 +53,77 @@ def test_a_home_that_is_a_file_is_named(tmp_path, capsys, monkeypatch):
     err = cli_error(capsys, "stats")
     assert err == f"captain-memo: cannot create the database {home / 'memo.db'}: {home} is a file, not a folder\n"
     assert home.read_text() == "not a folder"
+
+
+# Lines for the commands a serving engine answers. Each is read by plain_args exactly as argparse
+# reads it, or left to argparse (None): help, abbreviations, `--`, values argparse refuses.
+PLAIN = [
+    ["recall", "zanzibar", "tenant"],
+    ["--db", "x.db", "-v", "--no-service", "recall", "--json", "-n", "3", "a", "b", "--explain"],
+    ["--db=x.db", "recall", "--limit=4", "--profile", "v2", "--all-projects", "--project", "none", "q"],
+    ["recall", "--branch", "main", "--branch", "dev", "q"],
+    ["remember", "--title", "x", "hello", "world"],
+    ["remember", "--json", "--kind", "skill", "--team", "--allow-secrets"],
+    ["remember", "--title=", "--lines", "3-9", "text"],
+    ["service", "status", "--json"],
+    ["hook", "--budget", "900", "--format", "text"],
+    ["mcp", "--folder", "/tmp", "--separate-worktrees"],
+]
+ARGPARSE = [
+    [],
+    ["--version"],
+    ["-v"],
+    ["recall"],
+    ["recall", "-h"],
+    ["recall", "--exp", "q"],
+    ["recall", "a", "--json", "b"],
+    ["recall", "--", "-q"],
+    ["recall", "-n5", "q"],
+    ["recall", "-n", "-5", "q"],
+    ["recall", "-n", "five", "q"],
+    ["recall", "--profile", "v9", "q"],
+    ["recall", "--json=yes", "q"],
+    ["recall", "q", "--db", "x.db"],
+    ["recall", "-q"],
+    ["--db"],
+    ["service", "restart"],
+    ["service", "status", "stop"],
+    ["stats"],
+]
+
+
+def argparse_reads(argv):
+    from captain_memo.cli.main import build_parser
+
+    try:
+        args, unknown = build_parser(argv).parse_known_args(argv)
+    except SystemExit:
+        return None
+    return None if unknown or not getattr(args, "run", None) else vars(args)
+
+
+@pytest.mark.parametrize("argv", PLAIN + ARGPARSE)
+def test_a_plain_command_line_is_read_as_argparse_reads_it(argv, capsys):
+    from captain_memo.cli.main import ALONE_COMMANDS, declare_options
+    from captain_memo.cli.plain_args import parsed
+
+    plain = parsed(argv, declare_options, ALONE_COMMANDS)
+    if argv in PLAIN:
+        assert plain is not None and vars(plain) == argparse_reads(argv)
+    else:
+        assert plain is None
+
+
+WORDS = ["recall", "remember", "service", "status", "q", "-n", "--limit", "3", "-3", "--json", "--explain", "--exp"]
+WORDS += ["--profile", "v2", "--title", "--title=t", "--kind", "skill", "--db", "--no-service", "-v", "--", "-", ""]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(WORDS), max_size=7))
+def test_any_line_plain_args_reads_is_read_as_argparse_reads_it(capsys, argv):
+    from captain_memo.cli.main import ALONE_COMMANDS, declare_options
+    from captain_memo.cli.plain_args import parsed
+
+    plain = parsed(argv, declare_options, ALONE_COMMANDS)
+    if plain is not None:
+        assert vars(plain) == argparse_reads(argv)

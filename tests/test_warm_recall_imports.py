@@ -22,6 +22,9 @@ NOT_NEEDED = (
     "captain_memo.base.kinds",
     "captain_memo.config",
     "logging",
+    # A plain command line is read without argparse (cli/plain_args.py), and nothing needs typing.
+    "argparse",
+    "typing",
 )
 PROBE = (
     "import sys\nfrom captain_memo.cli.main import main\ncode = main(['recall', 'zanzibar tenant'])\n"

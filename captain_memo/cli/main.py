@@ -1,17 +1,19 @@
 """`captain-memo`: a thin command line over the library. Each subcommand lives in
 captain_memo/cli/commands/<name>.py (the hook and the MCP server in their own packages, OTHER_FRONT_ENDS)
-and registers itself with ``register(subparsers)``."""
+and registers itself with ``register(subparsers)``. A plain command line for a command a serving
+engine answers is read without argparse (plain_args.py); argparse reads every other one."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 
-from captain_memo import __version__
 from captain_memo.base.terminal import EscapedStream, one_line
-from captain_memo.cli import commands
+from captain_memo.cli import plain_args
 from captain_memo.errors import CaptainMemoError
+
+TYPE_CHECKING = False  # typing itself is not imported: the warm path has no use for it
+if TYPE_CHECKING:
+    import argparse
 
 # The commands the warm service answers, and the module of each: their parser is built from that
 # module alone, so the thin path imports nothing more (serve-embeddings' defaults import numpy).
@@ -42,13 +44,29 @@ def command_modules(argv: list[str]) -> list[str]:
             break
     import pkgutil
 
+    from captain_memo.cli import commands
+
     own = sorted(f"{COMMANDS}.{m.name}" for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
     return own + sorted(OTHER_FRONT_ENDS.values())
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ``argv`` (every command when None)."""
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(prog="captain-memo", description="A developer's memory: remember and recall.")
+    declare_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in command_modules(argv or []):
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def declare_options(parser) -> None:
+    """The options before the command, declared to argparse or to plain_args."""
+    from captain_memo import __version__
+
     parser.add_argument("--version", action="version", version=f"captain-memo {__version__}")
     parser.add_argument(
         "--db",
@@ -61,32 +79,36 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="run in this process, without the warm service (also CAPTAIN_MEMO_SERVICE=0)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in command_modules(argv or []):
-        importlib.import_module(name).register(sub)
-    return parser
 
 
 def command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
     """The parser of ``command`` (the top-level one when there is none)."""
+    import argparse
+
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and command in action.choices:
             return action.choices[command]
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def argparse_args(argv: list[str]):
+    """``argv`` read by argparse: its help, version and errors (which exit) are the command line's."""
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # the command's own usage, not the top level's: `recall --bogus` shows recall's
         command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = plain_args.parsed(argv, declare_options, ALONE_COMMANDS) or argparse_args(argv)
     if args.command not in ALONE_COMMANDS or args.verbose:  # else set up if they run here (open_memo)
         from captain_memo.base.stderr_log import configure
 
         configure(args.verbose)
-    if not getattr(args, "run", None):
-        parser.print_help()
+    if not getattr(args, "run", None):  # no command: argparse read the line
+        build_parser(argv).print_help()
         return 2
     stdout, sys.stdout = sys.stdout, EscapedStream(sys.stdout)  # stored text never reaches the terminal raw
     try:
