@@ -146,6 +146,9 @@ def test_forget_and_supersede(service, db_file, repo):
     "op, args, message",
     [
         ("recall", {"query": "   "}, "the query is empty"),
+        # The bounds every front end's recall meets (operations.RecallRequest): 5000 hits were taken here.
+        ("recall", {"query": "x", "limit": 1001}, "recall: limit must be a whole number from 1 to 1000"),
+        ("recall", {"query": "x", "how": "open"}, "recall: how must be one of search, auto"),
         ("save", {"text": ""}, "nothing to remember"),
         ("save", {"text": "x", "kind": "diary"}, "unknown kind 'diary'"),
         ("open", {"id": 999}, "no memory with id 999"),

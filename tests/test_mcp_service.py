@@ -288,14 +288,13 @@ def test_an_agent_call_the_service_reads_is_checked_field_by_field(request_, nam
 
 
 def test_the_service_checks_an_agent_call_with_the_rules_its_tool_shows():
-    """The service's copy of each tool's arguments (agent_tools.py) has the schema's rules, so a
-    call the MCP server lets through is never refused by the service, nor the other way round."""
-    from captain_memo.mcpserver.tools import TOOLS
-    from captain_memo.requests.agent_calls import ARGUMENTS, DEFAULTS, REQUIRED
+    """One declaration (requests/tool_arguments.py) makes each tool's inputSchema and both checks,
+    the MCP server's and the service's, so a call one lets through the other never refuses."""
+    from captain_memo.mcpserver.tools import TOOLS, checked_arguments
+    from captain_memo.requests.agent_calls import checked_envelope
 
-    rules = ("type", "minimum", "maximum", "minLength", "maxLength", "enum", "pattern")
+    calls = {"recall": {"query": "x", "limit": 50}, "remember": {"text": "x", "line_start": 3}, "show": {"id": "1:2"}}
+    calls.update(supersede={"old": "1", "undo": True}, forget={"id": "t1"})
     for name, tool in TOOLS.items():
-        shown = {arg: {k: spec[k] for k in rules if k in spec} for arg, spec in tool.properties.items()}
-        checked = {arg: {k: spec[k] for k in rules if k in spec} for arg, spec in ARGUMENTS[name].items()}
-        assert checked == shown, name
-        assert REQUIRED.get(name, ()) == tool.required and DEFAULTS.get(name, {}) == tool.defaults, name
+        served = checked_envelope({"tool": name, "args": calls[name], "folder": "/"})["args"]
+        assert served == checked_arguments(tool, calls[name]), name

@@ -47,11 +47,9 @@ from captain_memo.records import (
     TEAM,
     MemoryRef,
     NewMemory,
-    RecallRequest,
     Source,
-    Surfacing,
 )
-from captain_memo.requests.operations import REQUEST_KEY_PREFIX, new_request_key, remember_once
+from captain_memo.requests.operations import REQUEST_KEY_PREFIX, new_request_key, recall_in, remember_once
 
 log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
@@ -78,14 +76,6 @@ def _finding_json(finding) -> dict:
         "preview": finding.preview,
         "text": finding.describe(),
     }
-
-
-def _surfacing(value) -> Surfacing:
-    """The request's ``how`` (default: a search the user asked for)."""
-    try:
-        return Surfacing(value or Surfacing.SEARCH)
-    except ValueError:
-        raise InputError(f"how must be one of {', '.join(s.value for s in Surfacing)}, not {value!r}") from None
 
 
 def _int(args: dict, name: str, required: bool = True) -> int | None:
@@ -313,14 +303,14 @@ class EditorService:
         from captain_memo.presentation.window import shown_recall
 
         ctx = self.context(settings, args)
-        request = RecallRequest(
-            args.get("query", ""),
-            project=ctx.project,
-            branch=ctx.branch,
-            limit=_int(args, "limit", required=False) or settings.limit,
-            profile=args.get("profile") or settings.profile,
-            how=_surfacing(args.get("how")),
-        )
+        # Checked as every front end's recall is (operations.RecallRequest): the same bounds and words.
+        asked = {
+            "query": args.get("query", ""),
+            "limit": args.get("limit") or settings.limit,
+            "profile": args.get("profile") or settings.profile,
+            "how": args.get("how") or "search",
+        }
+        request = recall_in(ctx, asked)
         result = self.read(settings, lambda memo: memo.recall(request))
         now = time.time()
         data = shown_recall(locate_hits(recall_json(result, now), ctx), now)  # the plugin lays it out

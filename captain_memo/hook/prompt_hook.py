@@ -28,7 +28,6 @@ from captain_memo.base.rule_scope import applies, hits_in_scope
 from captain_memo.base.terminal import one_line
 from captain_memo.hosting.answer import run_request
 from captain_memo.presentation.words import age
-from captain_memo.requests import operations
 
 DEFAULT_BUDGET = 1_500
 # What each agent takes in one hook's context before it stops reading it whole (doc/mcp.md says
@@ -165,7 +164,8 @@ def memory_block(args, event: dict) -> str:
     from captain_memo.presentation.outbound import redacted_recall
 
     # Shown without being asked: Tide strengthens the hits as it does a hover's, not a search's.
-    request = operations.RecallRequest(query, folder, limit=max(1, args.limit), how="auto", team=hook_team())
+    # The request's JSON, checked into operations.RecallRequest where it runs, as the command line's is.
+    request = {"query": query, "cwd": folder, "limit": max(1, args.limit), "how": "auto", "team": hook_team()}
     result, _ = redacted_recall(run_request(args, "recall", request))
     hits = [hit for hit in result["hits"] if not hit.get("superseded_by") and shown_here(hit)]
     hits = hits_in_scope(hits, query, event, folder)  # a rule for web/**/*.ts stays out of src/price.py

@@ -1,31 +1,20 @@
-"""The tools an agent sees: names, descriptions written for a model choosing among them, JSON
-schemas, MCP annotations, and the check of a call's arguments against the same schemas.
+"""The tools an agent sees: names, descriptions written for a model choosing among them, MCP
+annotations and what each returns (``outputSchema``).
 
-The SDK's low-level server passes arguments through unchecked; checking them here against the
-schema the client was shown keeps the two from drifting. A check names the argument and what is
-wrong with it, never echoing the value (a 10 MB string must not come back in the error).
+What each tool takes is declared once, in requests/tool_arguments.py: its ``inputSchema`` is made
+from that declaration, and every call is checked against the same declaration
+(``checked_arguments``), so the schema the client was shown and the check cannot drift. The SDK's
+low-level server passes arguments through unchecked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from captain_memo.base import validation
-from captain_memo.base.fields import (
-    ID_PATTERN,
-    MAX_IDEMPOTENCY_KEY,
-    MAX_LINE,
-    MAX_QUERY_CHARS,
-    PART_ID_HINT,
-    PART_ID_PATTERN,
-    short,
-)
-from captain_memo.base.fields import checked_value as _checked_value
-from captain_memo.base.fields import json_type as _json_type
+from captain_memo.base.fields import ID_PATTERN, short
 from captain_memo.errors import InputError
 from captain_memo.records import KINDS
-
-MAX_RECALL_LIMIT = 50
+from captain_memo.requests import tool_arguments
 
 
 @dataclass(frozen=True)
@@ -33,27 +22,16 @@ class Tool:
     name: str
     title: str
     description: str
-    properties: dict
-    required: tuple[str, ...] = ()
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
-    defaults: dict = field(default_factory=dict)
     result: dict = field(default_factory=dict)  # the structuredContent's properties (output_schema)
     result_required: tuple[str, ...] = ()
 
     @property
     def input_schema(self) -> dict:
-        properties = {
-            name: {**spec, **({"default": self.defaults[name]} if name in self.defaults else {})}
-            for name, spec in self.properties.items()
-        }
-        return {
-            "type": "object",
-            "properties": properties,
-            "required": list(self.required),
-            "additionalProperties": False,
-        }
+        """What the tool takes (tool_arguments.py): each argument's rule, words and default."""
+        return tool_arguments.input_schema(self.name)
 
     @property
     def output_schema(self) -> dict:
@@ -72,22 +50,6 @@ class Tool:
             "idempotentHint": self.idempotent,
             "openWorldHint": False,
         }
-
-
-def _text(description: str, limit: int, min_length: int = 0) -> dict:
-    spec = {"type": "string", "description": description, "maxLength": limit}
-    return {**spec, "minLength": min_length} if min_length else spec
-
-
-def _id(description: str) -> dict:
-    """A memory id, always a string: "12" for a memory of this machine's store, "t12" for one in the
-    team store. One type, no union: some model providers reject union types in function
-    declarations, and some clients send every argument as a string."""
-    return {
-        "type": "string",
-        "pattern": ID_PATTERN,
-        "description": description + ' A string, as recall gives it: "12", or "t12" for a team memory.',
-    }
 
 
 # -- what each tool returns ---------------------------------------------------------------------
@@ -248,21 +210,7 @@ RECALL = Tool(
         "A hit marked superseded is out of date: prefer the memory that replaced it. "
         "The result names the stores and search legs that answered; if one failed, it says so."
     ),
-    properties={
-        "query": _text("What to look for: an identifier, an error message or a question.", MAX_QUERY_CHARS, 1),
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT, "description": "How many hits."},
-        "all_projects": {"type": "boolean", "description": "Search every repository, not only the current one."},
-        "explain": {"type": "boolean", "description": "Add each hit's score trace (every multiplier and why)."},
-        "detail": {
-            "type": "string",
-            "enum": ["compact", "full"],
-            "description": "compact: each hit's id, kind, heading, age, store and matching lines; full adds "
-            "score, branch, source and the matching chunk's text.",
-        },
-    },
-    required=("query",),
     read_only=True,
-    defaults={"limit": 10, "all_projects": False, "explain": False, "detail": "compact"},
     result=RECALL_RESULT,
     result_required=("query", "detail", "legs", "stores", "failed_legs", "hits"),
 )
@@ -283,23 +231,6 @@ REMEMBER = Tool(
         "The same text saved again within 10 minutes, or a retry with the same idempotency_key, returns the "
         "first save's id and stores nothing new."
     ),
-    properties={
-        "text": _text("The memory itself, standing alone.", validation.MAX_BODY_CHARS, 1),
-        "title": _text("A short title (default: the first line).", validation.MAX_TITLE_CHARS),
-        "kind": {"type": "string", "enum": list(KINDS), "description": "observation, memory or skill."},
-        "file": _text("The source file it is about, relative to the repository root.", validation.MAX_FIELD_CHARS),
-        "line_start": {"type": "integer", "minimum": 1, "maximum": MAX_LINE, "description": "First line in that file."},
-        "line_end": {"type": "integer", "minimum": 1, "maximum": MAX_LINE, "description": "Last line in that file."},
-        "team": {"type": "boolean", "description": "Save to the team store instead of this developer's own."},
-        "idempotency_key": _text(
-            "Any short string naming this save (a UUID, say): a retry with the same key, after a timeout or "
-            "an error, returns the first save's id instead of saving again.",
-            MAX_IDEMPOTENCY_KEY,
-            1,
-        ),
-    },
-    required=("text",),
-    defaults={"title": "", "kind": "observation", "team": False},
     result=REMEMBER_RESULT,
     result_required=("id", "kind", "title", "source", "redacted", "private_left_out", "vector", "team"),
 )
@@ -313,14 +244,6 @@ SHOW = Tool(
         "line 310 of its file: that part first, then the whole memory. Opening it tells the ranker "
         "it was useful, so it stays easy to find."
     ),
-    properties={
-        "id": {
-            "type": "string",
-            "pattern": PART_ID_PATTERN,
-            "description": f"The memory's id, as recall gives it: {PART_ID_HINT}.",
-        }
-    },
-    required=("id",),
     read_only=True,
     result=MEMORY_RESULT,
     result_required=("id", "kind", "title", "body", "source", "superseded_by", "store"),
@@ -334,14 +257,7 @@ SUPERSEDE = Tool(
         "remember first). The old memory is kept and still found, ranked at half its score and marked "
         "superseded. With undo set to true, `old` becomes current again and `new` is not needed."
     ),
-    properties={
-        "old": _id("The out-of-date memory's id."),
-        "new": _id("The id of the memory replacing it."),
-        "undo": {"type": "boolean", "description": "Make `old` current again."},
-    },
-    required=("old",),
     idempotent=True,
-    defaults={"undo": False},
     result={"old": _RESULT_ID, "superseded_by": _maybe(_RESULT_ID)},
     result_required=("old", "superseded_by"),
 )
@@ -353,8 +269,6 @@ FORGET = Tool(
         "Delete a memory permanently by its id. Only when the user asks for it, or the memory is "
         "wrong and would mislead; for a fact that changed, prefer supersede, which keeps history."
     ),
-    properties={"id": _id("The id of the memory to delete.")},
-    required=("id",),
     destructive=True,
     idempotent=True,
     result={"forgotten": _RESULT_ID},
@@ -372,18 +286,6 @@ def tool_named(name: str) -> Tool:
 
 
 def checked_arguments(tool: Tool, arguments) -> dict:
-    """The call's arguments with defaults filled in, or InputError naming the first wrong one."""
-    arguments = {} if arguments is None else arguments
-    if not isinstance(arguments, dict):
-        raise InputError(f"{tool.name}: the arguments must be an object, not {_json_type(arguments)}")
-    unknown = sorted(set(arguments) - set(tool.properties))
-    if unknown:
-        raise InputError(f"{tool.name}: unknown argument {short(unknown[0])!r}; it takes {', '.join(tool.properties)}")
-    checked = dict(tool.defaults)
-    for name, value in arguments.items():
-        if value is not None:
-            checked[name] = _checked_value(f"{tool.name}: {name}", tool.properties[name], value)
-    missing = [name for name in tool.required if checked.get(name) is None]
-    if missing:
-        raise InputError(f"{tool.name}: {missing[0]} is required")
-    return checked
+    """The call's arguments with defaults filled in, or InputError naming the first wrong one; no
+    arguments at all are none."""
+    return tool_arguments.checked(tool.name, {} if arguments is None else arguments)

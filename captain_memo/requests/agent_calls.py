@@ -4,7 +4,8 @@ memories offered as resources, each from plain JSON arguments and a git context 
 One home for it, because two processes run it: the MCP server in its own process when no service
 can be reached, and the warm service (or the editor's host) that holds the store's engine for every
 front end. The arguments arrive checked against the MCP tools' schemas; the service checks them
-again (``checked_call``) with the same rules (base/fields.py), since its socket takes any bytes.
+again (``checked_call``) against the same declaration (tool_arguments.py), since its socket takes
+any bytes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from captain_memo.base import fields
 from captain_memo.errors import InputError
+from captain_memo.requests import tool_arguments
 
 if TYPE_CHECKING:
     from captain_memo.base.git_context import GitContext
@@ -23,79 +25,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("captain_memo")
 RECENT_RESOURCES = 50
 MAX_CLIENT_NAME = 64
-MAX_RECALL_LIMIT = 50  # what the recall tool offers (mcpserver/tools.py shows the same)
-_ID = {"type": "string", "pattern": fields.ID_PATTERN}
-_PART_ID = {"type": "string", "pattern": fields.PART_ID_PATTERN}  # show opens a memory at a part too
-
-# Each call's arguments as they travel to the service: the tools' schemas, in base/fields.py's terms.
-ARGUMENTS = {
-    "recall": {
-        "query": fields.text(fields.MAX_QUERY_CHARS, 1),
-        "limit": fields.whole(1, MAX_RECALL_LIMIT),
-        "all_projects": fields.flag(),
-        "explain": fields.flag(),
-        "detail": fields.one_of(("compact", "full")),
-    },
-    "remember": {
-        "text": fields.text(fields.MAX_BODY_CHARS, 1),
-        "title": fields.text(fields.MAX_TITLE_CHARS),
-        "kind": fields.one_of(fields.KINDS),
-        "file": fields.text(fields.MAX_FIELD_CHARS),
-        "line_start": fields.whole(1, fields.MAX_LINE),
-        "line_end": fields.whole(1, fields.MAX_LINE),
-        "team": fields.flag(),
-        "idempotency_key": fields.text(fields.MAX_IDEMPOTENCY_KEY, 1),
-    },
-    "show": {"id": _PART_ID},
-    "read": {"id": _ID},
-    "recent": {"cursor": fields.text(fields.MAX_CURSOR_CHARS)},
-    "supersede": {"old": _ID, "new": _ID, "undo": fields.flag()},
-    "forget": {"id": _ID},
-}
-REQUIRED = {
-    "recall": ("query",),
-    "remember": ("text",),
-    "show": ("id",),
-    "read": ("id",),
-    "supersede": ("old",),
-    "forget": ("id",),
-}
-DEFAULTS: dict[str, dict] = {
-    "recall": {"limit": 10, "all_projects": False, "explain": False, "detail": "compact"},
-    "remember": {"title": "", "kind": "observation", "team": False},
-    "supersede": {"undo": False},
-}
 # Calls that write run one at a time on the service's writer; opening a memory (show) counts it
 # for Tide, a write too. The others may run twice (a lost answer is asked again).
 WRITES = {"remember", "show", "supersede", "forget"}
 # The answers that carry stored text: each says what was redacted from it (``redacted``: [] when nothing was).
 SAYS_REDACTED = {"recall", "show", "read", "remember"}
-
-
-def checked_call(tool, args) -> dict:
-    """``args`` for ``tool`` with defaults filled in, or InputError naming the first wrong field."""
-    if tool not in ARGUMENTS:
-        raise InputError(f"unknown tool {fields.short(str(tool))!r}; the tools are {', '.join(ARGUMENTS)}")
-    if not isinstance(args, dict):
-        raise InputError(f"{tool}: the arguments must be an object, not {fields.json_type(args)}")
-    specs = ARGUMENTS[tool]
-    unknown = sorted(set(args) - set(specs))
-    if unknown:
-        raise InputError(f"{tool}: unknown argument {fields.short(unknown[0])!r}")
-    checked = {**DEFAULTS.get(tool, {}), **{k: v for k, v in args.items() if v is not None}}
-    for name, value in checked.items():
-        checked[name] = fields.checked_value(f"{tool}: {name}", specs[name], value)
-    missing = [name for name in REQUIRED.get(tool, ()) if checked.get(name) is None]
-    if missing:
-        raise InputError(f"{tool}: {missing[0]} is required")
-    return checked
+# ``args`` for ``tool`` with defaults filled in, or InputError naming the first wrong argument: the
+# rules the tool's inputSchema shows (tool_arguments.py), the one declaration of them.
+checked_call = tool_arguments.checked
 
 
 # A call as the MCP server sends it to the service: the tool's arguments, the folder the agent works
 # in (the service reads its git context), the client's name (a remembered memory's origin) and,
 # for a remember, the key that makes running it twice save it once (operations.remember_once).
 ENVELOPE = {
-    "tool": fields.one_of(tuple(ARGUMENTS)),
+    "tool": fields.one_of(tuple(tool_arguments.ARGUMENTS)),
     "args": {"type": "object"},
     "folder": fields.text(fields.MAX_FIELD_CHARS, 1),
     "share_worktrees": fields.flag(),
@@ -179,17 +123,10 @@ def _store_exists(memo, tool: str, args: dict) -> None:
 def recall(memo, args: dict, ctx: GitContext) -> dict:
     from captain_memo.presentation.outbound import redacted_recall
     from captain_memo.presentation.views import locate_hits, recall_json
-    from captain_memo.records import RecallRequest
+    from captain_memo.requests import operations
 
-    result = memo.recall(
-        RecallRequest(
-            args["query"],
-            project=ctx.project,
-            branch=ctx.branch,
-            limit=args["limit"],
-            all_projects=args["all_projects"],
-        )
-    )
+    asked = {"query": args["query"], "limit": args["limit"], "all_projects": args["all_projects"]}
+    result = memo.recall(operations.recall_in(ctx, asked))
     found, redacted = redacted_recall(locate_hits(recall_json(result), ctx))
     scope = {"project": ctx.project, "branch": ctx.branch, "all_projects": args["all_projects"]}
     answer = recall_answer(found, scope, args.get("detail") or "compact", args["explain"])

@@ -86,6 +86,31 @@ class RecallRequest(
     FIELDS = fields.RECALL_FIELDS
     OP = "recall"
 
+    def engine_request(self, ctx: GitContext):
+        """The engine's record of this recall (records.RecallRequest), asked from ``ctx`` with this
+        request's project and branch over it: the one place a front end's recall becomes the
+        engine's, so every front end's limit, profile and ``how`` mean the same."""
+        from captain_memo import records
+
+        ctx = _with_overrides(ctx, self.project, self.branch)
+        return records.RecallRequest(
+            self.query,
+            project=ctx.project,
+            branch=ctx.branch,
+            limit=self.limit,
+            profile=self.profile,
+            all_projects=self.all_projects,
+            how=_surfacing(self.how),
+        )
+
+
+def recall_in(ctx: GitContext, data: dict):
+    """The engine's record of a recall asked by a front end that knows its git context already
+    (the editor's buffer, an agent's folder): ``data`` (RecallRequest's fields, ``cwd`` left out)
+    checked as every recall request is (RecallRequest.from_json), or InputError naming the first
+    wrong field."""
+    return RecallRequest.from_json({"cwd": ctx.root or ".", **data}).engine_request(ctx)
+
 
 class RememberRequest(
     _Request,
@@ -122,9 +147,13 @@ def git_lookup(folder: str, fresh: bool = True):
 
 
 def _context(lookup: ContextLookup, cwd: str, project: str | None, branch: str | None, fresh: bool):
+    return _with_overrides(lookup(cwd, fresh), project, branch)
+
+
+def _with_overrides(ctx: GitContext, project: str | None, branch: str | None) -> GitContext:
     from captain_memo.base.git_context import with_overrides
 
-    return with_overrides(lookup(cwd, fresh), project, branch)
+    return with_overrides(ctx, project, branch)
 
 
 def _surfacing(how: str):
@@ -140,23 +169,11 @@ def recall(memo, request: RecallRequest, lookup: ContextLookup = git_lookup, fol
     """A search from ``request.cwd``: the hits as doc/json.md shows them, and the project searched.
     ``followed``: an engine follows the repositories (hosting/watcher.py), so a change question's
     answer is not checked against the repository's newer commits."""
-    from captain_memo import records
     from captain_memo.presentation.views import recall_json
 
     request = request.checked()
     ctx = _context(lookup, request.cwd, request.project, request.branch, fresh=False)
-    result = memo.recall(
-        records.RecallRequest(
-            request.query,
-            project=ctx.project,
-            branch=ctx.branch,
-            limit=request.limit,
-            profile=request.profile,
-            all_projects=request.all_projects,
-            how=_surfacing(request.how),
-        ),
-        team=request.team,
-    )
+    result = memo.recall(request.engine_request(ctx), team=request.team)
     answer = recall_json(result, time.time())
     stale = "" if followed else memo.stale_notice(ctx.root, ctx.project, ctx.branch, request.query)
     if stale:  # the answer about changes may miss the newest ones: it says so

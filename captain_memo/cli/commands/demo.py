@@ -9,7 +9,6 @@ from pathlib import Path
 from captain_memo.cli.commands.importer import read_records
 from captain_memo.cli.commands.recall import render
 from captain_memo.presentation.views import recall_json
-from captain_memo.records import RecallRequest
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample_notes.jsonl"
 DEMO_QUERY = "get_effective_contract_price rounding"
@@ -23,7 +22,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from captain_memo.base.git_context import GitContext
     from captain_memo.memo import Memo
+    from captain_memo.requests.operations import recall_in
+
+    no_repository = GitContext(None, None, None, None)  # the sample notes belong to no project
 
     query = " ".join(args.query) or DEMO_QUERY
     with tempfile.TemporaryDirectory(prefix="captain-memo-demo-") as folder:
@@ -33,6 +36,6 @@ def run(args) -> int:
                 f"loaded {added} sample notes into a temporary store (embedded offline with {memo.embedder.model_id})"
             )
             print(f"\n$ captain-memo recall --explain --branch {args.branch} {query!r}\n")
-            result = memo.recall(RecallRequest(query, branch=args.branch))
+            result = memo.recall(recall_in(no_repository, {"query": query, "branch": args.branch}))
             print(render(recall_json(result, time.time()), explain=True))
     return 0
