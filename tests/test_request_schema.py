@@ -119,3 +119,14 @@ def test_no_front_end_builds_a_recall_request_by_hand():
                     if name == "RecallRequest":
                         built.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert built == []
+
+
+def test_a_memorys_resource_uri_takes_every_id_the_tools_take():
+    """The URI's pattern took 18 digits while the tools' ids take 19: one pattern now."""
+    from captain_memo.mcpserver.mcp_server import MEMORY_URI
+
+    for memory_id in ("1", "t12", str(fields.MAX_ID), "1" + "0" * 18):
+        assert MEMORY_URI.match(f"captain-memo://memory/{memory_id}")[1] == memory_id
+        assert checked_arguments(TOOLS["forget"], {"id": memory_id})["id"] == memory_id
+    for wrong in ("0", "1" + "0" * 19, "12:310", "t", "12a"):
+        assert MEMORY_URI.match(f"captain-memo://memory/{wrong}") is None

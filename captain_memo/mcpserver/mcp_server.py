@@ -40,7 +40,8 @@ from captain_memo.requests import agent_calls, operations
 log = logging.getLogger("captain_memo")
 REQUEST_KEY = "captain-memo/request-key"  # hosting/relay.py puts it in a tools/call's _meta
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
-MEMORY_URI = re.compile(r"^captain-memo://memory/(t?[1-9]\d{0,17})$")  # "12", or "t12" in the team store
+# A memory's URI names it by the id every tool takes (fields.ID_PATTERN): "12", or "t12" in the team store.
+MEMORY_URI = re.compile(f"^captain-memo://memory/({fields.ID_PATTERN.strip('^$')})$")
 # A client that declares roots but never answers must not hold up every first call for long.
 ROOTS_TIMEOUT_S = 5.0
 INSTRUCTIONS = (
