@@ -54,6 +54,38 @@ def test_a_replaced_store_file_is_reopened(db_file, tmp_path):
         warm.close()
 
 
+def test_a_recalls_tide_record_waits_for_the_next_write(db_file, tmp_path, monkeypatch):
+    """Tide's record of a recall is no write of its own right behind the recall: that write met a
+    backup being copied over the store (`cp` writes the file in pieces) and mixed two stores' pages.
+    It goes with the next write, or at closing (or after TIDE_WAIT, set out of reach here)."""
+    import sqlite3
+    from contextlib import closing
+
+    from captain_memo.hosting import warm_memo
+
+    monkeypatch.setattr(warm_memo, "TIDE_WAIT", 3600.0)
+
+    def surfaced(memory_id: int):
+        with closing(sqlite3.connect(db_file)) as conn:
+            return conn.execute("SELECT last_surfaced FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+
+    warm = WarmMemo(db_file, lambda path: Memo.open(path, HashEmbedder()))
+    ask = RecallRequest("zanzibar tenant cache", cwd=str(tmp_path))
+    try:
+        saved = warm.remember(RememberRequest("The zanzibar cache key includes the tenant id.", cwd=str(tmp_path)))
+        before = surfaced(saved["id"])
+        assert warm.recall(ask)["hits"][0]["id"] == saved["id"]
+        warm._writer.submit(lambda: None).result()  # the writer has run whatever the recall queued
+        assert surfaced(saved["id"]) == before, "the recall wrote its Tide record on its own"
+        warm.remember(RememberRequest("An unrelated note about the build.", cwd=str(tmp_path)))
+        after_write = surfaced(saved["id"])
+        assert after_write != before, "the next write did not take the recall's Tide record with it"
+        warm.recall(ask)
+    finally:
+        warm.close()
+    assert surfaced(saved["id"]) != after_write, "closing dropped a recall's Tide record"
+
+
 def test_the_holder_gives_freed_memory_back_once_idle(db_file, tmp_path, monkeypatch):
     """glibc keeps what a thread freed in that thread's arena: a 720 KB remember left a holder
     ~160 MB larger for its life, the warm-up 63 MB (doc/benchmarks.md section 15). Once no call

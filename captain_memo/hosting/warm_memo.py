@@ -12,7 +12,10 @@ write the WAL is checkpointed, so the file alone is complete whenever nothing is
 
 Concurrency: reads (recall) run at once on a small pool of threads; writes run one at a time on
 their own thread, so a recall never waits behind a long remember. Tide's bookkeeping of a recall
-is a write too: it is queued behind the writes rather than making the recall wait for the lock.
+is a write too: it is kept aside (the recall does not wait for the lock) and written with the next
+write, or when recalls have been recorded for ``TIDE_WAIT`` seconds, in one transaction: a write
+the user did not ask for, running just after each recall, was what met a backup being copied over
+the store (`cp` writes the file in pieces; a write between them mixes two stores' pages).
 Reopening takes the gate alone, waiting for the calls in flight. Each thread keeps its own SQLite
 connection, so the connection count is fixed by the pool sizes, however many clients call.
 Each read is marked in flight while it runs (``Memo.reading``): a long embedding waits for the
@@ -37,6 +40,9 @@ from captain_memo.requests import operations
 
 log = logging.getLogger("captain_memo")
 READERS = 3  # recalls served at once; more would only share two cores more thinly
+# How long recalls' Tide records wait for a write to join: Tide moves by days, so a few seconds
+# change no ranking; one transaction for a burst of recalls, and no write right behind each.
+TIDE_WAIT = 5.0
 
 
 def open_memory_indexed(path: Path):
@@ -109,6 +115,9 @@ class WarmMemo:
         self._following = ThreadPoolExecutor(max_workers=1, thread_name_prefix="captain-memo-follow")
         self._closed = threading.Event()
         self._idle = IdleTrim(settled=self._settled)
+        self._tide: list[tuple[Any, Callable[[], Any]]] = []  # (the Memo it is of, its record)
+        self._tide_lock = threading.Lock()
+        self._tide_timer: threading.Timer | None = None
 
     # -- the calls ------------------------------------------------------------------------
 
@@ -153,6 +162,13 @@ class WarmMemo:
     def close(self) -> None:
         self._closed.set()
         self._readers.shutdown(wait=True)
+        with self._tide_lock:
+            if self._tide_timer is not None:
+                self._tide_timer.cancel()
+        try:
+            self._writer.submit(self._record_tide)  # what the recalls kept aside, behind the last writes
+        except RuntimeError:  # closed before
+            pass
         self._writer.shutdown(wait=True)
         self._embedding.shutdown(wait=True)
         self._following.shutdown(wait=True)
@@ -182,6 +198,8 @@ class WarmMemo:
                 with self._gate.shared():
                     if memo is not self._memo:  # reopened between the check and here: check again
                         continue
+                    if write:
+                        self._write_tide(memo)  # one transaction's wait and one checkpoint for both
                     with memo.reading() if read else nullcontext():  # a read: long embeddings wait for it
                         result = work(memo)
                     if write:  # committed: a checkpoint that fails (a full disk) is a warning
@@ -227,23 +245,52 @@ class WarmMemo:
             return memo
 
     def _defer(self, memo, job: Callable[[], Any]) -> None:
-        try:
-            self._writer.submit(self._quietly, memo, job)
-        except RuntimeError:  # closing: the writer takes no more work; a recall's Tide record is dropped
-            log.info("closing: a recall was not recorded for Tide")
+        """Keep a recall's Tide record aside for the next write, or for ``TIDE_WAIT`` seconds."""
+        with self._tide_lock:
+            if self._closed.is_set():
+                log.info("closing: a recall was not recorded for Tide")
+                return
+            self._tide.append((memo, job))
+            if self._tide_timer is None:
+                self._tide_timer = threading.Timer(TIDE_WAIT, self._tide_due)
+                self._tide_timer.daemon = True
+                self._tide_timer.start()
 
-    def _quietly(self, memo, job: Callable[[], Any]) -> None:
-        """A deferred write (Tide's bookkeeping) of ``memo``: logged, never raised, skipped once
-        that store is closed (its ids would name other memories in a store opened since)."""
+    def _tide_due(self) -> None:
+        with self._tide_lock:
+            self._tide_timer = None
         try:
-            with self._gate.shared():
-                # Checked again here, not only when the recall ran: a backup copied over the store
-                # since then would take this record in its old page cache and be damaged by it.
-                if memo is self._memo and not memo.file_moved():
-                    job()
-                    memo.checkpoint()  # an empty WAL: a file copied over the store is noticed
+            self._writer.submit(self._record_tide)
+        except RuntimeError:  # closing: close() submitted the last one
+            pass
+
+    def _record_tide(self) -> None:
+        with self._gate.shared():
+            memo = self._memo
+            if memo is not None and self._write_tide(memo):
+                problem = memo.checkpoint()
+                if problem:
+                    log.warning("recalls recorded for Tide, but %s", problem)
+
+    def _write_tide(self, memo) -> bool:
+        """Write the Tide records kept aside for ``memo``, the store held now (under the gate);
+        True when any was written. Logged, never raised; records of a store closed since are
+        dropped (their ids would name other memories in the one opened since), and so are all of
+        them when the file was copied over since (they would be written from the old page cache)."""
+        with self._tide_lock:
+            pending, self._tide = self._tide, []
+        jobs = [job for owner, job in pending if owner is memo]
+        if not jobs:
+            return False
+        try:
+            if memo.file_moved():
+                log.info("the store changed under its recalls: %d not recorded for Tide", len(jobs))
+                return False
+            for job in jobs:
+                job()
         except Exception as exc:
-            log.warning("recording a recall for Tide failed: %s", exc)
+            log.warning("recording recalls for Tide failed: %s", exc)
+        return True
 
     def context(self, folder: str, fresh: bool, share_worktrees: bool = True):
         """The git context of ``folder`` (cached while its HEAD is unchanged unless ``fresh``)."""
