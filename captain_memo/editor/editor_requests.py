@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from captain_memo.base import secrets
+from captain_memo.base import fields, secrets
 from captain_memo.base.git_context import GitContext
 from captain_memo.base.git_context_cache import ContextCache
 from captain_memo.errors import CaptainMemoError, InputError, StoreError, UnknownRequestError
@@ -54,7 +53,6 @@ from captain_memo.requests.operations import REQUEST_KEY_PREFIX, new_request_key
 log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
 HINT_LIMIT = 50
-REQUEST_KEY = re.compile("[0-9a-f]{32}")
 LOOKUPS = {"recall", "changes", "hint", "check"}  # read only: beside the writes; nothing to keep when Neovim is gone
 
 
@@ -106,12 +104,8 @@ def _keyed(request: dict) -> dict:
 
 
 def _request_key(args: dict) -> str | None:
-    key = args.get("request_key")
-    if key is None:
-        return None
-    if not isinstance(key, str) or not REQUEST_KEY.fullmatch(key):
-        raise InputError("request_key must be 32 hex digits")
-    return key
+    """The save's request key (32 hex digits), or None: the rule a command's remember meets."""
+    return fields.checked_value("request_key", fields.REMEMBER_FIELDS["request_key"], args.get("request_key"))
 
 
 def _ref_json(ref: MemoryRef) -> int | str:
