@@ -22,9 +22,11 @@ NOT_NEEDED = (
     "captain_memo.base.kinds",
     "captain_memo.config",
     "logging",
-    # A plain command line is read without argparse (cli/plain_args.py), and nothing needs typing.
+    # A plain command line is read without argparse (cli/plain_args.py); nothing needs typing, and
+    # the store and its socket are named by strings (pathlib brings urllib.parse and ipaddress).
     "argparse",
     "typing",
+    "pathlib",
 )
 PROBE = (
     "import sys\nfrom captain_memo.cli.main import main\ncode = main(['recall', 'zanzibar tenant'])\n"
@@ -36,7 +38,9 @@ def test_a_warm_recall_imports_no_request_record_or_settings(service_env):
     assert cli("remember", "The zanzibar cache key includes the tenant id.", env=service_env).returncode == 0
     asked = status(service_env)["requests"]
     done = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        # -S: without site, whose .pth files are the virtualenv's, not the command's (an editable
+        # install's path finder imports pathlib in every interpreter; a wheel's install has none).
+        [sys.executable, "-S", "-c", PROBE],
         env={**os.environ, **service_env},
         capture_output=True,
         text=True,

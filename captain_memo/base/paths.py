@@ -5,22 +5,38 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
+
+# pathlib is imported only where a Path is asked for: the thin path asks for db_file, a string.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ENV_PREFIX = "CAPTAIN_MEMO_"
 
 
 def data_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
+    from pathlib import Path
+
+    return Path(_data_folder(os.environ if env is None else env))
+
+
+def _data_folder(env: Mapping[str, str]) -> str:
     if env.get(ENV_PREFIX + "HOME"):
-        return Path(env[ENV_PREFIX + "HOME"]).expanduser()
-    xdg = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg).expanduser() / "captain-memo"
+        return os.path.expanduser(env[ENV_PREFIX + "HOME"])
+    xdg = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(os.path.expanduser(xdg), "captain-memo")
 
 
 def db_path(env: Mapping[str, str] | None = None) -> Path:
     """``CAPTAIN_MEMO_DB`` (a file), else ``CAPTAIN_MEMO_HOME/memo.db``, else the XDG data folder."""
+    from pathlib import Path
+
+    return Path(db_file(env))
+
+
+def db_file(env: Mapping[str, str] | None = None) -> str:
+    """``db_path`` as a string, found without pathlib: the command line's thin path."""
     env = os.environ if env is None else env
     if env.get(ENV_PREFIX + "DB"):
-        return Path(env[ENV_PREFIX + "DB"]).expanduser()
-    return data_home(env) / "memo.db"
+        return os.path.expanduser(env[ENV_PREFIX + "DB"])
+    return os.path.join(_data_folder(env), "memo.db")

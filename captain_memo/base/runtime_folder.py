@@ -13,10 +13,15 @@ from __future__ import annotations
 import os
 import stat
 import zlib
-from pathlib import Path
 
 from captain_memo.base.paths import ENV_PREFIX
 from captain_memo.errors import CaptainMemoError
+
+# pathlib is imported only where a Path is asked for: it costs the command line's thin path, which
+# names its socket with socket_file, ~3 ms (urllib.parse and ipaddress come with it).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SERVICE_ENV = ENV_PREFIX + "SERVICE"  # 0 / off: every command runs in its own process
 IDLE_ENV = ENV_PREFIX + "SERVICE_IDLE"  # seconds without a request before the service exits
@@ -70,20 +75,32 @@ def _positive_seconds(env, name: str, default: float) -> float:
 
 def runtime_dir(env=None) -> Path:
     """``CAPTAIN_MEMO_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/captain-memo``, else /tmp/captain-memo-UID."""
+    from pathlib import Path
+
+    return Path(_runtime_folder(env))
+
+
+def _runtime_folder(env) -> str:
     env = os.environ if env is None else env
     if env.get(RUNTIME_ENV):
-        return Path(env[RUNTIME_ENV]).expanduser().absolute()
+        return os.path.abspath(os.path.expanduser(env[RUNTIME_ENV]))
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isdir(xdg):
-        return Path(xdg) / "captain-memo"
-    return Path("/tmp") / f"captain-memo-{os.getuid()}"
+        return os.path.join(xdg, "captain-memo")
+    return f"/tmp/captain-memo-{os.getuid()}"
 
 
 def private_dir(env=None) -> Path:
     """The runtime folder, created 0700; refused when it is a link, another user's, or open to others."""
-    folder = runtime_dir(env)
+    from pathlib import Path
+
+    return Path(_private_folder(env))
+
+
+def _private_folder(env) -> str:
+    folder = _runtime_folder(env)
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         info = os.lstat(folder)
     except OSError as exc:
         raise UnsafeRuntimeError(f"cannot create the service folder {folder}: {exc.strerror}") from None
@@ -117,6 +134,7 @@ def team_identity(env) -> str:
     if not env.get(ENV_PREFIX + "TEAM_DB"):
         return ""
     import hashlib
+    from pathlib import Path
 
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     files = [
@@ -135,10 +153,17 @@ def team_identity(env) -> str:
 
 
 def socket_path(db: str | os.PathLike, env=None) -> Path:
-    return private_dir(env) / f"{service_key(db, env)}.sock"
+    from pathlib import Path
+
+    return Path(socket_file(db, env))
 
 
-def check_socket(path: Path) -> bool:
+def socket_file(db: str | os.PathLike, env=None) -> str:
+    """``socket_path`` as a string, found without pathlib: the command line's thin path."""
+    return os.path.join(_private_folder(env), f"{service_key(db, env)}.sock")
+
+
+def check_socket(path: str | os.PathLike) -> bool:
     """True when ``path`` is a socket this user owns and only this user can open; False when there
     is nothing there. Anything else is refused: another user's socket would see every query."""
     try:

@@ -4,7 +4,7 @@ both ask through here."""
 
 from __future__ import annotations
 
-from captain_memo.base.paths import db_path
+from captain_memo.base.paths import db_file, db_path
 
 
 def open_memo(args, embedder=None):
@@ -42,4 +42,4 @@ def _ask_service(args, op: str, request: dict) -> dict | None:
     from captain_memo.hosting.client import call
 
     # Absolute: the service runs in another folder.
-    return call(op, request, os.path.abspath(os.path.expanduser(str(args.db or db_path()))))
+    return call(op, request, os.path.abspath(os.path.expanduser(str(args.db or db_file()))))

@@ -1,7 +1,8 @@
 """The command line's side of the warm service: send a request, starting the service if needed.
 
 This is the thin path: it imports the standard library's socket and json and nothing heavy (no
-numpy, SQLite, onnxruntime or git; tests/test_service.py checks). ``call`` returns None whenever
+numpy, SQLite, onnxruntime or git; tests/test_service.py checks), nor pathlib (~3 ms; it names the
+socket with runtime_folder.socket_file). ``call`` returns None whenever
 the work should run in the caller's own process instead: the service is switched off, its folder
 or socket is not private, or it cannot be started; the command then runs cold, as before.
 """
@@ -12,12 +13,15 @@ import os
 import socket
 import sys
 import time
-from pathlib import Path
 
 from captain_memo.base import runtime_folder
 from captain_memo.errors import CaptainMemoError
 from captain_memo.hosting import wire
 from captain_memo.hosting.build import build_id, code_id
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # A first start imports the engine (~1 s on an idle machine, several on a busy one) before the
 # socket exists; past this, the command runs in its own process rather than wait longer.
@@ -29,7 +33,7 @@ SERVE = (
     "import sys; root = sys.argv.pop(1); root in sys.path or sys.path.insert(0, root); "
     "from captain_memo.hosting.socket_server import main; sys.exit(main())"
 )
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 # The service takes a request at once (its reading threads never wait for the engine): one
 # that has not within this is stopped (SIGSTOP), stuck or swapping, and the command runs here.
 ACCEPT_TIMEOUT = runtime_folder.accept_seconds()  # CAPTAIN_MEMO_SERVICE_ACCEPT, 5 s
@@ -79,7 +83,7 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
     if not runtime_folder.enabled(env):
         return None
     try:
-        path = runtime_folder.socket_path(db, env)
+        path = runtime_folder.socket_file(db, env)
         started = False
         for _ in range(2):  # once more when a service exiting for idleness dropped the request unread
             sock = connect(path)
@@ -183,6 +187,8 @@ def control(op: str, db: str | os.PathLike, env=None) -> dict | None:
 
 def lock_pid(path: Path) -> int | None:
     """The pid the serving process wrote in the socket's lock file (a service or an editor's host)."""
+    from pathlib import Path
+
     try:
         return int(Path(f"{path}.lock").read_text().strip())
     except (OSError, ValueError):
@@ -191,6 +197,8 @@ def lock_pid(path: Path) -> int | None:
 
 def service_pid(path: Path) -> int | None:
     """The pid in the lock file, when that process is a captain-memo service (never an editor)."""
+    from pathlib import Path
+
     pid = lock_pid(path)
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes() if pid is not None else b""
@@ -202,6 +210,7 @@ def service_pid(path: Path) -> int | None:
 def _end(pid: int) -> str:
     """End a service that does not answer: SIGTERM (with SIGCONT, for a stopped one), then SIGKILL."""
     import signal
+    from pathlib import Path
 
     for sig in (signal.SIGTERM, signal.SIGCONT):
         os.kill(pid, sig)
@@ -214,13 +223,15 @@ def _end(pid: int) -> str:
 
 
 def _zombie(pid: int) -> bool:
+    from pathlib import Path
+
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
 
 
-def connect(path: Path) -> socket.socket | None:
+def connect(path: str | Path) -> socket.socket | None:
     if not runtime_folder.check_socket(path):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -236,11 +247,11 @@ def connect(path: Path) -> socket.socket | None:
     return sock
 
 
-def _start(path: Path, db, env, _say) -> socket.socket | None:
+def _start(path: str | Path, db, env, _say) -> socket.socket | None:
     """Start a service for ``db`` and connect to it; None when it does not come up in time."""
     import subprocess
 
-    log = open(path.with_suffix(".log"), "ab")  # noqa: SIM115 - handed to the child
+    log = open(os.path.splitext(path)[0] + ".log", "ab")  # noqa: SIM115 - handed to the child
     os.chmod(log.name, 0o600)
     try:
         child = subprocess.Popen(
@@ -250,7 +261,7 @@ def _start(path: Path, db, env, _say) -> socket.socket | None:
             stderr=log,
             env=dict(env),
             # The working folder comes first on sys.path: the private folder holds no modules.
-            cwd=path.parent,
+            cwd=os.path.dirname(path),
             start_new_session=True,
         )
     finally:
