@@ -100,6 +100,9 @@ class RankConfig:
     # A section of an indexed file whose heading path holds a rare word of the query is weighed this
     # much (ranking/coverage.py heading_words); 1 leaves headings to the legs.
     heading_weight: float = 1.0
+    # The keyword leg takes its candidates per kind: the top candidates_per_leg of curated text and
+    # as many observations, so commits cannot crowd the docs out of the pool (store/search.py).
+    pool_per_kind: bool = False
 
 
 PROFILES: dict[str, RankConfig] = {
@@ -127,6 +130,7 @@ PROFILES: dict[str, RankConfig] = {
         rare_words_floor=True,
         kind_prior=0.6,
         heading_weight=1.2,
+        pool_per_kind=True,
         recency_anchor="newest",
         recency_span_share=0.33,
         temporal_pool=25,

@@ -147,3 +147,35 @@ def test_keyword_scores_are_min_max_normalised(engine):
     assert all(h.bm25 > 0 for h in engine.recall("ledger", legs=("keyword",), record=False).hits)
     single = engine.recall("quarterly", legs=("keyword",), record=False)
     assert [(h.memory.id, h.keyword) for h in single.hits] == [(c, 1.0)]
+
+
+def test_commits_sharing_a_docs_words_leave_it_its_place_in_the_keyword_pool(engine):
+    """Short commit messages dense with a doc section's words outrank it on bm25, and enough of them
+    filled the keyword leg's every place: under v3 the leg takes curated text and observations apart,
+    so the section that answers stays a candidate (store/search.py, PER_KIND_DEPTH)."""
+    from dataclasses import replace
+
+    from captain_memo.config import PROFILES
+    from captain_memo.records import Leg
+
+    section = (
+        "Rerunning only failures: with the last-failed option, a run starts from the tests that failed "
+        "before and skips every other one, so a long suite is quick to run again while its fixes are made; "
+        "the first-failed option runs those first and all others after them, in their usual order."
+    )
+    commits = [f"cache: rerun failed tests from the cache, case {i}" for i in range(30)]
+    commits += [f"docs: fix a typo in chapter {i}" for i in range(60)]  # so the shared words are not common
+    engine.remember_many(
+        [NewMemory(body=section, title="Rerunning only failures")]
+        + [NewMemory(body=text, kind="observation") for text in commits]
+    )
+    query = "rerun failed tests"
+
+    def keyword_pool(cfg) -> list[str]:
+        hits, _, _ = engine.leg_hits(query, Scope(None), cfg, (Leg.KEYWORD,))
+        return [hits.rows[chunk_id][1].kind for chunk_id in hits.keyword or {}]
+
+    v3 = replace(PROFILES["v3"], candidates_per_leg=10)
+    assert keyword_pool(replace(v3, pool_per_kind=False)) == ["observation"] * 10, "the commits fill the pool"
+    kinds = keyword_pool(v3)
+    assert kinds.count("memory") == 1 and kinds.count("observation") == 10

@@ -456,6 +456,7 @@ def test_legacy_profile_values_are_frozen():
         "rare_words_floor": False,
         "kind_prior": 1.0,
         "heading_weight": 1.0,
+        "pool_per_kind": False,
     }
 
 

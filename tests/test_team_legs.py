@@ -125,6 +125,24 @@ def test_newest_of_a_topic_alike(both_stores):
             )
 
 
+def test_curated_text_and_observations_take_their_places_apart_alike(both_stores):
+    local, team = both_stores
+    for store in (local, team):
+        for i in range(6):
+            text = f"retry the payment gateway call, attempt {i}"
+            store.add(NewMemory(body=text, kind="observation", project="a", created_at=6000.0 + i), [text], None)
+    for query in ("retry the payment gateway", "ledger write", "nothing matches this zyzzyva"):
+        match = fts_match(query, True)
+        for scope in SCOPES:
+            expected = keyword_leg(local, match, scope, 2, per_kind=True)
+            same_ranking(keyword_leg(team, match, scope, 2, per_kind=True), expected, ordered=False)
+            observed = local.observation_chunks(list(expected))
+            assert observed == team.observation_chunks(list(expected)) and len(observed) <= 2
+            assert len(expected) - len(observed) <= 2
+    kept = keyword_leg(local, fts_match("retry the payment gateway", True), Scope("a"), 2, per_kind=True)
+    assert len(kept) == 4 and len(local.observation_chunks(list(kept))) == 2, "two of each kind"
+
+
 def test_vector_leg_equals_sqlite_vec_exact(both_stores):
     from captain_memo.store.postgres.vectors import PgVectorIndex
 

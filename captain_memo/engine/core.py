@@ -400,7 +400,9 @@ class Engine:
         if Leg.VECTOR in legs:
             jobs[Leg.VECTOR.value] = self._pool.submit(self._vector_leg, query, scope, k)
         if Leg.KEYWORD in legs:
-            jobs[Leg.KEYWORD.value] = self._pool.submit(self._keyword_leg, match, scope, k, newest or [])
+            jobs[Leg.KEYWORD.value] = self._pool.submit(
+                self._keyword_leg, match, scope, k, newest or [], cfg.pool_per_kind
+            )
         found, failures = {}, {}
         for leg, job in jobs.items():
             try:
@@ -425,7 +427,7 @@ class Engine:
         unnamed = unheld_names(asked, (text for text, _ in rows.values())) if asked else ()
         if unnamed and keyword_hits is not None:  # a part of a name nothing holds is no evidence
             match = fts_match(without_names(query, unnamed), cfg.keyword_identifier_parts)
-            keyword_hits, match = self._keyword_leg(match, scope, k, newest or [])
+            keyword_hits, match = self._keyword_leg(match, scope, k, newest or [], cfg.pool_per_kind)
             vector_hits = found.get("vector", ({}, None))[0]
             if union:
                 vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
@@ -437,9 +439,9 @@ class Engine:
             rows = {c: row for c, row in rows.items() if c in vector_hits or c in keyword_hits}
         return StoreHits(LOCAL, vector_hits, keyword_hits, rows, unnamed), tuple(found), failures
 
-    def _keyword_leg(self, match: str | None, scope: Scope, k: int, newest: list[int]):
+    def _keyword_leg(self, match: str | None, scope: Scope, k: int, newest: list[int], per_kind: bool = False):
         match = selective_match(self.store, match, STOPWORDS)  # common words left out at scale (store/search.py)
-        hits = keyword_leg(self.store, match, scope, k)
+        hits = keyword_leg(self.store, match, scope, k, per_kind)  # per kind: commits cannot crowd out the docs
         extra = [chunk_id for chunk_id in newest if chunk_id not in hits]
         scored = keyword_scores(self.store, match, extra)
         # One whose topic word was too common to search (selective_match) still joins, at 0.

@@ -57,6 +57,7 @@ V3_SWITCHES: dict[str, dict] = {
     "heading weight": {"heading_weight": 1.0},
     "names whole": {"names_whole": False},
     "rare words floor": {"rare_words_floor": False},
+    "pool per kind": {"pool_per_kind": False},
 }
 # Settings v3 leaves off, measured switched on.
 V3_VARIANTS: dict[str, dict] = {

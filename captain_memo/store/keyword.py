@@ -53,6 +53,18 @@ class KeywordSearch(Database):
         ranked.close()
         return found
 
+    def observation_chunks(self, chunk_ids: Sequence[int]) -> set[int]:
+        """Those of ``chunk_ids`` that are part of an observation (a commit, a capture)."""
+        if not chunk_ids:
+            return set()
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.conn.execute(
+            "SELECT c.id FROM chunks c JOIN memories m ON m.id = c.memory_id"
+            f" WHERE c.id IN ({marks}) AND m.kind = 'observation'",
+            list(chunk_ids),
+        )
+        return {chunk_id for (chunk_id,) in rows}
+
     def chunk_estimate(self) -> int:
         """About how many chunks there are: the highest id, O(log n), where count(*) reads them all."""
         return self.conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()[0]

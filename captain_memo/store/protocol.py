@@ -213,6 +213,10 @@ class MemoryStore(Protocol):
         """How many chunks hold ``phrase``, counting no further than ``cap``."""
         ...
 
+    def observation_chunks(self, chunk_ids: Sequence[int]) -> set[int]:
+        """Those of ``chunk_ids`` that are part of an observation (the keyword leg's kinds)."""
+        ...
+
     def chunk_estimate(self) -> int:
         """About how many chunks a search reads, found without counting them."""
         ...

@@ -186,6 +186,17 @@ class TeamKeywordSearch:
         sql, params = bm25_sql(parsed, "h.id = ANY(%s)", [list(chunk_ids)], None)
         return {chunk_id: score for chunk_id, score, _, _ in self.fetch(sql, params)}
 
+    def observation_chunks(self, chunk_ids: Sequence[int]) -> set[int]:
+        """Those of ``chunk_ids`` that are part of an observation (a commit, a capture)."""
+        if not chunk_ids:
+            return set()
+        rows = self.fetch(
+            "SELECT c.id FROM chunks c JOIN memories m ON m.id = c.memory_id"
+            " WHERE c.id = ANY(%s) AND m.kind = 'observation'",
+            (list(chunk_ids),),
+        )
+        return {chunk_id for (chunk_id,) in rows}
+
     def phrase_rows_up_to(self, phrase: str, cap: int) -> int:
         """How many chunks hold ``phrase`` (one quoted phrase), counting no further than ``cap``."""
         parsed = self.tokenizer.parse(phrase)
