@@ -43,6 +43,7 @@ def show_a_part(db, repo, env: dict) -> dict:
             compact = await client.call_tool("recall", {"query": "TempPathFactory"})
             out["compact"], out["compact_text"] = compact.structured_content["hits"][0], compact.content[0].text
             out["part"] = await client.call_tool("show", {"id": top["part"]})
+            out["whole"] = await client.call_tool("show", {"id": top["part"], "whole": True})
             out["outside"] = await client.call_tool("show", {"id": f"{top['id']}:2"})
             out["not_a_line"] = await client.call_tool("show", {"id": f"{top['id']}:abc"})
             out["plain"] = await client.call_tool("show", {"id": top["id"]})
@@ -51,7 +52,7 @@ def show_a_part(db, repo, env: dict) -> dict:
     return run(body)
 
 
-def check_the_part_comes_first(out: dict) -> None:
+def check_the_part_alone_then_the_whole_when_asked(out: dict) -> None:
     top = out["top"]
     start = top["lines"][0]
     assert top["title"] == "Guide > Deprecations and removals > tmp_path_factory"
@@ -64,15 +65,23 @@ def check_the_part_comes_first(out: dict) -> None:
     assert not part.is_error, part.content[0].text
     chunk = part.structured_content["chunk"]
     assert chunk["line_start"] == start and "Return a TempPathFactory instance" in chunk["text"]
-    assert part.structured_content["id"] == top["id"] and "Paragraph 29:" in part.structured_content["body"]
+    # The part and its place, not the whole section after it: the text and the data say the same.
+    assert part.structured_content["id"] == top["id"] and "body" not in part.structured_content
     text = part.content[0].text
-    head, whole = text.split("── the whole memory: doc/guide.md:", 1)
+    assert f"guide.md:{start}-" in text and "Return a TempPathFactory instance" in text
+    assert "Paragraph 1:" not in text and "── the whole memory:" not in text
+    assert text.endswith(f"── show {top['id']} (or this id with whole: true) for the whole memory ──")
+    # Asked for, the whole memory follows its part, in the text and the data.
+    whole = out["whole"]
+    assert whole.structured_content["chunk"] == chunk and "Paragraph 1:" in whole.structured_content["body"]
+    head, body = whole.content[0].text.split("── the whole memory: doc/guide.md:", 1)
     assert f"guide.md:{start}-" in head and "Return a TempPathFactory instance" in head
-    assert "Paragraph 1:" not in head and "Paragraph 1:" in whole, "the part first, then the memory"
+    assert "Paragraph 1:" not in head and "Paragraph 1:" in body, "the part first, then the memory"
 
     assert out["outside"].is_error and "line 2 is not in it" in out["outside"].content[0].text
     assert out["not_a_line"].is_error and "12:310" in out["not_a_line"].content[0].text
     assert not out["plain"].is_error and "chunk" not in out["plain"].structured_content
+    assert "Paragraph 29:" in out["plain"].structured_content["body"], "an id without a line opens it whole"
 
     spec = out["tools"]["show"].input_schema["properties"]["id"]
     assert re.fullmatch(spec["pattern"], "12:310") and re.fullmatch(spec["pattern"], "t12:310")
@@ -84,7 +93,7 @@ def test_show_opens_a_memory_at_the_part_a_recall_hit_names(tmp_path):
     repo = make_repo(tmp_path)
     db = tmp_path / "memo.db"
     index_guide(repo, {"CAPTAIN_MEMO_DB": str(db)})
-    check_the_part_comes_first(show_a_part(db, repo, {}))
+    check_the_part_alone_then_the_whole_when_asked(show_a_part(db, repo, {}))
 
 
 def test_the_warm_service_takes_a_part_id_too(tmp_path, service_env):
@@ -94,4 +103,4 @@ def test_the_warm_service_takes_a_part_id_too(tmp_path, service_env):
     out = show_a_part(db, repo, service_env)
     said = " ".join(block.text for block in out["part"].content)
     assert "own process" not in said, "the service answered, not an engine in the MCP process"
-    check_the_part_comes_first(out)
+    check_the_part_alone_then_the_whole_when_asked(out)

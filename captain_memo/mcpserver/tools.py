@@ -167,7 +167,7 @@ MEMORY_RESULT = {
     "id": _RESULT_ID,
     "kind": {"type": "string", "enum": list(KINDS)},
     "title": _STRING,
-    "body": _STRING,
+    "body": {"type": "string", "description": "The whole text; show opened at a part gives it only with whole."},
     "created_at": {"type": "number"},
     "updated_at": _maybe({"type": "number"}),
     "project": _maybe(_STRING),
@@ -241,12 +241,12 @@ SHOW = Tool(
     description=(
         "Read one memory in full by its id (from recall): the whole text, its source and whether "
         "it was superseded. An id with a line, such as 12:310, opens memory 12 at the part holding "
-        "line 310 of its file: that part first, then the whole memory. Opening it tells the ranker "
-        "it was useful, so it stays easy to find."
+        "line 310 of its file: that part and its place (heading path, lines), with whole: true the whole "
+        "memory after it. Opening it tells the ranker it was useful, so it stays easy to find."
     ),
     read_only=True,
     result=MEMORY_RESULT,
-    result_required=("id", "kind", "title", "body", "source", "superseded_by", "store"),
+    result_required=("id", "kind", "title", "source", "superseded_by", "store"),  # no body: a part alone
 )
 
 SUPERSEDE = Tool(

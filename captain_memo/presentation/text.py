@@ -279,7 +279,8 @@ def redaction_line(redacted: list[str]) -> str:
 
 def memory_text(data: dict) -> str:
     """A memory in full, as a model reads it (MCP ``show`` and resources); opened at a line
-    (``show 12:310``), the part holding it first."""
+    (``show 12:310``), the part holding it and its place, then the whole memory when it was asked
+    for (``body``)."""
     said = f"{redaction_line(data['redacted'])}\n" if data.get("redacted") else ""
     head = f"# {data['title']}\n{' · '.join(memory_meta(data))}\n{said}\n"
     part = data.get("chunk")
@@ -287,7 +288,7 @@ def memory_text(data: dict) -> str:
         return head + data["body"]
     # Rules, not headings: the part and the body are often Markdown with headings of their own.
     where = f"{data['source'].get('path') or ''}:{part['line_start']}-{part['line_end']}"
-    return (
-        f"{head}── {where} · {part['title']} ──\n{part['text']}\n\n"
-        f"── the whole memory: {data['source'].get('label')} ──\n{data['body']}"
-    )
+    shown = f"{head}── {where} · {part['title']} ──\n{part['text']}\n\n"
+    if "body" not in data:
+        return shown + f"── show {data['id']} (or this id with whole: true) for the whole memory ──"
+    return shown + f"── the whole memory: {data['source'].get('label')} ──\n{data['body']}"

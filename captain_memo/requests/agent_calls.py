@@ -177,7 +177,8 @@ def remember(memo, args: dict, ctx: GitContext, client: str | None, request_key:
 
 
 def show(memo, args: dict, ctx: GitContext) -> dict:
-    """A memory in full; opened at a line (``12:310``), with its part holding that line as ``chunk``."""
+    """A memory in full; opened at a line (``12:310``), its part holding that line as ``chunk``
+    and, only with ``whole``, the memory's ``body`` too (as the command line's ``show --whole``)."""
     from captain_memo.presentation.views import part_at
 
     memory_id, line = fields.id_and_line(args["id"], "show: id")
@@ -185,6 +186,8 @@ def show(memo, args: dict, ctx: GitContext) -> dict:
     data = memory_json(memory, ctx)
     if line is not None:
         data["chunk"] = part_at(memory, memo.chunk_texts(memory.ref), line)
+        if not args.get("whole"):  # the part is what was asked for: a long section's 1,500 lines only on demand
+            del data["body"]
     return data
 
 

@@ -80,7 +80,8 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {
             {"type": "string", "pattern": fields.PART_ID_PATTERN},  # a memory opened at a part too
             f"The memory's id, as recall gives it: {fields.PART_ID_HINT}.",
             required=True,
-        )
+        ),
+        "whole": Arg(fields.flag(), "With an id at a line (12:310): the whole memory too, after its part.", False),
     },
     "supersede": {
         "old": _id("The out-of-date memory's id."),
