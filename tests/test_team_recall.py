@@ -249,6 +249,7 @@ def test_a_hint_counts_the_memories_of_both_stores_apart(memo):
     memo.remember(NewMemory("get_effective_price rounds late"))
     memo.remember_team(NewMemory("get_effective_price is cached per contract"))
     assert memo.naming("get_effective_price", None, None, 10) == [1, "t1"]
+    assert memo.naming("rounds", None, None, 10) == [], "a plain word names nothing, whoever asks"
 
 
 def test_bm25_is_put_on_one_scale_per_store_before_the_union(tmp_path, hash_embedder):

@@ -368,18 +368,12 @@ class Engine:
             log.warning("newest observations of the topic: %s", self._describe_failure(exc))
             return []
 
-    def candidates(
-        self,
-        query: str,
-        scope: Scope,
-        cfg: RankConfig,
-        legs: tuple[Leg, ...] = BOTH_LEGS,
-        newest: list[int] | None = None,
-    ):
+    def candidates(self, query: str, scope: Scope, cfg: RankConfig, *legs_and_newest):
         """Run the legs concurrently, each catching its own error; build the candidate pool.
 
-        ``newest`` (chunk ids) join the keyword leg's hits, scored by bm25 like them."""
-        hits, answered, failures = self.leg_hits(query, scope, cfg, legs, newest)
+        ``legs_and_newest``: ``leg_hits``' ``legs`` and ``newest`` (chunk ids that join the keyword
+        leg's hits, scored by bm25 like them)."""
+        hits, answered, failures = self.leg_hits(query, scope, cfg, *legs_and_newest)
         return pool_of([hits], scale_keyword=not fusion_for(cfg).scores_union), answered, failures
 
     def leg_hits(
