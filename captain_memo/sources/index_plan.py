@@ -64,12 +64,7 @@ class IndexOutcome:
 
 
 def index(
-    memo: Indexing,
-    paths: Sequence[str] = (),
-    git: bool = False,
-    branch: str | None = None,
-    show_progress: bool = True,
-    max_commits: int | None = None,
+    memo: Indexing, paths: Sequence[str], git: bool, branch: str | None, show_progress: bool, max_commits: int | None
 ) -> IndexOutcome:
     """Named files or folders, else the configured note and skill folders; with ``git``, the
     repository's new commits too. InputError when there is nothing to index."""
