@@ -28,6 +28,18 @@ def open_indexing_memo(args):
     return open_memo(args, embedder)
 
 
+def add_command(sub, name: str, run, help: str, description: str | None = None):
+    """The parser of command ``name``, which ``run`` runs; its arguments are added to it next.
+    ``description`` is shown reflowed, so it may be written over several lines."""
+    parser = sub.add_parser(name, help=help, description=description)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def add_json_arg(parser, help: str | None = None) -> None:
+    parser.add_argument("--json", action="store_true", help=help)
+
+
 def add_context_args(parser, branch: bool = True) -> None:
     parser.add_argument(
         "--project",

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from captain_memo.cli.commands._common import add_command
 from captain_memo.config import db_path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("backup", help="copy the database consistently to PATH (a file, or a folder for a dated name)")
+    p = add_command(sub, "backup", run, "copy the database consistently to PATH (a file, or a folder for a dated name)")
     p.add_argument(
         "path",
         help="the backup file to write; an existing folder, or a path ending in / (created "
@@ -22,7 +23,6 @@ def register(sub) -> None:
         help="the other way: put the backup PATH in place of the database (the store it replaces is "
         "kept beside it, dated); a running service or editor serves the restored store at once",
     )
-    p.set_defaults(run=run)
 
 
 def run(args) -> int:

@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from captain_memo.cli.commands._common import add_command, add_json_arg
 from captain_memo.errors import InputError, StoreError
 
 BYTES_PER_CHUNK = 3_700  # a synthetic store's size on disk, measured at 150,000 chunks
@@ -17,7 +18,7 @@ DEFAULT_SIZES = "10000,150000,1000000"
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="measure recall speed, memory and size on synthetic stores")
+    p = add_command(sub, "bench", run, "measure recall speed, memory and size on synthetic stores")
     p.add_argument(
         "--sizes", help="chunks per store, comma-separated (default: 10000,150000,1000000; none with --real alone)"
     )
@@ -25,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("--dir", help="where the stores are built (default: a temporary folder, deleted after)")
     p.add_argument("--keep", action="store_true", help="keep the stores, and reuse them on the next run")
     p.add_argument("--no-embed", action="store_true", help="skip recall with the local model")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_json_arg(p, "print the figures as JSON")
     p.add_argument("--out", help="also write the Markdown table to this file")
     p.add_argument(
         "--real",
@@ -34,7 +35,6 @@ def register(sub) -> None:
         help="also check the index's recall on real embeddings of "
         "these BEIR-style sets (embedded once through the evaluation's cache)",
     )
-    p.set_defaults(run=run)
 
 
 def parse_sizes(text: str) -> list[int]:

@@ -6,6 +6,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from captain_memo.cli.commands._common import add_command
 from captain_memo.cli.commands.importer import read_records
 from captain_memo.cli.commands.recall import render
 from captain_memo.presentation.views import recall_json
@@ -15,10 +16,9 @@ DEMO_QUERY = "get_effective_contract_price rounding"
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="load the bundled sample notes into a temporary store and explain a recall")
+    p = add_command(sub, "demo", run, "load the bundled sample notes into a temporary store and explain a recall")
     p.add_argument("query", nargs="*", help=f"what to recall (default: {DEMO_QUERY!r})")
     p.add_argument("--branch", default="feature/contract-pricing", help="the branch to recall from")
-    p.set_defaults(run=run)
 
 
 def run(args) -> int:

@@ -8,16 +8,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from captain_memo.cli.commands._common import print_json
+from captain_memo.cli.commands._common import add_command, add_json_arg, print_json
+
+HELP = "measure ranking quality on BEIR-style data"
+DESCRIPTION = """Load each BEIR-style folder (corpus.jsonl, queries.jsonl, qrels.tsv) into a throwaway store and run
+every query through recall with each leg alone, each profile and each ablation."""
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "eval",
-        help="measure ranking quality on BEIR-style data",
-        description="Load each BEIR-style folder (corpus.jsonl, queries.jsonl, qrels.tsv) into a throwaway store "
-        "and run every query through recall with each leg alone, each profile and each ablation.",
-    )
+    p = add_command(sub, "eval", run, HELP, DESCRIPTION)
     p.add_argument(
         "--data",
         nargs="+",
@@ -32,7 +31,7 @@ def register(sub) -> None:
         default="../shared",
         help="the folder holding histories/ that the built-in sets are made from (default ../shared)",
     )
-    p.add_argument("--json", action="store_true", help="print the figures as JSON instead of Markdown")
+    add_json_arg(p, "print the figures as JSON instead of Markdown")
     p.add_argument("--dump", metavar="FILE", help="write every query's results per method as JSON lines")
     p.add_argument("--out", metavar="FILE.md", help="also write the Markdown tables to this file")
     p.add_argument(
@@ -45,7 +44,6 @@ def register(sub) -> None:
         "databases (one is made per set and dropped afterwards)",
     )
     p.add_argument("--no-ablations", action="store_true", help="only the legs and the profiles")
-    p.set_defaults(run=run)
 
 
 def planned_sets(data: list[str], shared: Path) -> list:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from captain_memo.base.jsonl import capped_lines
 from captain_memo.cli.commands._common import (
+    add_command,
     add_context_args,
     add_quiet_arg,
     context,
@@ -17,22 +18,19 @@ from captain_memo.errors import InputError
 from captain_memo.records import NewMemory
 from captain_memo.requests.import_records import read_import
 
+HELP = "import memories from a JSON-lines file"
+DESCRIPTION = """One JSON object a line: kind, title, text, created_at, branch, project, tags, source (a path string
+or an object with path, line_start, line_end, commit). Every line is checked first; a line that
+cannot be stored is named with its number and reason and the others are imported (--strict: then
+none are). Rerunning skips what is already stored."""
+
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "import",
-        help="import memories from a JSON-lines file",
-        description="One JSON object a line: kind, title, text, created_at, branch, project, tags, "
-        "source (a path string or an object with path, line_start, line_end, commit). "
-        "Every line is checked first; a line that cannot be stored is named with its "
-        "number and reason and the others are imported (--strict: then none are). "
-        "Rerunning skips what is already stored.",
-    )
+    p = add_command(sub, "import", run, HELP, DESCRIPTION)
     p.add_argument("file", help="the .jsonl file ('-' for stdin)")
     p.add_argument("--strict", action="store_true", help="import nothing if any line is refused")
     add_context_args(p, branch=False)
     add_quiet_arg(p)
-    p.set_defaults(run=run)
 
 
 def read_lines(path: str) -> list[str]:

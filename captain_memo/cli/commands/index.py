@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from captain_memo.base.terminal import one_line
-from captain_memo.cli.commands._common import add_quiet_arg, open_indexing_memo, open_memo, print_json
+from captain_memo.cli.commands._common import (
+    add_command,
+    add_json_arg,
+    add_quiet_arg,
+    open_indexing_memo,
+    open_memo,
+    print_json,
+)
+
+HELP = "index note and skill folders (and git history with --git), re-embedding only what changed"
+DESCRIPTION = """Without PATH: the personal folders in CAPTAIN_MEMO_NOTE_DIRS / CAPTAIN_MEMO_SKILL_DIRS, this
+repository's docs/decisions, docs/adr, .captain-memo/memory and .captain-memo/skills, the coding
+agents' files (AGENTS.md, CLAUDE.md, GEMINI.md, .github/copilot-instructions.md, .cursor/rules,
+.claude/skills ...) and the folders of this repository indexed by name before. Unchanged text is
+never embedded again; deleted files' memories are removed."""
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "index",
-        help="index note and skill folders (and git history with --git), re-embedding only what changed",
-        description="Without PATH: the personal folders in CAPTAIN_MEMO_NOTE_DIRS / CAPTAIN_MEMO_SKILL_DIRS, "
-        "this repository's docs/decisions, docs/adr, .captain-memo/memory and .captain-memo/skills, the coding "
-        "agents' files (AGENTS.md, CLAUDE.md, GEMINI.md, .github/copilot-instructions.md, .cursor/rules, "
-        ".claude/skills ...) and the folders of this repository indexed by name before. "
-        "Unchanged text is never embedded again; deleted files' memories are removed.",
-    )
+    p = add_command(sub, "index", run, HELP, DESCRIPTION)
     p.add_argument(
         "paths",
         nargs="*",
@@ -39,9 +45,8 @@ def register(sub) -> None:
         metavar="N",
         help="with --git, read at most the newest N new commits (default: CAPTAIN_MEMO_GIT_MAX_COMMITS or 5000)",
     )
-    p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    add_json_arg(p, "print the counts as JSON")
     add_quiet_arg(p)
-    p.set_defaults(run=run)
 
 
 def run(args) -> int:

@@ -12,21 +12,30 @@ import time
 from captain_memo.base.kinds import KINDS
 from captain_memo.base.terminal import block, one_line
 from captain_memo.base.validation import parse_date
-from captain_memo.cli.commands._common import add_context_args, add_secrets_arg, age, open_memo, print_json, run_request
+from captain_memo.cli.commands._common import (
+    add_command,
+    add_context_args,
+    add_json_arg,
+    add_secrets_arg,
+    age,
+    open_memo,
+    print_json,
+    run_request,
+)
 from captain_memo.presentation.text import marks
 from captain_memo.presentation.words import UNKNOWN_AGE
 from captain_memo.requests import operations
 
 
 def register(sub) -> None:
-    p = sub.add_parser("remember", help="store a memory (text argument or stdin)")
+    p = add_command(sub, "remember", remember, "store a memory (text argument or stdin)")
     p.add_argument("text", nargs="*", help="the text (read from stdin when absent)")
     p.add_argument("--kind", choices=KINDS, default="memory", help="memory (curated), skill or observation")
     p.add_argument("--title", default="", help="a title (default: none)")
     p.add_argument("--file", help="the source file the text is about")
     p.add_argument("--lines", help="line range in that file, like 10-24")
     p.add_argument("--date", help="when it was written (ISO date; default now)")
-    p.add_argument("--json", action="store_true")
+    add_json_arg(p)
     p.add_argument(
         "--team",
         action="store_true",
@@ -34,29 +43,24 @@ def register(sub) -> None:
     )
     add_secrets_arg(p)
     add_context_args(p)
-    p.set_defaults(run=remember)
 
-    p = sub.add_parser("show", help="open a memory in full (counts as the strongest recall)")
+    p = add_command(sub, "show", show, "open a memory in full (counts as the strongest recall)")
     p.add_argument("id", help="12, or t12 for a team memory; 12:310 shows the part of it at line 310 and its place")
     p.add_argument("--whole", action="store_true", help="with ID:LINE, the whole memory too, after its part")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(run=show)
+    add_json_arg(p)
 
-    p = sub.add_parser("forget", help="delete a memory")
+    p = add_command(sub, "forget", forget, "delete a memory")
     p.add_argument("id", help="12, or t12 for a team memory")
-    p.set_defaults(run=forget)
 
-    p = sub.add_parser("supersede", help="mark OLD as superseded by NEW (--undo OLD reverses, --list lists)")
+    p = add_command(sub, "supersede", supersede, "mark OLD as superseded by NEW (--undo OLD reverses, --list lists)")
     p.add_argument("ids", nargs="*", help="OLD NEW (12, or t12 for a team memory)")
     p.add_argument("--undo", metavar="OLD", help="clear OLD's supersession")
     p.add_argument("--list", action="store_true", help="list superseded memories")
-    p.set_defaults(run=supersede)
 
-    p = sub.add_parser("publish", help="move a local memory to the team store (--keep copies it)")
+    p = add_command(sub, "publish", publish, "move a local memory to the team store (--keep copies it)")
     p.add_argument("id", help="the local memory's id")
     p.add_argument("--keep", action="store_true", help="keep the local memory too, marked superseded by the team copy")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(run=publish)
+    add_json_arg(p)
 
 
 def _lines(text: str | None) -> tuple[int | None, int | None]:

@@ -4,26 +4,33 @@ from __future__ import annotations
 
 import sys
 
-from captain_memo.cli.commands._common import add_context_args, add_secrets_arg, context, open_memo, print_json
+from captain_memo.cli.commands._common import (
+    add_command,
+    add_context_args,
+    add_json_arg,
+    add_secrets_arg,
+    context,
+    open_memo,
+    print_json,
+)
 from captain_memo.records import NewMemory, Source
 
 MAX_TITLE_CHARS = 120
 
 
+HELP = "store an observation (text argument or stdin)"
+DESCRIPTION = """An observation is something noticed in passing; it fades unless recalled. One whose first line
+states a newer version of a fact already observed on this branch supersedes the older one (see
+`supersede --list`)."""
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "observe",
-        help="store an observation (text argument or stdin)",
-        description="An observation is something noticed in passing; it fades unless recalled. "
-        "One whose first line states a newer version of a fact already observed on "
-        "this branch supersedes the older one (see `supersede --list`).",
-    )
+    p = add_command(sub, "observe", run, HELP, DESCRIPTION)
     p.add_argument("text", nargs="*", help="the text (read from stdin when absent); its first line is the title")
     p.add_argument("--file", help="the file the observation is about")
-    p.add_argument("--json", action="store_true")
+    add_json_arg(p)
     add_secrets_arg(p)
     add_context_args(p)
-    p.set_defaults(run=run)
 
 
 def run(args) -> int:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from captain_memo.cli.commands._common import context, open_memo
+from captain_memo.cli.commands._common import add_command, context, open_memo
+
+HELP = "print the project string of the repository here, as the team store's grants name it"
+DESCRIPTION = """Print the project string of the repository in the current folder: its origin URL normalised
+(github.com/Acme/Shop), else root: and its root commit. The team store's grants name projects by it,
+the same for every clone."""
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "project",
-        help="print the project string of the repository here, as the team store's grants name it",
-        description="Print the project string of the repository in the current folder: its origin URL"
-        " normalised (github.com/Acme/Shop), else root: and its root commit. The team store's grants name"
-        " projects by it, the same for every clone.",
-    )
+    p = add_command(sub, "project", project, HELP, DESCRIPTION)
     p.add_argument("--grant", metavar="ROLE", help="print the SQL the store's owner runs to grant ROLE this project")
     p.add_argument("--curate", action="store_true", help="with --grant: the role may change anyone's memories")
-    p.set_defaults(run=project)
 
 
 def project(args) -> int:

@@ -6,12 +6,15 @@ import os
 import time
 
 from captain_memo.base.terminal import one_line
-from captain_memo.cli.commands._common import add_context_args, print_json, run_request
+from captain_memo.cli.commands._common import add_command, add_context_args, add_json_arg, print_json, run_request
 from captain_memo.presentation.text import footer, terminal_hit, warning
+
+HELP = "search memories"
+DESCRIPTION = "Search memories with the hybrid ranker."
 
 
 def register(sub) -> None:
-    p = sub.add_parser("recall", help="search memories", description="Search memories with the hybrid ranker.")
+    p = add_command(sub, "recall", run, HELP, DESCRIPTION)
     p.add_argument("query", nargs="+", help="what to look for")
     p.add_argument("-n", "--limit", type=int, default=None, help="how many hits (default 10)")
     p.add_argument(
@@ -20,10 +23,9 @@ def register(sub) -> None:
         help="ranking profile (default v3; v2 is the seed design's, legacy is RRF, both frozen)",
     )
     p.add_argument("--all-projects", action="store_true", help="search every project, not only this repository's")
-    p.add_argument("--json", action="store_true", help="machine-readable output (doc/json.md)")
+    add_json_arg(p, "machine-readable output (doc/json.md)")
     p.add_argument("--explain", action="store_true", help="show each hit's scores and multipliers")
     add_context_args(p)
-    p.set_defaults(run=run)
 
 
 def run(args) -> int:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from captain_memo.cli.commands._common import add_quiet_arg, open_memo
+from captain_memo.cli.commands._common import add_command, add_quiet_arg, open_memo
+
+HELP = "re-embed everything with the configured embedding model"
+DESCRIPTION = """Re-embed every chunk with the configured provider and model, in batches. Safe to interrupt: run it
+again and it continues; recall keeps working on the old vectors until the end. A model's query and
+document prefixes are part of its vectors: after changing them, run this."""
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "reindex",
-        help="re-embed everything with the configured embedding model",
-        description="Re-embed every chunk with the configured provider and model, in batches. Safe to interrupt: "
-        "run it again and it continues; recall keeps working on the old vectors until the end. A model's query and "
-        "document prefixes are part of its vectors: after changing them, run this.",
-    )
+    p = add_command(sub, "reindex", run, HELP, DESCRIPTION)
     p.add_argument(
         "--batch-size",
         type=int,
@@ -26,7 +25,6 @@ def register(sub) -> None:
     )
     p.add_argument("--restart", action="store_true", help="discard an unfinished reindex and start over")
     add_quiet_arg(p)
-    p.set_defaults(run=run)
 
 
 def run(args) -> int:

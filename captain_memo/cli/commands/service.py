@@ -5,22 +5,20 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from captain_memo.cli.commands._common import print_json
+from captain_memo.cli.commands._common import add_command, add_json_arg, print_json
 from captain_memo.presentation.words import counted
+
+HELP = "the warm service behind recall and remember (status, stop)"
+DESCRIPTION = """recall and remember use the store's engine where one runs: Neovim's host while the editor has the
+store open, else a small service started on first use that keeps the model and index loaded, and
+exits after CAPTAIN_MEMO_SERVICE_IDLE seconds (600) without a request. CAPTAIN_MEMO_SERVICE=0 or
+--no-service turns it off."""
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "service",
-        help="the warm service behind recall and remember (status, stop)",
-        description="recall and remember use the store's engine where one runs: Neovim's host while "
-        "the editor has the store open, else a small service started on first use that keeps the "
-        "model and index loaded, and exits after CAPTAIN_MEMO_SERVICE_IDLE seconds "
-        "(600) without a request. CAPTAIN_MEMO_SERVICE=0 or --no-service turns it off.",
-    )
+    p = add_command(sub, "service", run, HELP, DESCRIPTION)
     p.add_argument("action", choices=["status", "stop"])
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(run=run)
+    add_json_arg(p)
 
 
 def run(args) -> int:

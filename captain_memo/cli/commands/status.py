@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import sys
 
-from captain_memo.cli.commands._common import context, open_memo, print_json
+from captain_memo.cli.commands._common import add_command, add_json_arg, context, open_memo, print_json
 
 
 def register(sub) -> None:
-    p = sub.add_parser("stats", help="counts by kind and the Tide lifecycle of observations")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(run=stats)
-    p = sub.add_parser("doctor", help="check SQLite, sqlite-vec, FTS5, the model and the database")
-    p.add_argument("--json", action="store_true")
+    p = add_command(sub, "stats", stats, "counts by kind and the Tide lifecycle of observations")
+    add_json_arg(p)
+    p = add_command(sub, "doctor", doctor, "check SQLite, sqlite-vec, FTS5, the model and the database")
+    add_json_arg(p)
     p.add_argument(
         "--repair",
         action="store_true",
         help="first mend memories whose fields hold a value of the wrong type (a date stored as text): "
         "a date or number written as text is read, anything else cleared",
     )
-    p.set_defaults(run=doctor)
 
 
 def stats(args) -> int:
