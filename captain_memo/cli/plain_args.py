@@ -1,7 +1,7 @@
 """A plain command line read without argparse, for the commands a serving engine answers.
 
-Importing argparse and building one command's parser cost a warm `recall` ~12 ms of CPU, as much
-as the interpreter's own start (its help formatter imports shutil, bz2 and lzma, its messages ask
+Importing argparse and building one command's parser cost a warm `recall` ~9 ms of CPU, most of
+what the interpreter's own start costs (its help formatter imports shutil, bz2 and lzma, its messages ask
 gettext for a translation each; doc/benchmarks.md section 10). Here a command's ``register``
 declares its options to a recorder instead, and a command line made of exactly those options and
 one run of positionals is read from it. Anything else (help, a version, an abbreviation, ``--``,
@@ -11,6 +11,7 @@ built from the same ``register``, reads it: its help and its errors stay the onl
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 
 # What the reader takes from add_argument; an argument declared with anything else (an action it
@@ -48,6 +49,8 @@ class Arguments:
         elif action != "store" and action not in NO_VALUE:
             raise NotPlain()
         if names[0].startswith("-"):
+            if "nargs" in spec:  # an option that takes several values
+                raise NotPlain()
             long = next((n for n in names if n.startswith("--")), names[0])
             self.options.update(dict.fromkeys(names, {"dest": long.lstrip("-").replace("-", "_"), **spec}))
         elif spec.get("nargs") == "*" and "default" in spec:
@@ -150,10 +153,9 @@ def parsed(argv: list[str], declare_top, commands: dict) -> SimpleNamespace | No
         rest = top.read(argv, found, until_command=True)
         if rest[0] not in commands:
             return None
-        import importlib
-
         declared = Commands()
-        importlib.import_module(commands[rest[0]]).register(declared)
+        __import__(commands[rest[0]])  # as importlib.import_module, without importlib's warnings
+        sys.modules[commands[rest[0]]].register(declared)
         command = declared[rest[0]]
         if "run" not in command.defaults:
             return None
