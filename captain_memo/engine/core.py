@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -199,19 +200,8 @@ class Engine:
             validation.checked_text("chunk", chunk, validation.MAX_BODY_CHARS)
         if secrets.redaction_on():  # CAPTAIN_MEMO_REDACT_SECRETS=1; otherwise callers decide (secrets.check)
             body, title, chunks = secrets.redact(body), secrets.redact(title), [secrets.redact(c) for c in chunks]
-        clean = NewMemory(
-            body=body,
-            kind=memory.kind,
-            title=title,
-            project=memory.project,
-            branch=memory.branch,
-            source=memory.source,
-            created_at=memory.created_at,
-            source_key=memory.source_key,
-            tags=memory.tags,
-            touched=memory.touched,
-        )
-        return clean, chunks
+        # The chunks go back beside the memory, cleaned; the memory itself keeps none.
+        return dataclasses.replace(memory, body=body, title=title, chunks=()), chunks
 
     def _backfill_quietly(self) -> None:
         try:
