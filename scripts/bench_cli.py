@@ -1,6 +1,7 @@
 """Command-line latency: `recall` and `remember` as whole processes, with and without the warm service.
 
     python scripts/bench_cli.py [--memories 10000] [--runs 20]
+    python scripts/bench_cli.py --installs /tmp/wheel-venv/bin .venv/bin [--runs 30]
 
 Builds a synthetic store (captain_memo/bench/synth.py: the default model's id, vectors shaped like
 its embeddings) in a temporary folder, then times whole `captain-memo` processes from spawn to exit:
@@ -10,6 +11,11 @@ once before timing). Runs are interleaved (one of each kind in turn), so a chang
 load touches every kind alike. Every recall asks a different query (no cache helps), over every
 project (`--all-projects`: all memories in scope). Prints wall p50/p95 per kind, the CPU time the
 command's own process used (less sensitive to load than wall time), and the load average.
+
+``--installs``: the thin path of each installation whose bin folder is named (a wheel's in a fresh
+venv, an editable checkout's): a store of one memory and a HOME and runtime folder of its own each,
+its service started by a first recall, then `python -c pass` and a warm `captain-memo recall x`
+(the same query each time: its vector comes from the service's query cache) interleaved.
 """
 
 from __future__ import annotations
@@ -65,11 +71,62 @@ def build(folder: Path, memories: int) -> tuple[Path, list[str]]:
     return db, QuerySet.load(sidecar(db)[1]).texts
 
 
+def report(runs: dict[str, list[tuple[float, float]]], count: int) -> None:
+    print(f"{'':<24}{'p50 ms':>8}{'p95 ms':>8}{'CPU p50':>9}   ({count} whole-process runs each, interleaved)")
+    for name, values in runs.items():
+        wall = [w for w, _ in values]
+        cpu = statistics.median(c for _, c in values)
+        print(
+            f"{name:<24}{statistics.median(wall) * 1000:>8.0f}{percentile(wall, 0.95) * 1000:>8.0f}{cpu * 1000:>9.0f}"
+        )
+
+
+def thin(installs: list[str], count: int) -> int:
+    """A warm recall against an empty interpreter's start, per installation (``--installs``)."""
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CAPTAIN_MEMO_") and k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+    }
+    folder = Path(tempfile.mkdtemp(prefix="captain-memo-bench-thin-"))
+    kinds, services = {}, []
+    try:
+        for n, bin_dir in enumerate(Path(b).absolute() for b in installs):
+            home = folder / str(n)
+            (home / "run").mkdir(parents=True, mode=0o700)
+            env = {**base, "HOME": str(home), "XDG_RUNTIME_DIR": str(home / "run")}
+            cli = [str(bin_dir / "captain-memo")]
+            timed(cli + ["remember", "The zanzibar cache key includes the tenant id."], env, home)
+            for _ in range(3):  # the service starts, loads the model, caches the query's vector
+                timed(cli + ["recall", "x"], env, home)
+            services.append((cli, env, home))
+            kinds[f"python -c pass, {n}"] = lambda b=bin_dir, e=env, h=home: timed(
+                [str(b / "python"), "-c", "pass"], e, h
+            )
+            kinds[f"recall, warm, {n}"] = lambda c=cli, e=env, h=home: timed(c + ["recall", "x"], e, h)
+            print(f"{n}: {bin_dir}")
+        print(f"before: {load()}")
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in kinds}
+        for _ in range(count):
+            for name, run in kinds.items():
+                runs[name].append(run())
+        print(f"after:  {load()}")
+        report(runs, count)
+    finally:
+        for cli, env, home in services:
+            subprocess.run(cli + ["service", "stop"], env=env, cwd=home, stdout=subprocess.DEVNULL)
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--installs", nargs="+", metavar="BIN", help="compare these installations' thin path instead")
     args = parser.parse_args(argv)
+    if args.installs:
+        return thin(args.installs, args.runs)
     folder = Path(tempfile.mkdtemp(prefix="captain-memo-bench-cli-"))
     cli = command()
     try:
@@ -102,14 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, run in kinds.items():
                 runs[name].append(run(i))
         print(f"after:  {load()}")
-        print(f"{'':<16}{'p50 ms':>8}{'p95 ms':>8}{'CPU p50':>9}   ({args.runs} whole-process runs each, interleaved)")
-        for name, values in runs.items():
-            wall = [w for w, _ in values]
-            cpu = statistics.median(c for _, c in values)
-            print(
-                f"{name:<16}{statistics.median(wall) * 1000:>8.0f}{percentile(wall, 0.95) * 1000:>8.0f}"
-                f"{cpu * 1000:>9.0f}"
-            )
+        report(runs, args.runs)
         subprocess.run(cli + ["service", "stop"], env=warm, cwd=folder, stdout=subprocess.DEVNULL)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
