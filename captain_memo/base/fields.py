@@ -2,10 +2,11 @@
 
 One set of rules, written as the JSON-schema subset an MCP tool shows its client (``type``,
 ``minimum``/``maximum``, ``minLength``/``maxLength``, ``enum``, ``pattern``), and one checker. The
-MCP tools (mcpserver/tools.py) check their calls with it, the warm service checks every request
-it reads from its socket with it (requests/operations.py), and the command line's requests pass the same check
-before they run, in the service or in the command's own process. A check names the field and
-what is wrong, and never echoes a long value back (a 10 MB string, or a secret).
+MCP tools check their calls with it (requests/tool_arguments.py declares each tool's arguments in
+its terms), the warm service checks every request it reads from its socket with it
+(requests/operations.py), and the command line's requests pass the same check before they run,
+in the service or in the command's own process. A check names the field and what is wrong, and
+never echoes a long value back (a 10 MB string, or a secret).
 
 Imports nothing heavy: the command line's thin path imports it.
 """
@@ -23,7 +24,7 @@ MAX_BODY_CHARS = 1_000_000
 MAX_TITLE_CHARS = 1_000
 MAX_FIELD_CHARS = 4_096  # a path, a project, a branch
 MAX_QUERY_CHARS = 10_000
-MAX_HITS = 1_000  # a recall's limit; an agent's tool offers fewer (mcpserver/tools.py)
+MAX_HITS = 1_000  # a recall's limit; an agent's tool offers fewer (requests/tool_arguments.py)
 MAX_LINE = 2**31 - 1  # a line number
 # Dates as seconds since 1970: from 1970 up to the year 9999 (what ISO dates can say).
 LATEST_TIME = 253_402_300_799.0
