@@ -151,6 +151,14 @@ def test_forget_and_supersede(service, db_file, repo):
         ("recall", {"query": "x", "how": "open"}, "recall: how must be one of search, auto"),
         ("save", {"text": ""}, "nothing to remember"),
         ("save", {"text": "x", "kind": "diary"}, "unknown kind 'diary'"),
+        # Stored before, though a command's remember and an agent's refuse them:
+        (
+            "save",
+            {"text": "x", "path": "a.py", "line_start": 5, "line_end": 2},
+            "line_end (2) comes before line_start (5)",
+        ),
+        ("save", {"text": "x", "path": "a.py", "line_end": 2}, "save: line_end needs line_start"),
+        ("save", {"text": "x", "filetype": "f" * 5000}, "save: filetype is 5,000 characters; the limit is 4,096"),
         ("open", {"id": 999}, "no memory with id 999"),
         ("forget", {"id": "seven"}, "'seven' is not a memory id"),
         ("forget", {"id": [7]}, "id must be a memory id (12, or t12 for a team memory)"),

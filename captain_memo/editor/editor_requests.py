@@ -54,6 +54,14 @@ log = logging.getLogger("captain_memo")
 # Hints ask for more than a page of results: they count every memory naming the token.
 HINT_LIMIT = 50
 LOOKUPS = {"recall", "changes", "hint", "check"}  # read only: beside the writes; nothing to keep when Neovim is gone
+# Where a save says its text comes from, by the rules a command's remember meets (line_end not
+# before line_start, nor without it; a path or a filetype no longer than any stored field).
+SAVE_SOURCE = {
+    "path": fields.REMEMBER_FIELDS["file"],
+    "line_start": fields.REMEMBER_FIELDS["line_start"],
+    "line_end": fields.REMEMBER_FIELDS["line_end"],
+    "filetype": fields.text(fields.MAX_FIELD_CHARS, nullable=True),
+}
 
 
 def open_memo(settings: EditorSettings) -> Memo:
@@ -74,15 +82,6 @@ def _finding_json(finding) -> dict:
         "preview": finding.preview,
         "text": finding.describe(),
     }
-
-
-def _int(args: dict, name: str, required: bool = True) -> int | None:
-    value = args.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InputError(f"{name} must be a whole number, not {value!r}")
-    return value
 
 
 def _ref(args: dict, name: str) -> MemoryRef:
@@ -352,6 +351,7 @@ class EditorService:
     def save(self, settings: EditorSettings, args: dict) -> dict:
         """Store a selection or a note; text that looks like it holds credentials is handled by the
         ``secrets`` policy: the request's (the user's answer) or the settings'."""
+        fields.checked_fields("save", SAVE_SOURCE, {name: args.get(name) for name in SAVE_SOURCE})
         text, title = args.get("text", ""), args.get("title") or ""
         policy = _choice(args, "secrets", SECRET_POLICIES) or settings.secrets
         try:
@@ -368,7 +368,7 @@ class EditorService:
         # A fresh context: the commit matters here and may have moved since the last lookup.
         ctx = self.context(settings, args, fresh=True)
         path = args.get("path") or None
-        start, end = _int(args, "line_start", required=False), _int(args, "line_end", required=False)
+        start, end = args.get("line_start"), args.get("line_end")
         source = Source(
             path=ctx.relative(path) if path else None,
             line_start=start,
