@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 from fakes import HashEmbedder
 
 from captain_memo.embeddings.reads_first import QueriesFirst
@@ -71,8 +72,10 @@ def test_a_long_lived_holder_runs_the_local_model_without_a_memory_arena(tmp_pat
 
 
 def test_a_long_lived_holder_runs_the_local_model_on_one_thread(tmp_path):
-    """A long embedding in the holder leaves the other core to the recalls beside it; a command
-    that runs and exits uses onnxruntime's default (every core)."""
+    """A long embedding in the holder leaves the other core to the recalls beside it, and runs a
+    slice on each core while no recall runs; a command that runs and exits uses onnxruntime's
+    default (every core)."""
+    from captain_memo.embeddings.local import cores
     from captain_memo.memo import Memo
 
     held, once = Memo.open(tmp_path / "held.db", warm=True), Memo.open(tmp_path / "once.db")
@@ -81,10 +84,12 @@ def test_a_long_lived_holder_runs_the_local_model_on_one_thread(tmp_path):
         for memo in (held, once):
             memo.embedder.embed(["the thread question"])
         threads = [model_of(memo.embedder)._session.get_session_options().intra_op_num_threads for memo in (held, once)]
+        runs = [model_of(memo.embedder).runs_at_once for memo in (held, once)]
     finally:
         held.close()
         once.close()
     assert threads == [1, 0]
+    assert runs == [cores(), 1]
 
 
 def model_of(embedder):
@@ -228,3 +233,89 @@ def test_a_reads_own_long_embedding_does_not_wait_for_itself():
     reader = threading.Thread(target=recall_with_backfill, daemon=True)
     reader.start()
     assert done.wait(30), "the read's own slices waited for the read"
+
+
+class TwoAtOnce:
+    """HashEmbedder declaring two runs at once (as the holder's local model does, ``long_lived``);
+    its calls of more than one text wait until two are inside at once, or until ``alone`` is set."""
+
+    runs_at_once = 2
+
+    def __init__(self):
+        self.inner = HashEmbedder()
+        self.model_id = self.inner.model_id
+        self.both_in = threading.Barrier(2)
+        self.alone = threading.Event()
+        self.threads: list[tuple[int, int]] = []  # (thread id, its nice value) of each slice
+        self._lock = threading.Lock()
+
+    def embed(self, texts):
+        import os
+
+        with self._lock:
+            self.threads.append((threading.get_ident(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        if len(texts) > 1 and not self.alone.is_set():
+            try:
+                self.both_in.wait(30)
+            except threading.BrokenBarrierError:
+                pass
+        return self.inner.embed(texts)
+
+
+def test_a_long_embedding_runs_its_slices_on_every_core_while_no_read_is_in_flight():
+    """Two slices at once where the inner embedder runs two at once (the barrier lets them through
+    only together); the helper thread runs at a lower priority; the vectors are in the order asked."""
+    import sys
+
+    inner = TwoAtOnce()
+    first = QueriesFirst(inner, slice_size=4)
+    texts = [f"chunk {i} " + "x" * i for i in range(16)]
+    out = first.embed(texts)
+    assert np.allclose(out, HashEmbedder().embed(texts))
+    assert not inner.both_in.broken  # every pair of slices met inside the model
+    assert len({thread for thread, _ in inner.threads}) == 2
+    if sys.platform.startswith("linux"):  # where a thread's nice value is its own
+        assert {nice for thread, nice in inner.threads if thread != threading.get_ident()} == {19}
+
+
+def test_while_a_read_is_in_flight_a_long_embedding_runs_one_slice_at_a_time():
+    """The helper starts no slice while a recall runs: the caller's slices go on alone, one at a
+    time (each after ``max_wait``, here none)."""
+    inner = TwoAtOnce()
+    inner.alone.set()  # no slice waits for a second one
+    first = QueriesFirst(inner, slice_size=4, max_wait=0)
+    in_flight, ended = threading.Event(), threading.Event()
+
+    def recall():
+        with first.reading():
+            in_flight.set()
+            assert ended.wait(30)
+
+    reader = threading.Thread(target=recall)
+    reader.start()
+    assert in_flight.wait(30)
+    texts = [f"chunk {i}" for i in range(12)]
+    out = first.embed(texts)
+    ended.set()
+    reader.join(30)
+    assert [thread for thread, _ in inner.threads] == [threading.get_ident()] * 3  # the caller's, every slice
+    assert np.allclose(out, HashEmbedder().embed(texts))
+
+
+def test_a_slice_failing_on_a_helper_thread_fails_the_embedding():
+    from captain_memo.errors import EmbeddingError
+
+    class FailsOnHelper(TwoAtOnce):
+        def __init__(self):
+            super().__init__()
+            self.caller = threading.get_ident()
+
+        def embed(self, texts):
+            if threading.get_ident() != self.caller:
+                self.both_in.abort()  # the caller's slice waits no longer
+                raise EmbeddingError("the model failed")
+            return super().embed(texts)
+
+    first = QueriesFirst(FailsOnHelper(), slice_size=4)
+    with pytest.raises(EmbeddingError, match="the model failed"):
+        first.embed([f"chunk {i}" for i in range(16)])

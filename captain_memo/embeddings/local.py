@@ -59,6 +59,14 @@ def quiet_onnxruntime():
     return onnxruntime
 
 
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 @lru_cache(maxsize=4)
 def _sha256(path: str, size: int, mtime_ns: int) -> str:
     """The file's digest, read once per process for each size and modification time it has."""
@@ -101,6 +109,7 @@ class LocalEmbedder:
         self._tokenizer: Any = None  # tokenizers.Tokenizer
         self._lock = threading.Lock()
         self.memory_arena = True
+        self.runs_at_once = 1  # batches a caller may run at once, each on its own thread (``long_lived``)
 
     def long_lived(self) -> None:
         """For a process that keeps the model while it serves (the editor's host, the service):
@@ -110,9 +119,13 @@ class LocalEmbedder:
         query is no slower (doc/benchmarks.md section 15). And one thread for the model: a long
         embedding then leaves the other core to the recalls it runs beside (during a 720 KB
         remember, recalls' p95 33-40 ms instead of 57-65; the remember and a query no slower on a
-        busy machine, doc/benchmarks.md section 15). Before first use."""
+        busy machine, doc/benchmarks.md section 15). A long embedding still uses every core while
+        no recall runs: a one-thread session's runs are independent, so the holder runs as many
+        of its slices at once as there are cores (``runs_at_once``, embeddings/reads_first.py).
+        Before first use."""
         self.memory_arena = False
         self.threads = 1
+        self.runs_at_once = cores()
 
     @property
     def dim(self) -> int:

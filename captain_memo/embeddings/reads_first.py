@@ -13,10 +13,21 @@ A slice waits for the reads in flight for at most ``max_wait`` (a quarter of a s
 recalls' time): with recalls arriving back to back a long embedding still gets a slice in every
 quarter second, so writes always progress. A query being embedded is waited for as before: that
 takes milliseconds (one or two short texts), so it cannot hold a slice back for long either.
+
+While no read is in flight a long embedding uses every core: where the inner embedder's runs are
+independent (``runs_at_once``: the holder's local model, one thread a run), slices run at once on
+that many threads. The calling thread runs them as above; each helper thread starts a slice only
+while no read is in flight and no query is embedded (it waits without bound: the caller's slices
+keep the embedding going), and runs at the lowest priority (nice 19, Linux), so a recall that comes
+while its slice runs takes the core from it rather than sharing it. Through the engine an index
+took 1.7x its own process's time on one thread (doc/benchmarks.md section 17); the slices are the
+same batches, so every vector is the same, bit for bit.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -28,6 +39,7 @@ from captain_memo.embeddings.base import query_vectors
 QUERY_TEXTS = 2  # an embedding of this many texts or fewer is a query's (or a short note's)
 SLICE = 8  # texts per slice of a long embedding: the local model's own batch
 MAX_WAIT = 0.25  # seconds a slice waits at most for the reads in flight
+HELPER_NICE = 19  # a helper thread's priority: the CPU nothing else wants
 
 
 class QueriesFirst:
@@ -87,20 +99,53 @@ class QueriesFirst:
 
     def embed_long(self, texts, embed_with=None):
         """``texts`` embedded as a long embedding whatever their number: slice by slice, each
-        after the reads in flight (another process's texts, which never answer a query)."""
+        after the reads in flight (another process's texts, which never answer a query), on as
+        many threads at once as the inner embedder runs while no read is in flight."""
         embed = self.inner.embed if embed_with is None else (lambda batch: embed_with(self.inner, batch))
         # Slices of texts of similar length, as the local model batches them (less padding).
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        parts = []
-        for start in range(0, len(order), self.slice_size):
-            self._wait_for_turn()
-            parts.append(embed([texts[i] for i in order[start : start + self.slice_size]]))
-        if not parts:
+        slices = [
+            [texts[i] for i in order[start : start + self.slice_size]]
+            for start in range(0, len(order), self.slice_size)
+        ]
+        if not slices:
             return embed([])
-        vectors = np.concatenate(parts)
+        job = _Slices(embed, slices)
+        helpers = [
+            threading.Thread(target=self._help, args=(job,), name="captain-memo-embed-helper", daemon=True)
+            for _ in range(min(self._runs_at_once(), len(slices)) - 1)
+        ]
+        for helper in helpers:
+            helper.start()
+        try:
+            while job.take(self._wait_for_turn):
+                pass
+        finally:
+            with self._turn:
+                job.ended = True  # helpers still waiting for their turn take no more slices
+                self._turn.notify_all()
+            for helper in helpers:
+                helper.join()
+        vectors = job.vectors()
         out = np.empty_like(vectors)
         out[order] = vectors
         return out
+
+    def _runs_at_once(self) -> int:
+        """Slices run at once while no read is in flight: the inner embedder's ``runs_at_once``
+        (set by the local model's ``long_lived``), else one."""
+        runs = getattr(self.inner, "runs_at_once", 1)
+        return runs if isinstance(runs, int) and runs > 1 else 1
+
+    def _help(self, job: _Slices) -> None:
+        """A helper thread's slices: each started only while no read is in flight."""
+        lower_priority()
+        while job.take(lambda: self._free_or_ended(job), helper=True):
+            pass
+
+    def _free_or_ended(self, job: _Slices) -> None:
+        with self._turn:
+            self._turn.wait_for(lambda: job.ended or (self._reads == 0 and self._urgent == 0))
 
     def _wait_for_turn(self) -> None:
         """Wait for the reads in flight (``max_wait`` at most), then for the query being embedded."""
@@ -116,3 +161,51 @@ class QueriesFirst:
                 self._turn.wait_for(lambda: self._urgent == 0)
             finally:
                 self.waiting -= 1
+
+
+class _Slices:
+    """The slices of one long embedding, taken one at a time by the threads embedding them."""
+
+    def __init__(self, embed, slices: list[list[str]]):
+        self.embed = embed
+        self.slices = slices
+        self.parts: list = [None] * len(slices)
+        self.next = 0
+        self.ended = False  # the caller takes no more slices (none left, or one failed)
+        self.failure: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def take(self, wait_for_turn, helper: bool = False) -> bool:
+        """Wait for a turn, then embed the next slice; False when none is left (or one failed)."""
+        if self.next >= len(self.slices):  # none left to wait for (read without the lock: it only grows)
+            return False
+        wait_for_turn()
+        with self._lock:
+            if self.next >= len(self.slices) or self.failure is not None or (helper and self.ended):
+                return False
+            k, self.next = self.next, self.next + 1
+        try:
+            self.parts[k] = self.embed(self.slices[k])
+        except BaseException as exc:
+            with self._lock:
+                self.failure = self.failure or exc
+            if not helper:
+                raise
+            return False
+        return True
+
+    def vectors(self) -> np.ndarray:
+        if self.failure is not None:
+            raise self.failure
+        return np.concatenate(self.parts)
+
+
+def lower_priority() -> None:
+    """This thread at the lowest priority (Linux, where a thread's nice value is its own); as it
+    is elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HELPER_NICE)
+    except OSError:  # refused (a sandbox): the helper runs at the caller's priority
+        pass
