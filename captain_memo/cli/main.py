@@ -27,8 +27,9 @@ THIN_COMMANDS = {
     "service": f"{COMMANDS}.service",
     "hook": OTHER_FRONT_ENDS["hook"],
 }
-# Commands whose parser is built from their module alone: the thin ones, and `mcp`, which mostly
-# relays an agent's session to the engine and stays resident for as long as the agent runs.
+# Commands whose parser is built from their module alone, and whose plain line plain_args reads: the
+# thin ones, and `mcp`, which mostly relays an agent's session to the engine and stays resident for
+# as long as the agent runs.
 ALONE_COMMANDS = {**THIN_COMMANDS, "mcp": OTHER_FRONT_ENDS["mcp"]}
 
 

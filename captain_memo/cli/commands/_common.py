@@ -1,4 +1,5 @@
-"""What the subcommands share: opening the application interface, the caller's git context, output."""
+"""What the subcommands share: declaring a command and the options several take, opening the
+application interface, the caller's git context, output."""
 
 from __future__ import annotations
 
