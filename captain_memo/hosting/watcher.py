@@ -39,6 +39,7 @@ class Watcher:
         self.caught_up = threading.Event()
         self._repositories: list[Any] = []
         self._states: dict[Path, tuple] = {}  # each repository's HEAD and branch as its last pass saw them
+        self._files: dict[Path, tuple | None] = {}  # each followed file as its last pass saw it (_file_look)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -118,10 +119,12 @@ class Watcher:
             for _change, path in changes:
                 if (concern := _concern(repositories, Path(path))) is not None:
                     pending.setdefault(concern[0].root, set()).add(concern[1])
-            if not changes:  # quiet for REFRESH_MS: a moved HEAD whose events never came
+            if not changes:  # quiet for REFRESH_MS: a moved HEAD or a file whose events never came
                 for repository in repositories:
                     if repository.git and repository.git_state() != self._states.get(repository.root):
                         pending.setdefault(repository.root, set()).add("git")
+                    if any(_file_look(f) != self._files.get(f, _file_look(f)) for f in _files_of(repository)):
+                        pending.setdefault(repository.root, set()).add("notes")
             ready = {root: kinds for root, kinds in pending.items() if not _find(repositories, root).under_way()}
             for root, kinds in ready.items():
                 self._pass(_find(repositories, root), frozenset(kinds))
@@ -151,6 +154,8 @@ class Watcher:
     def _pass(self, repository, kinds: frozenset[str]) -> None:
         if "git" in kinds:  # taken before the pass: a commit made during it is seen next time
             self._states[repository.root] = repository.git_state()
+        if "notes" in kinds:  # a file replaced again before its new watch began is seen so
+            self._files.update({f: _file_look(f) for f in _files_of(repository)})
         try:
             done = self.warm.follow(lambda memo: memo.catch_up(repository, kinds))
             log.info("followed %s (%s): %s", repository.root, ", ".join(sorted(kinds)), done)
@@ -185,6 +190,19 @@ def start_watching(warm) -> Watcher:
     from captain_memo.config import watch_mode
 
     return Watcher(warm, watch_mode()).start()
+
+
+def _files_of(repository) -> list[Path]:
+    """The followed paths that are files (an agent's AGENTS.md), not folders."""
+    return [p for p in repository.note_paths if not p.is_dir()]
+
+
+def _file_look(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def _concern(repositories: list, path: Path):
