@@ -129,3 +129,30 @@ def test_a_change_while_another_process_checkpoints_is_looked_at_again(tmp_path)
         locker.communicate("\n")
     assert store.moved(), "the copy went unnoticed once no checkpoint was running"
     store.close()
+
+
+def test_another_processs_checkpoint_between_a_look_and_the_wal_index_read_is_not_a_copy(tmp_path, monkeypatch):
+    """The holder looks at the file, then reads SQLite's count of frames copied: a checkpoint by
+    another process (an `index` writing beside the serving engine) landing between the two was in
+    the count kept but not in the look, so the file's change, seen at the next look with the count
+    unmoved, was taken for a copy: the engine reopened the store and a recall failed with
+    'database disk image is malformed'."""
+    from captain_memo.store import held_file
+
+    db = tmp_path / "memo.db"
+    store = held_store(db)
+    with store.write() as conn:
+        conn.execute("INSERT INTO notes (text) VALUES ('waiting in the WAL')")
+    real = held_file.look
+
+    def look_then_checkpoint(path):
+        seen = real(path)
+        monkeypatch.setattr(held_file, "look", real)
+        subprocess.run([sys.executable, "-c", CHECKPOINTER, str(db)], check=True)
+        return seen
+
+    monkeypatch.setattr(held_file, "look", look_then_checkpoint)
+    assert not store.moved()  # looked before the checkpoint
+    assert not store.moved(), "another process's checkpoint was taken for a file copied over the store"
+    store.close()
+    assert Database(db).conn.execute("SELECT count(*) FROM notes").fetchone() == (2,)

@@ -213,7 +213,8 @@ class FileWatch:
 
     def noted(self) -> None:
         """This process changed the file (a commit, a checkpoint): what it looks like now is its own."""
-        now, commits, progress = look(self.path), self._count(), self._wal_index.progress()
+        commits = self._count()
+        now, progress = self._steady_look() or (look(self.path), None)
         with self._lock:
             if not self._rewritten:
                 self._seen, self._seen_commits, self._seen_progress = now, commits, progress
@@ -221,10 +222,13 @@ class FileWatch:
     def rewritten(self) -> bool:
         """The file at the path is the one opened, but its content was replaced past SQLite (once
         seen, it stays so: the connections' page caches and WAL index no longer describe it)."""
-        now = look(self.path)
+        steady = self._steady_look()
         with self._lock:
             if self._rewritten:
                 return True
+            if steady is None:
+                return False  # other processes' checkpoints and commits as we looked: look again next time
+            now, progress = steady
             seen = self._seen
             if now.identity is None or now.identity != seen.identity:
                 return False  # moved, deleted or replaced by a rename: the identity says so
@@ -241,8 +245,21 @@ class FileWatch:
                     if change == "checkpointing":
                         return False  # frames may be being copied now: look again next time
             self._seen = now  # unchanged, or changed through the WAL (another process's writes)
-            self._seen_progress = self._wal_index.progress()
+            self._seen_progress = progress
             return False
+
+    def _steady_look(self) -> tuple[FileLook, tuple[int, int] | None] | None:
+        """The file's look and SQLite's count of frames copied, with no checkpoint between them;
+        None when the count kept moving. A look taken beside a count read after it held a
+        checkpoint by another process (an `index` writing beside the engine) in the count but not
+        in the look, and the file's change, seen next time with the count unmoved, was taken for a
+        copy: the engine reopened the store, and a recall failed (tests/test_rewrite_watch.py)."""
+        for _ in range(3):
+            progress = self._wal_index.progress()
+            now = look(self.path)
+            if self._wal_index.progress() == progress:
+                return now, progress
+        return None
 
     def _change_without_commit(self, seen: FileLook) -> str:
         """What changed the file while its WAL stayed as it was and nothing committed: "copy" (not
