@@ -28,9 +28,13 @@ READ_ONLY_FOLDER = "/sys/captain-memo-runtime"  # sysfs: no one, root included, 
 # What a relayed session's process has no use for: the engine's libraries (store, model, git), and
 # the MCP SDK and what it builds on, since the session itself is held by the store's engine; and
 # the other commands' modules and what they import (the relay stays resident while its agent runs).
+# Of the MCP package it runs only its command (mcpserver/command.py); the session's modules stay out.
+MCP_SESSION = tuple(
+    f"captain_memo.mcpserver.{name}" for name in ("mcp_server", "sdk", "memory_calls", "tools", "render")
+)
 NOT_IN_A_RELAY = (
     *("numpy", "onnxruntime", "tokenizers", "sqlite3", "sqlean", "sqlite_vec", "git", "httpx", "httpx2"),
-    *("cryptography", "mcp", "mcp_types", "pydantic", "anyio", "captain_memo.mcpserver"),
+    *("cryptography", "mcp", "mcp_types", "pydantic", "anyio", *MCP_SESSION),
     *("captain_memo.cli.commands.recall", "captain_memo.cli.commands.importer", "captain_memo.config", "logging"),
 )
 ENGINE_SHARED_LIBRARIES = ("vec0", "onnxruntime", "_multiarray_umath")  # sqlite-vec, the model, numpy
