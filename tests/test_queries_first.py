@@ -6,6 +6,7 @@ when each call ends: what is under test is the order of the calls, not the model
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -319,3 +320,63 @@ def test_a_slice_failing_on_a_helper_thread_fails_the_embedding():
     first = QueriesFirst(FailsOnHelper(), slice_size=4)
     with pytest.raises(EmbeddingError, match="the model failed"):
         first.embed([f"chunk {i}" for i in range(16)])
+
+
+class StopsOnRead(TwoAtOnce):
+    """Two runs at once, stoppable as the local model's are (``stoppable``): a helper's first slice
+    stays inside the model until it is stopped, then fails as onnxruntime's terminated run does."""
+
+    def __init__(self):
+        super().__init__()
+        self.alone.set()
+        self.helper_inside = threading.Event()
+        self.stop_asked = threading.Event()
+
+    @contextmanager
+    def stoppable(self):
+        stop = FakeStop(self.stop_asked)
+        yield stop
+
+    def embed(self, texts):
+        if threading.current_thread().name == "captain-memo-embed-helper" and not self.helper_inside.is_set():
+            self.helper_inside.set()
+            assert self.stop_asked.wait(30)
+            raise RuntimeError("Exiting due to terminate flag being set to true.")
+        return super().embed(texts)
+
+
+class FakeStop:
+    def __init__(self, asked: threading.Event):
+        self.asked = asked
+        self.stopped = False
+
+    def __call__(self) -> None:
+        self.stopped = True
+        self.asked.set()
+
+
+def test_a_read_starting_stops_a_helpers_slice_under_way_and_the_slice_runs_again():
+    """A recall that comes while a helper's slice runs takes the core back at once: the slice is
+    stopped (onnxruntime's terminate flag for the local model) and run again, and every vector is
+    there, in the order asked."""
+    inner = StopsOnRead()
+    first = QueriesFirst(inner, slice_size=4, max_wait=0)
+    texts = [f"chunk {i} " + "x" * i for i in range(16)]
+    out = {}
+    long = threading.Thread(target=lambda: out.setdefault("long", first.embed(texts)))
+    long.start()
+    assert inner.helper_inside.wait(30)
+    with first.reading():
+        assert inner.stop_asked.wait(30), "the read did not stop the helper's slice"
+    long.join(30)
+    assert first.stopped == 1
+    assert np.allclose(out["long"], HashEmbedder().embed(texts))
+
+
+def test_the_local_models_run_is_stopped_by_its_stop(local_embedder):
+    """onnxruntime's terminate flag, as ``stoppable`` sets it from another thread, ends the run."""
+    with local_embedder.stoppable() as stop:
+        stop()
+        with pytest.raises(Exception, match="terminate"):
+            local_embedder.embed(["a slice stopped before it ran"])
+    assert local_embedder.embed(["and the next one runs"]).shape == (1, 384)

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         self.memory_arena = True
         self.runs_at_once = 1  # batches a caller may run at once, each on its own thread (``long_lived``)
+        self._this_thread = threading.local()  # the run options of a ``stoppable`` block
 
     def long_lived(self) -> None:
         """For a process that keeps the model while it serves (the editor's host, the service):
@@ -176,6 +178,23 @@ class LocalEmbedder:
     # all-MiniLM-L6-v2 was trained without prefixes: a query is embedded like a document.
     embed_queries = embed
 
+    @contextmanager
+    def stoppable(self):
+        """This thread's embeddings inside the block can be stopped from another thread by the
+        ``Stop`` it yields: onnxruntime's terminate flag ends the run under way between two of
+        the model's steps, and that embedding raises (embeddings/reads_first.py gives the slice
+        back)."""
+        if self._session is None:
+            self._load()
+        import onnxruntime
+
+        stop = Stop(onnxruntime.RunOptions())
+        self._this_thread.run_options = stop.options
+        try:
+            yield stop
+        finally:
+            self._this_thread.run_options = None
+
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         # Lone surrogates cannot be encoded by the tokenizer; they carry no meaning anyway.
         clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
@@ -183,7 +202,19 @@ class LocalEmbedder:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        (hidden,) = self._session.run(None, feeds)
+        (hidden,) = self._session.run(None, feeds, getattr(self._this_thread, "run_options", None))
         weights = mask[..., None].astype(np.float32)
         # Mean pooling over real tokens, as the model was trained.
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+
+
+class Stop:
+    """Stops the run of a ``stoppable`` block; ``stopped`` says it was asked."""
+
+    def __init__(self, options):
+        self.options = options
+        self.stopped = False
+
+    def __call__(self) -> None:
+        self.stopped = True
+        self.options.terminate = True

@@ -18,10 +18,14 @@ While no read is in flight a long embedding uses every core: where the inner emb
 independent (``runs_at_once``: the holder's local model, one thread a run), slices run at once on
 that many threads. The calling thread runs them as above; each helper thread starts a slice only
 while no read is in flight and no query is embedded (it waits without bound: the caller's slices
-keep the embedding going), and runs at the lowest priority (nice 19, Linux), so a recall that comes
-while its slice runs takes the core from it rather than sharing it. Through the engine an index
-took 1.7x its own process's time on one thread (doc/benchmarks.md section 17); the slices are the
-same batches, so every vector is the same, bit for bit.
+keep the embedding going), at the lowest priority (nice 19, Linux). A read that starts while a
+helper's slice runs stops that slice where the inner embedder can (``stoppable``: onnxruntime's
+terminate flag, checked between the model's steps) and the slice is run again later: the recall
+finds the model running on one core at most, as before. At the lowest priority alone a helper's
+slice under way still doubled the recalls' p95 during an index (2.0x-2.8x idle against 1.1x-1.3x
+on one thread). Through the engine an index took 1.8x its own process's time on one thread
+(doc/benchmarks.md section 17); the slices are the same batches, so every vector is the same,
+bit for bit.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import os
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from collections import deque
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -55,6 +60,8 @@ class QueriesFirst:
         # recall filling in missing vectors) does not wait for itself
         self.waiting = 0  # long embeddings waiting for their next slice's turn
         self._turn = threading.Condition()
+        self._stops: set = set()  # how to stop each helper's slice under way
+        self.stopped = 0  # helpers' slices stopped by a read (and run again)
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
@@ -67,6 +74,8 @@ class QueriesFirst:
         """A read in flight: no slice of a long embedding starts meanwhile (for up to ``max_wait``)."""
         with self._turn:
             self._reads += 1
+            for stop in self._stops:  # the helpers' slices under way leave the cores to the read
+                stop()
         self._own.reads = getattr(self._own, "reads", 0) + 1
         try:
             yield
@@ -110,26 +119,39 @@ class QueriesFirst:
         ]
         if not slices:
             return embed([])
-        job = _Slices(embed, slices)
+        job = _Slices(slices)
         helpers = [
-            threading.Thread(target=self._help, args=(job,), name="captain-memo-embed-helper", daemon=True)
+            threading.Thread(target=self._help, args=(job, embed), name="captain-memo-embed-helper", daemon=True)
             for _ in range(min(self._runs_at_once(), len(slices)) - 1)
         ]
         for helper in helpers:
             helper.start()
         try:
-            while job.take(self._wait_for_turn):
-                pass
+            self._run_slices(job, embed)
         finally:
             with self._turn:
                 job.ended = True  # helpers still waiting for their turn take no more slices
                 self._turn.notify_all()
             for helper in helpers:
                 helper.join()
+        self._run_slices(job, embed)  # slices a helper's was stopped after the caller's last
         vectors = job.vectors()
         out = np.empty_like(vectors)
         out[order] = vectors
         return out
+
+    def _run_slices(self, job: _Slices, embed) -> None:
+        """The caller's slices: each after its turn (``_wait_for_turn``), never stopped."""
+        while job.left():
+            self._wait_for_turn()
+            k = job.take()
+            if k is None:
+                return
+            try:
+                job.parts[k] = embed(job.slices[k])
+            except BaseException as exc:
+                job.fail(exc)
+                raise
 
     def _runs_at_once(self) -> int:
         """Slices run at once while no read is in flight: the inner embedder's ``runs_at_once``
@@ -137,15 +159,35 @@ class QueriesFirst:
         runs = getattr(self.inner, "runs_at_once", 1)
         return runs if isinstance(runs, int) and runs > 1 else 1
 
-    def _help(self, job: _Slices) -> None:
-        """A helper thread's slices: each started only while no read is in flight."""
+    def _help(self, job: _Slices, embed) -> None:
+        """A helper thread's slices: each started only while no read is in flight, and stopped
+        (and given back) when a read starts while it runs."""
         lower_priority()
-        while job.take(lambda: self._free_or_ended(job), helper=True):
-            pass
-
-    def _free_or_ended(self, job: _Slices) -> None:
-        with self._turn:
-            self._turn.wait_for(lambda: job.ended or (self._reads == 0 and self._urgent == 0))
+        stoppable = getattr(self.inner, "stoppable", None)
+        while True:
+            with self._turn:
+                self._turn.wait_for(lambda: job.ended or (self._reads == 0 and self._urgent == 0))
+                if job.ended or (k := job.take()) is None:
+                    return
+            with stoppable() if stoppable is not None else nullcontext() as stop:
+                with self._turn:
+                    if self._reads or self._urgent:  # a read came as the slice was taken
+                        job.give_back(k)
+                        continue
+                    if stop is not None:
+                        self._stops.add(stop)
+                try:
+                    job.parts[k] = embed(job.slices[k])
+                except BaseException as exc:
+                    if stop is not None and stop.stopped:
+                        job.give_back(k)
+                        self.stopped += 1
+                        continue
+                    job.fail(exc)
+                    return
+                finally:
+                    with self._turn:
+                        self._stops.discard(stop)
 
     def _wait_for_turn(self) -> None:
         """Wait for the reads in flight (``max_wait`` at most), then for the query being embedded."""
@@ -166,33 +208,30 @@ class QueriesFirst:
 class _Slices:
     """The slices of one long embedding, taken one at a time by the threads embedding them."""
 
-    def __init__(self, embed, slices: list[list[str]]):
-        self.embed = embed
+    def __init__(self, slices: list[list[str]]):
         self.slices = slices
         self.parts: list = [None] * len(slices)
-        self.next = 0
+        self._pending = deque(range(len(slices)))
         self.ended = False  # the caller takes no more slices (none left, or one failed)
         self.failure: BaseException | None = None
         self._lock = threading.Lock()
 
-    def take(self, wait_for_turn, helper: bool = False) -> bool:
-        """Wait for a turn, then embed the next slice; False when none is left (or one failed)."""
-        if self.next >= len(self.slices):  # none left to wait for (read without the lock: it only grows)
-            return False
-        wait_for_turn()
+    def left(self) -> bool:
+        return bool(self._pending) and self.failure is None
+
+    def take(self) -> int | None:
+        """The next slice's number, or None when none is left (or one failed)."""
         with self._lock:
-            if self.next >= len(self.slices) or self.failure is not None or (helper and self.ended):
-                return False
-            k, self.next = self.next, self.next + 1
-        try:
-            self.parts[k] = self.embed(self.slices[k])
-        except BaseException as exc:
-            with self._lock:
-                self.failure = self.failure or exc
-            if not helper:
-                raise
-            return False
-        return True
+            return self._pending.popleft() if self._pending and self.failure is None else None
+
+    def give_back(self, k: int) -> None:
+        """Slice ``k`` stopped or not started: the next to take it runs it."""
+        with self._lock:
+            self._pending.appendleft(k)
+
+    def fail(self, exc: BaseException) -> None:
+        with self._lock:
+            self.failure = self.failure or exc
 
     def vectors(self) -> np.ndarray:
         if self.failure is not None:
