@@ -7,14 +7,16 @@ recalls served meanwhile meet.
 A throwaway repository holds Flask's documentation (``../shared/histories/flask-docs``, 76 files,
 602 chunks; with ``--git N`` also the newest N commits of the history rebuilt from
 ``../shared/histories/flask.jsonl``). Each run indexes it (`captain-memo index docs`, then
-`index --git` with ``--git``) into two copies of one store of ``--memories`` synthetic notes
-(scripts/bench_nvim.py's, random unit vectors), one after the other, the order alternating:
+`index --git` with ``--git``) into three copies of one store of ``--memories`` synthetic notes
+(scripts/bench_nvim.py's, random unit vectors), one after the other, the first two in turns:
 
 - **own process**: `CAPTAIN_MEMO_SERVICE=0`, the command embeds with a model of its own;
 - **through the engine**: the warm service serves the store (started and warmed by five recalls);
-  the command asks it for its vectors (hosting/embedder.py). ``--recalls`` recalls of distinct
-  identifiers are timed over its socket (the client's round trip, 50 ms apart) before the index
-  (idle), then for as long as the index runs.
+  the command asks it for its vectors (hosting/embedder.py);
+- **through the engine, recalls beside** (a third copy, after the other two): as above, and
+  ``--recalls`` recalls of distinct identifiers are timed over its socket (the client's round
+  trip, 50 ms apart: a recall in flight about half the time) before the index (idle), then for as
+  long as the index runs.
 
 Printed: each index's wall time and the CPU time of its own process (small when the engine
 embedded), the ratio engine / own process, recall p50 / p95 idle and during the index, and the
@@ -126,31 +128,38 @@ def reopened(run: Path) -> int:
     return sum(log.read_text().count("rewritten in place") for log in run.glob("*.log"))
 
 
-def through_engine(repo: Path, db: Path, args, queries) -> tuple[float, float, list[float], list[float]]:
+def through_engine(repo: Path, db: Path, args, queries, timed: bool) -> tuple[float, list[float], list[float]]:
+    """The index through the served engine: its wall time, and with ``timed`` the recalls idle
+    before it and during it."""
     from captain_memo.hosting.client import control
 
+    idle: list[float] = []
+    during: list[float] = []
     try:
         for _ in range(5):
             if recall_ms(db, next(queries)) is None:
                 sys.exit(f"the engine could not recall: {FAILED[0]}")
         time.sleep(3)  # the in-memory index builds in the background
-        idle = recalls(db, queries, count=args.recalls)
+        if timed:
+            idle = recalls(db, queries, count=args.recalls)
         result: dict = {}
         indexing = threading.Thread(target=lambda: result.update(took=index(repo, db, args, own=False)))
         indexing.start()
-        during = recalls(db, queries, busy=indexing)
+        if timed:
+            during = recalls(db, queries, busy=indexing)
         indexing.join()
         embedded = ((control("status", db) or {}).get("embedded") or {}).get("texts", 0)
     finally:
         control("stop", db)
     wall, cpu = result["took"]
-    print(f"  through the engine: {wall:6.1f} s (its process {cpu:5.1f} s CPU; the engine embedded {embedded:,} texts)")
+    name = "engine, recalls beside" if timed else "through the engine"
+    print(f"  {name:<22} {wall:6.1f} s (its process {cpu:5.1f} s CPU; the engine embedded {embedded:,} texts)")
     if FAILED:
         print(f"  {len(FAILED)} recalls failed, the first: {FAILED[0]}")
         FAILED.clear()
     if copies := reopened(Path(os.environ["CAPTAIN_MEMO_RUNTIME_DIR"])):
         print(f"  the engine's log: the store taken for one copied over {copies} times so far (reopened)")
-    return wall, cpu, idle, during
+    return wall, idle, during
 
 
 def line(name: str, values: list[float], idle_p95: float | None = None) -> str:
@@ -183,22 +192,21 @@ def main() -> int:
     ratios, idle_p95s, during_p95s = [], [], []
     for run in range(args.runs):
         print(f"run {run + 1}:")
-        took: dict[bool, float] = {}
-        for own in (True, False) if run % 2 == 0 else (False, True):
-            db = folder / f"run{run}-{'own' if own else 'engine'}.db"
+        took: dict[str, float] = {}
+        for way in ("own", "engine", "recalls") if run % 2 == 0 else ("engine", "own", "recalls"):
+            db = folder / f"run{run}-{way}.db"
             shutil.copy(base, db)
-            if own:
-                wall, cpu = index(repo, db, args, own=True)
-                print(f"  own process:        {wall:6.1f} s (its process {cpu:5.1f} s CPU)")
-                took[True] = wall
-            else:
-                wall, _cpu, idle, during = through_engine(repo, db, args, queries)
-                took[False] = wall
+            if way == "own":
+                took[way], cpu = index(repo, db, args, own=True)
+                print(f"  {'own process':<22} {took[way]:6.1f} s (its process {cpu:5.1f} s CPU)")
+                continue
+            took[way], idle, during = through_engine(repo, db, args, queries, timed=way == "recalls")
+            if idle:
                 idle_p95s.append(percentile(idle, 0.95))
                 during_p95s.append(percentile(during, 0.95))
                 print(line("recall idle", idle))
                 print(line("recall during the index", during, idle_p95s[-1]))
-        ratios.append(took[False] / took[True])
+        ratios.append(took["engine"] / took["own"])
         print(f"  engine / own process: {ratios[-1]:.2f}x   (load average {load()})")
     print(
         "summary: engine / own process "
