@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from captain_memo.store.db import Database
@@ -154,5 +155,43 @@ def test_another_processs_checkpoint_between_a_look_and_the_wal_index_read_is_no
     monkeypatch.setattr(held_file, "look", look_then_checkpoint)
     assert not store.moved()  # looked before the checkpoint
     assert not store.moved(), "another process's checkpoint was taken for a file copied over the store"
+    store.close()
+    assert Database(db).conn.execute("SELECT count(*) FROM notes").fetchone() == (2,)
+
+
+def test_a_look_while_this_process_checkpoints_is_not_a_copy(tmp_path, monkeypatch):
+    """Another thread of the holder looks while its own checkpoint copies frames: the file has
+    changed, SQLite has not counted the frames copied yet (it does once they all are), and no
+    other process holds the checkpoint lock (a process does not see its own). Taken for a copy,
+    the serving engine reopened the store during an index beside it and dropped the WAL in use."""
+    db = tmp_path / "memo.db"
+    store = held_store(db)
+    with store.write() as conn:
+        conn.execute("INSERT INTO notes (text) VALUES ('waiting in the WAL')")
+    counted = store.watch._wal_index.progress()
+    seen: list[bool] = []
+
+    class Checkpointing:
+        """The holder's connection, with another thread's look taken as its checkpoint ends."""
+
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            done = self.conn.execute(sql, *args)
+            if "wal_checkpoint" in sql:
+                with monkeypatch.context() as stale:  # the count as it reads until the copy ends
+                    stale.setattr(store.watch._wal_index, "progress", lambda: counted)
+                    looker = threading.Thread(target=lambda: seen.append(store.moved()))
+                    looker.start()
+                    looker.join()
+            return done
+
+    real = store.conn
+    store._local.conn = Checkpointing(real)
+    store.checkpoint()
+    store._local.conn = real
+    assert seen == [False], "the holder's own checkpoint was taken for a file copied over the store"
+    assert not store.moved()
     store.close()
     assert Database(db).conn.execute("SELECT count(*) FROM notes").fetchone() == (2,)

@@ -328,9 +328,9 @@ class Database:
         """Copy what the WAL holds into the file now, without waiting for readers: the file alone is
         complete when it is copied or moved (a long-lived holder calls this after its writes)."""
         if not self.read_only and not self.moved():
-            self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            with self.watch.changing():
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._note_side_files()
-            self.watch.noted()
 
     def close(self) -> None:
         """Close every connection. When the file has left its path meanwhile, its WAL is written into
@@ -393,9 +393,9 @@ class Database:
             conn.execute("ROLLBACK")
             raise
         else:
-            conn.execute("COMMIT")
+            with self.watch.changing():  # a commit past the WAL's size checkpoints on its own
+                conn.execute("COMMIT")
             self._wrote = True
-            self.watch.noted()
 
     def _refuse_if_held_by_a_stopped_process(self, waited: bool) -> None:
         """A process stopped inside a write keeps the lock until it is resumed: say which, at once,

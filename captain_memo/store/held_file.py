@@ -37,6 +37,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +203,12 @@ class FileWatch:
         self._seen_commits: int | None = None  # read at the first ``noted``, once the store is open
         self._wal_index = WalIndex(self.path)
         self._seen_progress: tuple[int, int] | None = None
+        # This process's own checkpoints and commits under way: another of its threads looking
+        # meanwhile sees the file change with no checkpoint counted yet (SQLite counts the frames
+        # copied once they all are) and no lock held by another process (a process does not see
+        # its own): taken for a copy, the store was reopened and its WAL, in use, dropped.
+        self._own_changes = 0
+        self._own_started = 0  # how many began: one begun and ended while a look was taken counts too
 
     def _count(self) -> int | None:
         if self._commits is None:
@@ -210,6 +217,20 @@ class FileWatch:
             return self._commits()
         except Exception:  # a damaged or vanished file: the look alone decides
             return None
+
+    @contextmanager
+    def changing(self):
+        """This process is changing the file (a commit, which may checkpoint, or a checkpoint):
+        no look until it is done counts, and what it looks like after is its own (``noted``)."""
+        with self._lock:
+            self._own_changes += 1
+            self._own_started += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._own_changes -= 1
+            self.noted()
 
     def noted(self) -> None:
         """This process changed the file (a commit, a checkpoint): what it looks like now is its own."""
@@ -222,10 +243,14 @@ class FileWatch:
     def rewritten(self) -> bool:
         """The file at the path is the one opened, but its content was replaced past SQLite (once
         seen, it stays so: the connections' page caches and WAL index no longer describe it)."""
+        with self._lock:
+            started = self._own_started
         steady = self._steady_look()
         with self._lock:
             if self._rewritten:
                 return True
+            if self._own_changes or self._own_started != started:
+                return False  # this process is checkpointing or committing: look again next time
             if steady is None:
                 return False  # other processes' checkpoints and commits as we looked: look again next time
             now, progress = steady

@@ -225,8 +225,8 @@ class Store(SourceRows, KeywordSearch):
 
     def checkpoint(self) -> None:
         """Fold the write-ahead log into the file (smaller and faster to open afterwards)."""
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self.watch.noted()  # the file changed by this process's hand, not rewritten under it
+        with self.watch.changing():  # the file changed by this process's hand, not rewritten under it
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def pending_chunks(self, limit: int = 256) -> list[tuple[int, str]]:
         """Chunks stored without a vector, oldest first."""
