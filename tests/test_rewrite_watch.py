@@ -195,3 +195,38 @@ def test_a_look_while_this_process_checkpoints_is_not_a_copy(tmp_path, monkeypat
     assert not store.moved()
     store.close()
     assert Database(db).conn.execute("SELECT count(*) FROM notes").fetchone() == (2,)
+
+
+KEEPER = """
+import sqlean, sys
+conn = sqlean.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA wal_autocheckpoint = 0")  # its commit stays in the WAL
+conn.execute("INSERT INTO notes (text) VALUES ('committed by another process')")
+print("committed", flush=True)
+sys.stdin.readline()
+print(conn.execute("SELECT count(*) FROM notes").fetchone()[0], flush=True)
+"""
+
+
+def test_a_copy_seen_while_another_process_has_the_store_open_leaves_it_its_wal(tmp_path):
+    """Dropping the WAL and taking the -wal and -shm away is right for a copy with no one else
+    attached; with another process attached, were the copy seen wrongly, it would lose what that
+    process committed there and split the store in two (each process on a WAL of its own)."""
+    db = tmp_path / "memo.db"
+    store = held_store(db)
+    shutil.copyfile(db, tmp_path / "backup.db")
+    keeper = subprocess.Popen(
+        [sys.executable, "-c", KEEPER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert keeper.stdout.readline().strip() == "committed"
+        assert not store.moved()  # the holder has seen the other process's commit
+        wal = os.stat(f"{db}-wal")
+        shutil.copyfile(tmp_path / "backup.db", db)
+        assert store.moved()
+        store.close()
+        kept = os.stat(f"{db}-wal")
+        assert (kept.st_ino, kept.st_size) == (wal.st_ino, wal.st_size), "another process's WAL was dropped"
+    finally:
+        out, _ = keeper.communicate("\n")
+    assert out.strip() == "2"

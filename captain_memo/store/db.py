@@ -341,6 +341,15 @@ class Database:
             conns, self._conns = self._conns, []
         with self._commit_lock:
             self._commit_conn = None  # among conns, closed below
+        if rewritten and self.watch.others_attached():
+            # Another process uses this WAL and its index: dropping or unlinking them would lose
+            # what it committed there and split the store in two, were the copy only seen wrongly.
+            # Closing without being the last connection copies nothing into the file.
+            log.warning("%s seems copied over while another process has it open; its WAL is left to it", self.path)
+            for conn in conns:
+                _close_quietly(conn)
+            self._local = threading.local()
+            return
         if rewritten:  # the old WAL must not reach the new content, by a checkpoint or at closing
             held_file.discard_wal(self.path, self._side_identities)
             for conn in conns:

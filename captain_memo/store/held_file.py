@@ -117,6 +117,7 @@ def look(path: Path | str) -> FileLook:
 # (mxFrame) and, after two copies of that header, the checkpoint's count of frames copied into the
 # file (nBackfill); the locks are bytes at 120 onwards, the checkpointer's at 121. Native order.
 _MX_FRAME, _BACKFILLED, _CHECKPOINT_LOCK = 16, 96, 121
+_ATTACHED = 128  # the byte every process with the WAL index open holds a shared lock on
 
 
 class WalIndex:
@@ -125,7 +126,7 @@ class WalIndex:
     hold on it (they are per process and file, not per descriptor)."""
 
     def __init__(self, path: Path | str):
-        self.shm = os.path.abspath(f"{path}-shm")
+        self.shm = os.path.realpath(f"{path}-shm")  # as /proc names the file SQLite opened
         self._fd: int | None = None
 
     def _descriptor(self) -> int | None:
@@ -160,14 +161,25 @@ class WalIndex:
     def checkpoint_running(self) -> bool:
         """Another process holds the checkpointer's lock (it may be copying frames into the file
         now); True when that cannot be told, which is the safe side."""
+        held = self._held_by_another(_CHECKPOINT_LOCK)
+        return True if held is None else held
+
+    def others_attached(self) -> bool:
+        """Another process has the WAL index open (SQLite holds a shared lock on one byte of it
+        for as long as a connection does); False when that cannot be told."""
+        return bool(self._held_by_another(_ATTACHED))
+
+    def _held_by_another(self, byte: int) -> bool | None:
+        """Whether another process holds a lock on ``byte`` of the -shm (F_GETLK: a process is
+        never told of its own); None when that cannot be told."""
         fd = self._descriptor()
         if fd is None:
-            return True
-        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _CHECKPOINT_LOCK, 1, 0)
+            return None
+        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0)
         try:
             answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
         except OSError:
-            return True
+            return None
         (held,) = struct.unpack_from("h", answer)
         return held != fcntl.F_UNLCK
 
@@ -218,6 +230,10 @@ class FileWatch:
         except Exception:  # a damaged or vanished file: the look alone decides
             return None
 
+    def others_attached(self) -> bool:
+        """Another process has the store's WAL index open (read before this one's connections close)."""
+        return self._wal_index.others_attached()
+
     @contextmanager
     def changing(self):
         """This process is changing the file (a commit, which may checkpoint, or a checkpoint):
@@ -245,6 +261,9 @@ class FileWatch:
         seen, it stays so: the connections' page caches and WAL index no longer describe it)."""
         with self._lock:
             started = self._own_started
+        # Read before the look: a commit landing between them shows in the look (its WAL), and the
+        # count kept then differs next time, which says "committed", never "copied".
+        commits = self._count()
         steady = self._steady_look()
         with self._lock:
             if self._rewritten:
@@ -257,20 +276,18 @@ class FileWatch:
             seen = self._seen
             if now.identity is None or now.identity != seen.identity:
                 return False  # moved, deleted or replaced by a rename: the identity says so
-            if now.content != seen.content and now.wal == seen.wal:
-                commits = self._count()
-                if commits is not None and self._seen_commits is not None and commits != self._seen_commits:
-                    self._seen_commits = commits  # another process committed, within one tick of the clock
-                else:
-                    change = self._change_without_commit(seen)
-                    if change == "copy":
-                        log.warning("%s was rewritten in place (copied over?); reopening it as it is now", self.path)
-                        self._rewritten = True
-                        return True
-                    if change == "checkpointing":
-                        return False  # frames may be being copied now: look again next time
-            self._seen = now  # unchanged, or changed through the WAL (another process's writes)
-            self._seen_progress = progress
+            # another process committed since (within one tick of the clock, its WAL may look the same)
+            committed = commits is not None and self._seen_commits is not None and commits != self._seen_commits
+            if now.content != seen.content and now.wal == seen.wal and not committed:
+                change = self._change_without_commit(seen)
+                if change == "copy":
+                    log.warning("%s was rewritten in place (copied over?); reopening it as it is now", self.path)
+                    self._rewritten = True
+                    return True
+                if change == "checkpointing":
+                    return False  # frames may be being copied now: look again next time
+            # unchanged, or changed through the WAL (another process's writes): what it is now
+            self._seen, self._seen_progress, self._seen_commits = now, progress, commits
             return False
 
     def _steady_look(self) -> tuple[FileLook, tuple[int, int] | None] | None:
