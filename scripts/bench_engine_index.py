@@ -58,7 +58,7 @@ def make_repository(root: Path, histories: Path, commits: int) -> Path:
     else:
         repo.mkdir()
         subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    shutil.copytree(histories / "flask-docs", repo / "docs")
+    shutil.copytree(histories / "flask-docs", repo / "docs", dirs_exist_ok=True)  # over the history's own docs/
     return repo
 
 
