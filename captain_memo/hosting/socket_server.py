@@ -43,6 +43,7 @@ from captain_memo.hosting.watcher import Watcher, start_watching
 from captain_memo.requests import operations
 
 log = logging.getLogger("captain_memo")
+CANCELLED_LOOK_S = 0.2  # how often a waiting agent's call looks whether its agent cancelled it
 ACCEPT_POLL = 0.5  # seconds between idle checks while nobody connects
 # A client sends its request at once; one that connects and stays silent must not keep the
 # service from ever being idle.
@@ -90,6 +91,7 @@ class Service:
         self._waker: tuple[socket.socket, socket.socket] | None = None  # serve()'s: stop() ends its wait
         self.clients: dict[str, int] = {}  # requests per kind of client ("cli", "mcp:<name>")
         self.embedded = {"requests": 0, "texts": 0}  # other processes' texts embedded here (`embed`)
+        self.sessions_opened = 0  # agents' MCP sessions held here, a relay carrying one over counted again
         self.ops = {
             "recall": self._recall,
             "remember": self._remember,
@@ -225,6 +227,7 @@ class Service:
         with self._lock:
             self._active -= 1
             self._sessions.add(conn)
+            self.sessions_opened += 1
         try:
             with conn.makefile("wb") as writer:
                 serve_session(
@@ -347,7 +350,7 @@ class Service:
     def _agent(self, request, expires: float | None, reads_only: bool = False):
         """A call of an MCP server's tool (agent_calls.py), in the folder its agent works in."""
         from captain_memo.errors import InputError
-        from captain_memo.requests import agent_calls
+        from captain_memo.requests import agent_calls, operations
 
         call = agent_calls.checked_envelope(request)
         tool = call["tool"]
@@ -360,7 +363,8 @@ class Service:
             ctx = self.memo.context(call["folder"], tool == "remember", call["share_worktrees"])
             return agent_calls.run(memo, tool, call["args"], ctx, call["client"], call["request_key"])
 
-        return self.memo.call(work, write=write, expires=expires)
+        future = self.memo.submit(work, write=write, expires=expires)
+        return _awaited(future, operations.CANCELLATIONS.asker(call["request_key"]))
 
     def _counted(self, client: str, op):
         def run(request, expires: float | None):
@@ -382,6 +386,7 @@ class Service:
             "started": self.started,
             "requests": self.requests,
             "clients": dict(self.clients),
+            "sessions": self.sessions_opened,
             "embedded": dict(self.embedded),
             "idle_exit_seconds": self.idle if self.idle != float("inf") else None,
             "reopened": self.memo.reopened,
@@ -463,3 +468,19 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _awaited(future, cancelled):
+    """A call's answer. A call its agent cancelled is no longer waited for: the agent's session runs
+    its calls one at a time, so its next call waited behind it until the writer reached it or its
+    deadline passed (20 s), and a save asks just before it writes, so it stores nothing."""
+    if cancelled is None:
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=CANCELLED_LOOK_S)
+        except TimeoutError:
+            if cancelled():
+                from captain_memo.errors import RequestCancelledError
+
+                raise RequestCancelledError("cancelled by the client while it waited; nothing was saved") from None
