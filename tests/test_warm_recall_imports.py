@@ -27,6 +27,15 @@ NOT_NEEDED = (
     "argparse",
     "typing",
     "pathlib",
+    # The socket and json packages: their imports (re, enum, selectors, functools, collections)
+    # cost a warm recall as much CPU as the interpreter's start; it talks through _socket and _json.
+    "socket",
+    "json",
+    "re",
+    "enum",
+    "selectors",
+    "functools",
+    "collections",
 )
 PROBE = (
     "import sys\nfrom captain_memo.cli.main import main\ncode = main(['recall', 'zanzibar tenant'])\n"

@@ -4,11 +4,12 @@ service's client) can find the store without importing every ranking setting."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
-# pathlib is imported only where a Path is asked for: the thin path asks for db_file, a string.
+# pathlib is imported only where a Path is asked for: the thin path asks for db_file, a string
+# (and collections.abc would import the collections package, ~1 ms, for an annotation).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
 ENV_PREFIX = "CAPTAIN_MEMO_"

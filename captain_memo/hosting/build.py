@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import zlib
-from functools import lru_cache
 
 PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # a string: pathlib costs the thin path ~3 ms
 
@@ -34,12 +33,18 @@ def _modules(folder: str, inside: str = "") -> list[tuple[str, int, int]]:
     return found
 
 
-@lru_cache(maxsize=1)
+# Read once per process (functools.lru_cache would import functools and collections, ~1 ms).
+_read: tuple[str, str] | None = None
+
+
 def _identities() -> tuple[str, str]:
-    modules = sorted(_modules(PACKAGE))
-    newest = max((mtime for _, _, mtime in modules), default=0)
-    sizes = repr([(name, size) for name, size, _ in modules]).encode("utf-8")
-    return f"{PACKAGE}:{len(modules)}:{newest}", f"{zlib.crc32(sizes):08x}{zlib.adler32(sizes):08x}"
+    global _read
+    if _read is None:
+        modules = sorted(_modules(PACKAGE))
+        newest = max((mtime for _, _, mtime in modules), default=0)
+        sizes = repr([(name, size) for name, size, _ in modules]).encode("utf-8")
+        _read = f"{PACKAGE}:{len(modules)}:{newest}", f"{zlib.crc32(sizes):08x}{zlib.adler32(sizes):08x}"
+    return _read
 
 
 def build_id() -> str:

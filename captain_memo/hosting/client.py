@@ -1,8 +1,10 @@
 """The command line's side of the warm service: send a request, starting the service if needed.
 
-This is the thin path: it imports the standard library's socket and json and nothing heavy (no
-numpy, SQLite, onnxruntime or git; tests/test_service.py checks), nor pathlib (~3 ms; it names the
-socket with runtime_folder.socket_file). ``call`` returns None whenever
+This is the thin path: it imports nothing heavy (no numpy, SQLite, onnxruntime or git;
+tests/test_service.py checks), nor pathlib (~3 ms; it names the socket with
+runtime_folder.socket_file), nor the socket and json packages, whose imports (re, enum, selectors)
+cost a warm recall about as much CPU as the interpreter's own start: it talks through ``_socket``,
+the C module the socket package wraps, and hosting/wire_json.py. ``call`` returns None whenever
 the work should run in the caller's own process instead: the service is switched off, its folder
 or socket is not private, or it cannot be started; the command then runs cold, as before.
 """
@@ -10,7 +12,6 @@ or socket is not private, or it cannot be started; the command then runs cold, a
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 
@@ -21,7 +22,14 @@ from captain_memo.hosting.build import build_id, code_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import _socket
+    import socket
+    from collections.abc import Callable
     from pathlib import Path
+    from typing import TypeVar
+
+    Connection = socket.socket | _socket.socket
+    S = TypeVar("S", socket.socket, _socket.socket)
 
 # A first start imports the engine (~1 s on an idle machine, several on a busy one) before the
 # socket exists; past this, the command runs in its own process rather than wait longer.
@@ -86,9 +94,9 @@ def call(op: str, request: dict, db: str | os.PathLike, env=None, say=None):
         path = runtime_folder.socket_file(db, env)
         started = False
         for _ in range(2):  # once more when a service exiting for idleness dropped the request unread
-            sock = connect(path)
+            sock = connect_raw(path)
             if sock is None:
-                sock, started = _start(path, db, env, _say), True
+                sock, started = _start(path, db, env, _say, connect_raw), True
             if sock is None:
                 return None
             try:
@@ -232,9 +240,25 @@ def _zombie(pid: int) -> bool:
 
 
 def connect(path: str | Path) -> socket.socket | None:
+    """A socket connected to whoever serves ``path``; None when nobody does."""
+    import socket
+
     if not runtime_folder.check_socket(path):
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    return _connected(path, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+
+
+def connect_raw(path: str | Path) -> _socket.socket | None:
+    """``connect`` with the C module's socket (sendall, recv, settimeout and close only): the thin
+    path's, which imports no socket package."""
+    import _socket
+
+    if not runtime_folder.check_socket(path):
+        return None
+    return _connected(path, _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM))
+
+
+def _connected(path: str | Path, sock):
     sock.settimeout(ACCEPT_TIMEOUT)  # a stopped service's full backlog must not hold the command
     try:
         sock.connect(str(path))
@@ -247,8 +271,9 @@ def connect(path: str | Path) -> socket.socket | None:
     return sock
 
 
-def _start(path: str | Path, db, env, _say) -> socket.socket | None:
-    """Start a service for ``db`` and connect to it; None when it does not come up in time."""
+def _start(path: str | Path, db, env, _say, opening: Callable[[str | Path], S | None]) -> S | None:
+    """Start a service for ``db`` and connect to it with ``opening`` (``connect`` or
+    ``connect_raw``); None when it does not come up in time."""
     import subprocess
 
     log = open(os.path.splitext(path)[0] + ".log", "ab")  # noqa: SIM115 - handed to the child
@@ -268,7 +293,7 @@ def _start(path: str | Path, db, env, _say) -> socket.socket | None:
         log.close()
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
-        sock = connect(path)
+        sock = opening(path)
         if sock is not None:
             _reap_when_it_exits(child)
             return sock
@@ -291,7 +316,7 @@ def _reap_when_it_exits(child) -> None:
 
 
 def _exchange(
-    sock: socket.socket,
+    sock: Connection,
     op: str,
     request: dict,
     installation: bool = True,
@@ -303,34 +328,34 @@ def _exchange(
     The service must take the request within ACCEPT_TIMEOUT and answer within ``deadline``
     seconds after; it is told how long that is, and drops a request it reaches too late."""
     sock.settimeout(accept)
-    with sock.makefile("rb") as reader:
-        try:
-            # How long it waits, not until when: the service's clock and this one's may disagree.
-            message = {"op": op, "request": request, "within": accept + deadline}
-            if installation:
-                message["build"], message["code"] = build_id(), code_id()
-            wire.send(sock, message)
-            first = wire.receive(reader)
-        except TimeoutError:
-            raise _Unanswered(f"the service did not take `{op}` within {accept:g} s", taken=False) from None
-        except (ConnectionResetError, BrokenPipeError, wire.WireError):
-            raise _NotAccepted() from None
-        if first is None:
-            raise _NotAccepted()
-        if first.get("stays"):
-            raise _Declined(first.get("error") or "the editor's engine runs other code")
-        if first.get("stale"):  # it has stepped down: start one of this installation
-            raise _Stale()
-        if not first.get("accepted"):
-            raise CaptainMemoError(first.get("error") or "the service refused the request")
-        who = server_name(first.get("host"))
-        sock.settimeout(deadline)
-        try:
-            reply = wire.receive(reader)
-        except TimeoutError:
-            raise _Unanswered(f"{who} took `{op}` but did not answer within {deadline:g} s", taken=True) from None
-        except (OSError, wire.WireError) as exc:
-            raise _Lost(f"{who} failed while running `{op}` ({exc})") from None
+    reader = wire.LineReader(sock)
+    try:
+        # How long it waits, not until when: the service's clock and this one's may disagree.
+        message = {"op": op, "request": request, "within": accept + deadline}
+        if installation:
+            message["build"], message["code"] = build_id(), code_id()
+        wire.send(sock, message)
+        first = wire.receive(reader)
+    except TimeoutError:
+        raise _Unanswered(f"the service did not take `{op}` within {accept:g} s", taken=False) from None
+    except (ConnectionResetError, BrokenPipeError, wire.WireError):
+        raise _NotAccepted() from None
+    if first is None:
+        raise _NotAccepted()
+    if first.get("stays"):
+        raise _Declined(first.get("error") or "the editor's engine runs other code")
+    if first.get("stale"):  # it has stepped down: start one of this installation
+        raise _Stale()
+    if not first.get("accepted"):
+        raise CaptainMemoError(first.get("error") or "the service refused the request")
+    who = server_name(first.get("host"))
+    sock.settimeout(deadline)
+    try:
+        reply = wire.receive(reader)
+    except TimeoutError:
+        raise _Unanswered(f"{who} took `{op}` but did not answer within {deadline:g} s", taken=True) from None
+    except (OSError, wire.WireError) as exc:
+        raise _Lost(f"{who} failed while running `{op}` ({exc})") from None
     if reply is None:
         raise _Lost(f"{who} stopped while running `{op}`")
     if reply.get("internal"):

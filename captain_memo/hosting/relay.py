@@ -438,7 +438,7 @@ class Relay:
                 started = False
                 sock = client.connect(path)
                 if sock is None:
-                    sock, started = client._start(path, self.db, self.env, self.said.append), True
+                    sock, started = client._start(path, self.db, self.env, self.said.append, client.connect), True
                 if sock is None:
                     return None
                 answer = _opened(sock, self.request, client.START_TIMEOUT if started else client.ACCEPT_TIMEOUT)

@@ -11,7 +11,7 @@ never accepted is safe to send again, a write that was accepted and then lost is
 
 from __future__ import annotations
 
-import json
+from captain_memo.hosting import wire_json
 
 # A remembered text may be a megabyte (validation.MAX_BODY_CHARS) of characters up to 4 bytes
 # each, escaped in JSON; recall answers are far smaller.
@@ -31,9 +31,9 @@ def encoded(message: dict) -> bytes:
     lone surrogates (Python's ``surrogateescape``), which UTF-8 cannot carry: JSON's ``\\udce9``
     escapes can, and the receiver decides what such text means (validation.escaped_bytes)."""
     try:
-        return json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        return wire_json.dumps(message).encode("utf-8") + b"\n"
     except UnicodeEncodeError:
-        return json.dumps(message).encode("ascii") + b"\n"
+        return wire_json.dumps(message, ascii=True).encode("ascii") + b"\n"
 
 
 def receive(reader) -> dict | None:
@@ -44,9 +44,41 @@ def receive(reader) -> dict | None:
     if len(line) > MAX_LINE or not line.endswith(b"\n"):
         raise WireError("message too long or cut short")
     try:
-        message = json.loads(line)
+        message = wire_json.loads(line)
     except ValueError as exc:
         raise WireError(f"not JSON ({exc})") from None
     if not isinstance(message, dict):
         raise WireError("not a JSON object")
     return message
+
+
+class LineReader:
+    """A socket's lines, read with its own ``recv`` (so its timeout holds): what ``makefile("rb")``
+    gives, for the C module's socket the thin path uses, which has no ``makefile``."""
+
+    CHUNK = 64 * 1024
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.pending = bytearray()
+
+    def readline(self, limit: int) -> bytes:
+        """The next line with its ``\\n``, at most ``limit`` bytes of it; what is left when the peer
+        closed the connection (b"" once nothing is)."""
+        searched = 0
+        while True:
+            end = self.pending.find(b"\n", searched, limit)
+            if end >= 0:
+                return self._taken(end + 1)
+            if len(self.pending) >= limit:
+                return self._taken(limit)
+            searched = len(self.pending)
+            chunk = self.sock.recv(self.CHUNK)
+            if not chunk:
+                return self._taken(len(self.pending))
+            self.pending += chunk
+
+    def _taken(self, size: int) -> bytes:
+        line = bytes(self.pending[:size])
+        del self.pending[:size]
+        return line

@@ -1,10 +1,13 @@
 """The small pieces of text every front end shows the same way: an age, a count, the marks of a hit,
 the explanation of a score. They read the JSON forms (doc/json.md), so the command line's thin
-client renders a warm service's answer with them; importing this module imports only ``re``."""
+client renders a warm service's answer with them; importing this module imports nothing (``re``, which
+the command line's warm path does without, only where a snippet's terms are matched)."""
 
 from __future__ import annotations
 
-import re
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 DAY = 86_400.0
 UNKNOWN_AGE = "unknown"
@@ -16,7 +19,7 @@ STOP_WORDS = frozenset(
     "your about into after before any all not no yes use used using".split()
 )
 # A query term: a run of letters, digits and _ . - / : (an identifier, a flag, a path) at least 2 long.
-_TERM = re.compile(r"[\w][\w.\-/:]*[\w]|\w{2,}")
+_TERM = r"[\w][\w.\-/:]*[\w]|\w{2,}"
 _SUFFIXES = ("ing", "ed", "es", "s")
 
 
@@ -69,8 +72,10 @@ def store_mark(data: dict) -> str:
 
 def query_terms(query: str) -> list[str]:
     """The words of a query a snippet looks for, lower-cased, in order, without the question words."""
+    import re
+
     terms = []
-    for found in _TERM.findall(query.lower()):
+    for found in re.findall(_TERM, query.lower()):
         term = found.strip(".-/:")
         if len(term) >= 2 and term not in STOP_WORDS and term not in terms:
             terms.append(term)
@@ -89,6 +94,8 @@ def stem(term: str) -> str:
 
 def term_pattern(terms: list[str]) -> re.Pattern | None:
     """A case-blind pattern finding any of ``terms`` (or a form of it) as a whole word."""
+    import re
+
     if not terms:
         return None
     parts = sorted({re.escape(stem(t)) for t in terms}, key=len, reverse=True)

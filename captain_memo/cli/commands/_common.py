@@ -3,7 +3,6 @@ application interface, the caller's git context, output."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -77,6 +76,8 @@ def context(args):
 
 
 def print_json(data) -> None:
+    import json  # only here: json imports re, which the warm path does without
+
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
 
