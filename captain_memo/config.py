@@ -103,6 +103,10 @@ class RankConfig:
     # The keyword leg takes its candidates per kind: the top candidates_per_leg of curated text and
     # as many observations, so commits cannot crowd the docs out of the pool (store/search.py).
     pool_per_kind: bool = False
+    # With pool_per_kind: curated text's bm25 from curated text's own word statistics, and on a
+    # question not about a change each kind's keyword score scaled to its own best (store/search.py,
+    # ranking/union.py), so a history beside the docs does not reweigh the docs' words.
+    curated_statistics: bool = False
 
 
 PROFILES: dict[str, RankConfig] = {
@@ -131,6 +135,7 @@ PROFILES: dict[str, RankConfig] = {
         kind_prior=0.6,
         heading_weight=1.2,
         pool_per_kind=True,
+        curated_statistics=True,
         recency_anchor="newest",
         recency_span_share=0.33,
         temporal_pool=25,

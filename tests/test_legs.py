@@ -10,6 +10,7 @@ import sqlean
 from recall_support import assert_trace
 
 from captain_memo.errors import EmbeddingError, RecallError
+from captain_memo.ranking.query import fts_match
 from captain_memo.store import NewMemory
 from captain_memo.store.search import Scope, keyword_leg
 
@@ -179,3 +180,46 @@ def test_commits_sharing_a_docs_words_leave_it_its_place_in_the_keyword_pool(eng
     assert keyword_pool(replace(v3, pool_per_kind=False)) == ["observation"] * 10, "the commits fill the pool"
     kinds = keyword_pool(v3)
     assert kinds.count("memory") == 1 and kinds.count("observation") == 10
+
+
+def test_curated_text_is_scored_with_word_statistics_of_its_own(tmp_path):
+    """A history beside the docs changes bm25's idf: words commits rarely use gain weight over those
+    they use often, and Flask's docs reordered under their 3,806 commits. Under v3 a curated chunk's
+    bm25 is the one a store of curated text alone gives it; observations keep the whole index's."""
+    from captain_memo.store import Store
+    from captain_memo.store.search import keyword_scores
+
+    docs = [
+        "Application factories: create the app inside a function and pass it the config to use.",
+        "Configuration: the config object holds settings; load them from a file or the environment.",
+        "Testing: the test client sends requests to the app without a running server.",
+    ]
+    commits = [f"config: read setting {i} from the environment" for i in range(40)]
+    commits += [f"docs: fix a typo in chapter {i}" for i in range(40)]
+    match = fts_match("create the app in a function so tests pass their own config")
+
+    def stored(name: str, history: list[str]) -> Store:
+        store = Store(tmp_path / name)
+        for text in docs:
+            store.add(NewMemory(body=text, title=text.split(":")[0]), [text], None)
+        for text in history:
+            store.add(NewMemory(body=text, kind="observation"), [text], None)
+        return store
+
+    alone, beside = stored("docs.db", []), stored("store.db", commits)
+    try:
+        expected = keyword_leg(alone, match, Scope(None), 10, per_kind=True)
+        found = keyword_leg(beside, match, Scope(None), 10, per_kind=True, curated_statistics=True)
+        curated = {chunk_id: score for chunk_id, score in found.items() if chunk_id in expected}
+        assert curated == pytest.approx(expected) and len(curated) == len(docs)
+        assert len(found) - len(curated) == 10, "the observations keep their own places"
+        assert keyword_scores(beside, match, list(expected), curated_statistics=True) == pytest.approx(expected)
+        whole = keyword_scores(beside, match, list(expected))
+        assert whole != pytest.approx(expected), "the history moves the docs' bm25"
+        # The index of curated text follows what is written: a doc forgotten leaves it.
+        first = min(expected)
+        beside.delete(beside.chunk_rows([first])[first][1].id)
+        assert first not in beside.curated_keyword_leg(match, Scope(None), 10)
+    finally:
+        alone.close()
+        beside.close()

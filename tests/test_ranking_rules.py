@@ -457,6 +457,7 @@ def test_legacy_profile_values_are_frozen():
         "kind_prior": 1.0,
         "heading_weight": 1.0,
         "pool_per_kind": False,
+        "curated_statistics": False,
     }
 
 

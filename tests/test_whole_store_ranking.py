@@ -214,3 +214,38 @@ def test_explain_shows_each_new_stage_with_its_multiplier():
     lines = explain_lines(hit_json(shown, 1, NOW))
     assert "x 0.600 kind (an observation (a commit, a capture), and the question is not about a change)" in lines
     assert lines[-1].endswith(f"= {shown.score:.3f}")
+
+
+def test_each_kind_s_keyword_score_is_scaled_to_its_own_best_on_a_question_not_about_a_change():
+    """With curated text's own statistics, a doc's bm25 and a commit's are on two scales: the doc
+    naming ``url_for`` has 5.9 where commits naming it have 11.4 (Flask's store), which put the API's
+    answers below the top 3. Scaled among its own kind, the best doc scores 1 beside the best commit,
+    and the kind prior weighs the two; a question about a change keeps one scale."""
+    from captain_memo.presentation.words import explain_lines
+    from captain_memo.ranking.result import hit_json
+
+    doc = replace(candidate(memory(1), "Routing: build a URL with url_for(endpoint)", vector=0.80), bm25=5.9)
+    near = replace(candidate(memory(3), "Blueprints: url_for with the blueprint's name", vector=0.84), bm25=5.0)
+    commit = replace(
+        candidate(memory(2, kind="observation", age_days=0.1), "fix url_for with a subdomain", vector=0.84), bm25=11.4
+    )
+    pool = [doc, near, commit, *[candidate(memory(10 + i), "unrelated text", vector=0.5) for i in range(10)]]
+
+    def ranked(query: str, cfg=PROFILES["v3"]) -> list:
+        out = by_score(rank_pool(pool, RankRequest(analyse(query, 4, True), None, NOW, 10), cfg))
+        assert_trace(out)
+        return out
+
+    name = ranked("url_for")
+    # Before: one scale, and the doc closer in meaning but weaker in bm25 ranked first.
+    assert [c.memory.id for c in name[:2]] == [1, 3] and name[0].keyword == 1.0
+    assert [c.memory.id for c in ranked("url_for", replace(PROFILES["v3"], curated_statistics=False))[:2]] == [3, 1]
+    lines = explain_lines(hit_json(name[0], 1, NOW))
+    assert any(
+        line.startswith("x 1.000 keyword scale (the keyword score is scaled among curated text") for line in lines
+    )
+    change = ranked("which commit fixed url_for")
+    assert all(
+        c.factor("keyword_scale") == 1.0 and not any(f.name == "keyword_scale" for f in c.factors) for c in change
+    )
+    assert {c.memory.id: c.keyword for c in change}[2] == 1.0 and {c.memory.id: c.keyword for c in change}[1] < 0.6

@@ -385,7 +385,7 @@ class Engine:
             jobs[Leg.VECTOR.value] = self._pool.submit(self._vector_leg, query, scope, k)
         if Leg.KEYWORD in legs:
             jobs[Leg.KEYWORD.value] = self._pool.submit(
-                self._keyword_leg, match, scope, k, newest or [], cfg.pool_per_kind
+                self._keyword_leg, match, scope, k, newest or [], cfg.pool_per_kind, cfg.curated_statistics
             )
         found, failures = {}, {}
         for leg, job in jobs.items():
@@ -400,7 +400,7 @@ class Engine:
         keyword_hits, match = found.get("keyword", (None, match))
         union = fusion_for(cfg).scores_union
         if union:
-            vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
+            vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match, cfg)
         rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits or {})))
         # A query that is only names (a lookup under the cursor): a part of a name nothing holds is
         # no evidence, so the keyword leg searches again without that name. In a sentence the parts
@@ -411,10 +411,12 @@ class Engine:
         unnamed = unheld_names(asked, (text for text, _ in rows.values())) if asked else ()
         if unnamed and keyword_hits is not None:  # a part of a name nothing holds is no evidence
             match = fts_match(without_names(query, unnamed), cfg.keyword_identifier_parts)
-            keyword_hits, match = self._keyword_leg(match, scope, k, newest or [], cfg.pool_per_kind)
+            keyword_hits, match = self._keyword_leg(
+                match, scope, k, newest or [], cfg.pool_per_kind, cfg.curated_statistics
+            )
             vector_hits = found.get("vector", ({}, None))[0]
             if union:
-                vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match)
+                vector_hits, keyword_hits = self._score_union(vector_hits, keyword_hits, query_vec, match, cfg)
             rows = self.store.chunk_rows(list(set(vector_hits) | set(keyword_hits or {})))
         if keyword_hits and options_in(query):  # "--lf" is indexed as "lf": keep the hits that hold "--lf"
             keyword_hits = {
@@ -423,11 +425,14 @@ class Engine:
             rows = {c: row for c, row in rows.items() if c in vector_hits or c in keyword_hits}
         return StoreHits(LOCAL, vector_hits, keyword_hits, rows, unnamed), tuple(found), failures
 
-    def _keyword_leg(self, match: str | None, scope: Scope, k: int, newest: list[int], per_kind: bool = False):
+    def _keyword_leg(
+        self, match: str | None, scope: Scope, k: int, newest: list[int], per_kind: bool = False, curated: bool = False
+    ):
         match = selective_match(self.store, match, STOPWORDS)  # common words left out at scale (store/search.py)
-        hits = keyword_leg(self.store, match, scope, k, per_kind)  # per kind: commits cannot crowd out the docs
+        # Per kind: commits cannot crowd out the docs; ``curated``: nor reweigh the docs' words.
+        hits = keyword_leg(self.store, match, scope, k, per_kind, curated)
         extra = [chunk_id for chunk_id in newest if chunk_id not in hits]
-        scored = keyword_scores(self.store, match, extra)
+        scored = keyword_scores(self.store, match, extra, curated)
         # One whose topic word was too common to search (selective_match) still joins, at 0.
         hits.update({chunk_id: scored.get(chunk_id, 0.0) for chunk_id in extra})
         return hits, match
@@ -443,7 +448,7 @@ class Engine:
         query_vec = self.queries.embed_query(query)
         return self.index.knn(query_vec, scope, k), query_vec
 
-    def _score_union(self, vector_hits, keyword_hits, query_vec, match):
+    def _score_union(self, vector_hits, keyword_hits, query_vec, match, cfg: RankConfig):
         """Give every candidate both scores, so neither index's blind spot decides alone (union fusion)."""
         union = set(vector_hits) | set(keyword_hits or {})
         if query_vec is not None:
@@ -451,5 +456,5 @@ class Engine:
             vector_hits = {**vector_hits, **self.index.similarities(query_vec, missing)}
         if keyword_hits is not None:
             missing = [i for i in union if i not in keyword_hits]
-            keyword_hits = {**keyword_hits, **keyword_scores(self.store, match, missing)}
+            keyword_hits = {**keyword_hits, **keyword_scores(self.store, match, missing, cfg.curated_statistics)}
         return vector_hits, keyword_hits

@@ -58,6 +58,7 @@ V3_SWITCHES: dict[str, dict] = {
     "names whole": {"names_whole": False},
     "rare words floor": {"rare_words_floor": False},
     "pool per kind": {"pool_per_kind": False},
+    "curated statistics": {"curated_statistics": False},
 }
 # Settings v3 leaves off, measured switched on.
 V3_VARIANTS: dict[str, dict] = {

@@ -12,18 +12,27 @@ from collections.abc import Sequence
 from captain_memo.store.db import Database
 from captain_memo.store.protocol import Scope
 
+FTS_TABLE = "chunks_fts"  # every chunk
+CURATED_TABLE = "curated_fts"  # curated text's chunks again, with statistics of their own (migration 9)
+
 
 class KeywordSearch(Database):
     """FTS5 searches over one SQLite file (mixed into ``Store``)."""
 
     def keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float]:
         """FTS5 top k: chunk id -> bm25 relevance (negated, so higher is better)."""
+        return self._top(FTS_TABLE, match, scope, k)
+
+    def curated_keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float] | None:
+        """The top k of curated text (every memory but observations), its bm25 computed with curated
+        text's own statistics; None from a store without that index (read-only, not migrated)."""
+        return self._top(CURATED_TABLE, match, scope, k) if self.table_exists(CURATED_TABLE) else None
+
+    def _top(self, table: str, match: str | None, scope: Scope, k: int) -> dict[int, float]:
         if match is None:
             return {}
         if scope.all_projects:
-            sql = (
-                "SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
-            )
+            sql = f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?"
             return {chunk_id: -rank for chunk_id, rank in self.conn.execute(sql, (match, k))}
         # FTS5 scores every matching row before it returns the best one, so rank them all there (FTS
         # alone, never joined) and look up the scope of only as many as it takes to find k in scope.
@@ -31,7 +40,7 @@ class KeywordSearch(Database):
         # 19 ms for 4,800 hits at 150,000 chunks.
         conn = self.conn
         ranked = conn.execute(
-            "SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank", (match,)
+            f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank", (match,)
         )
         found: dict[int, float] = {}
         batch = max(k, 16)
@@ -78,11 +87,21 @@ class KeywordSearch(Database):
     def keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
         """bm25 relevance of given chunks (those that do not match at all are left out), computed over
         the whole index: the same statistics as the keyword leg."""
+        return self._scores(FTS_TABLE, match, chunk_ids)
+
+    def curated_keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float] | None:
+        """bm25 relevance of those of given chunks that are curated text, with curated text's own
+        statistics (``curated_keyword_leg``); None when the store has no such index."""
+        if not self.table_exists(CURATED_TABLE):
+            return None
+        return self._scores(CURATED_TABLE, match, chunk_ids)
+
+    def _scores(self, table: str, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
         if match is None or not chunk_ids:
             return {}
         marks = ",".join("?" * len(chunk_ids))
         rows = self.conn.execute(
-            f"SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
+            f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})",
             (match, *chunk_ids),
         )
         return {chunk_id: -rank for chunk_id, rank in rows}

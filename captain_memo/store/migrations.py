@@ -170,6 +170,26 @@ def _m008_rule_scopes(conn) -> None:
     conn.execute("ALTER TABLE memories ADD COLUMN rule_scope TEXT")
 
 
+def _m009_curated_text_index(conn) -> None:
+    # Curated text (notes, skills, doc sections: every memory that is not an observation) indexed a
+    # second time on its own, so its bm25 takes its word statistics from curated text alone
+    # (store/search.py ``keyword_leg``): in Flask's store the 3,806 commits beside 343 doc sections
+    # gave the docs' words the commits' idf. Kept by triggers on ``chunks``, whatever writes them.
+    _run_script(
+        conn,
+        """
+        CREATE VIRTUAL TABLE curated_fts USING fts5(text, tokenize = 'porter unicode61');
+        INSERT INTO curated_fts (rowid, text)
+            SELECT c.id, c.text FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE m.kind != 'observation';
+        CREATE TRIGGER curated_fts_insert AFTER INSERT ON chunks
+            WHEN (SELECT kind FROM memories WHERE id = NEW.memory_id) != 'observation'
+            BEGIN INSERT INTO curated_fts (rowid, text) VALUES (NEW.id, NEW.text); END;
+        CREATE TRIGGER curated_fts_delete AFTER DELETE ON chunks
+            BEGIN DELETE FROM curated_fts WHERE rowid = OLD.id; END
+        """,
+    )
+
+
 MIGRATIONS = [
     (1, _m001_tables),
     (2, _m002_vector_changes),
@@ -179,7 +199,10 @@ MIGRATIONS = [
     (6, _m006_portable_projects),
     (7, _m007_touched_paths),
     (8, _m008_rule_scopes),
+    (9, _m009_curated_text_index),
 ]
 # Migrations whose tables only writers use (indexing, reindex): a read-only store without them is
 # read as it is.
-WRITERS_ONLY = {5, 7}  # 7: a read-only store without touched paths finds changes by their text
+# 7: a read-only store without touched paths finds changes by their text; 9: without the curated
+# text's own index, curated text is scored with the whole index's statistics.
+WRITERS_ONLY = {5, 7, 9}

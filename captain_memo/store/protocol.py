@@ -209,6 +209,16 @@ class MemoryStore(Protocol):
         """bm25 relevance of given chunks over the whole index (non-matching ones left out)."""
         ...
 
+    def curated_keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float] | None:
+        """bm25 top k of curated text in scope, scored with curated text's own statistics; None when
+        the store keeps no such statistics (the team store)."""
+        ...
+
+    def curated_keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float] | None:
+        """bm25 relevance of the curated ones of given chunks with curated text's own statistics;
+        None when the store keeps no such statistics."""
+        ...
+
     def phrase_rows_up_to(self, phrase: str, cap: int) -> int:
         """How many chunks hold ``phrase``, counting no further than ``cap``."""
         ...

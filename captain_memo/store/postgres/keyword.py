@@ -186,6 +186,15 @@ class TeamKeywordSearch:
         sql, params = bm25_sql(parsed, "h.id = ANY(%s)", [list(chunk_ids)], None)
         return {chunk_id: score for chunk_id, score, _, _ in self.fetch(sql, params)}
 
+    def curated_keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float] | None:
+        """None: the team store keeps one set of statistics, its whole corpus's (corpus_stats), so
+        curated text is scored as every chunk is (store/search.py ``keyword_leg``)."""
+        return None
+
+    def curated_keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float] | None:
+        """None, as ``curated_keyword_leg``."""
+        return None
+
     def observation_chunks(self, chunk_ids: Sequence[int]) -> set[int]:
         """Those of ``chunk_ids`` that are part of an observation (a commit, a capture)."""
         if not chunk_ids:
