@@ -92,7 +92,8 @@ def assert_one_model(db, embedders: dict) -> str:
         virtual = {
             name
             for (name,) in conn.execute(
-                "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%' AND name != 'chunks_fts'"
+                "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'"
+                " AND name NOT IN ('chunks_fts', 'curated_fts')"
             )
         }
         pending = pending_target(store)
