@@ -151,3 +151,65 @@ def test_a_store_made_before_the_fix_is_mended_by_its_next_migration(team_db, mo
     assert alice.bound_model() == ("test:random", 2)
     assert alice.get(kept).body == "written at version 1" and added > kept
     alice.close()
+
+
+def test_a_member_cannot_write_the_curated_counts_or_marks(granted):
+    """alice tries to make her words weigh more in curated text's statistics by writing its counts,
+    a chunk's or a posting's mark directly, or by inserting a chunk already marked."""
+    import psycopg
+
+    alice = team_store(granted, "alice")
+    alice.add(NewMemory(body="alice's note", project="a"), ["alice's note"], None)
+    alice.close()
+    counts = "SELECT project, chunks, tokens, curated_chunks, curated_tokens FROM corpus_stats ORDER BY project"
+    before = granted.execute(counts)
+    memory_id = granted.execute("SELECT id FROM memories WHERE project = 'a'")[0][0]
+    for sql in (
+        "UPDATE corpus_stats SET curated_chunks = 1000000, curated_tokens = 1",
+        "INSERT INTO corpus_stats (project, chunks, tokens, curated_chunks, curated_tokens) VALUES ('z', 1, 1, 1, 1)",
+        "UPDATE chunks SET curated = false",
+        "UPDATE chunk_terms SET curated = false",
+        f"INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms, curated)"
+        f" VALUES ({memory_id}, 'a', 1, 'x', 'h', ARRAY['x'], false)",
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            granted.execute(sql, role="alice")
+    assert granted.execute(counts) == before
+    assert granted.execute("SELECT count(*) FROM chunk_terms WHERE NOT curated") == [(0,)]
+
+
+def test_a_temporary_table_does_not_run_as_the_owner_when_a_kind_changes(granted):
+    """alice shadows the tables the kind-change trigger writes with temporary tables whose trigger
+    grants her a project, then makes her note an observation: the owner's function must write the
+    real tables, and her trigger must not run."""
+    import psycopg
+
+    with psycopg.connect(granted.dsn("alice"), autocommit=True) as conn:
+        memory_id = conn.execute(
+            "INSERT INTO memories (kind, body, created_at, updated_at, project, content_hash)"
+            " VALUES ('memory', 'mine', 0, 0, 'a', 'h') RETURNING id"
+        ).fetchone()[0]
+        conn.execute(
+            "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms)"
+            " VALUES (%s, 'a', 0, 'mine mine', 'h', ARRAY['mine', 'mine'])",
+            (memory_id,),
+        )
+        conn.execute(
+            "CREATE FUNCTION pg_temp.take() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            " INSERT INTO public.grants (role, project, curate) VALUES ('alice', 'secret', true)"
+            " ON CONFLICT DO NOTHING; RETURN NULL; END $$"
+        )
+        for table, columns in (
+            ("chunks", "id bigint, memory_id bigint, project text, terms text[], curated boolean"),
+            ("chunk_terms", "chunk_id bigint, project text, curated boolean"),
+            ("corpus_stats", "project text, curated_chunks bigint, curated_tokens bigint"),
+        ):
+            conn.execute(f"CREATE TEMP TABLE {table} ({columns})")
+            conn.execute(f"INSERT INTO pg_temp.{table} (project) VALUES ('a')")
+            conn.execute(f"CREATE TRIGGER take AFTER UPDATE ON pg_temp.{table} EXECUTE FUNCTION pg_temp.take()")
+        conn.execute("UPDATE memories SET kind = 'observation' WHERE id = %s", (memory_id,))
+    assert granted.execute("SELECT role, project FROM grants WHERE role = 'alice'") == [("alice", "a")]
+    assert granted.execute("SELECT curated_chunks, curated_tokens, chunks FROM corpus_stats WHERE project = 'a'") == [
+        (0, 0, 1)
+    ]
+    assert granted.execute("SELECT DISTINCT curated FROM chunk_terms WHERE project = 'a'") == [(False,)]

@@ -174,3 +174,118 @@ def test_hnsw_ef_search_is_at_least_the_clients_and_a_larger_database_default_st
     assert ef_search() == 400
     team_db.execute(f'ALTER DATABASE "{team_db.name}" SET hnsw.ef_search = 20')
     assert ef_search() == 100
+
+
+# Commits beside the docs, sharing their words: with them the whole corpus's statistics differ from
+# curated text's (the docs' "payment", "gateway", "ledger" are common among commits).
+OBSERVATIONS = [
+    ("a", "retry the payment gateway call again"),
+    ("a", "ledger: fix the ledger write path"),
+    ("a", "payment gateway timeout raised"),
+    ("b", "the flaky retry test is fixed"),
+    ("", "ledger ledger ledger"),
+]
+CURATED_QUERIES = ["retry the payment gateway", "ledger write idempotent", "café opening", "the", "zyzzyva"]
+
+
+def add_observations(stores) -> None:
+    for store in stores:
+        for i, (project, text) in enumerate(OBSERVATIONS):
+            memory = NewMemory(body=text, kind="observation", project=project or None, created_at=7000.0 + i)
+            store.add(memory, [text], None)
+
+
+def same_curated_ranking(team, local) -> int:
+    """The curated leg and scores of both stores alike, alone and as store/search.py uses them (per
+    kind, curated text with its own statistics); how many hits were compared."""
+    compared = 0
+    every = list(range(1, len(TEXTS) + len(OBSERVATIONS) + 1))
+    team._statistics.clear()  # a recent query's statistics serve for 2 s (keyword.py), writes or not
+    for query in CURATED_QUERIES:
+        for parts in (False, True):
+            match = fts_match(query, parts)
+            # Before the leg ran (every statistic counted) and after it (the leg's statistics reused).
+            same_ranking(team.curated_keyword_scores(match, every), local.curated_keyword_scores(match, every), False)
+            for scope in SCOPES:
+                for k in (3, 25):
+                    expected = local.curated_keyword_leg(match, scope, k)
+                    same_ranking(team.curated_keyword_leg(match, scope, k), expected)
+                    compared += len(expected)
+                expected = keyword_leg(local, match, scope, 3, per_kind=True, curated_statistics=True)
+                same_ranking(keyword_leg(team, match, scope, 3, True, True), expected, ordered=False)
+            same_ranking(team.curated_keyword_scores(match, every), local.curated_keyword_scores(match, every), False)
+            same_ranking(keyword_scores(team, match, every, True), keyword_scores(local, match, every, True), False)
+    return compared
+
+
+def counted_alike(team_db) -> None:
+    """Each project's counts, whole and curated, and each posting's mark are those of a recount."""
+    kept = team_db.execute(
+        "SELECT project, chunks, tokens, curated_chunks, curated_tokens FROM corpus_stats WHERE chunks > 0"
+        " ORDER BY project"
+    )
+    recount = team_db.execute(
+        "SELECT c.project, count(*), sum(cardinality(c.terms)), count(*) FILTER (WHERE m.kind <> 'observation'),"
+        " coalesce(sum(cardinality(c.terms)) FILTER (WHERE m.kind <> 'observation'), 0)"
+        " FROM chunks c JOIN memories m ON m.id = c.memory_id GROUP BY c.project ORDER BY c.project"
+    )
+    assert kept == recount
+    assert team_db.execute(
+        "SELECT count(*) FROM chunk_terms t JOIN chunks c ON c.id = t.chunk_id JOIN memories m ON m.id = c.memory_id"
+        " WHERE t.curated <> (m.kind <> 'observation') OR c.curated <> (m.kind <> 'observation')"
+    ) == [(0,)]
+
+
+def test_curated_bm25_equals_fts5_over_curated_text_alone(both_stores, team_db):
+    local, team = both_stores
+    add_observations((local, team))
+    assert same_curated_ranking(team, local) > 50
+    counted_alike(team_db)
+    # The two sets of statistics do differ here, so the comparison above says something.
+    match = fts_match("retry the payment gateway")
+    assert local.curated_keyword_scores(match, [1]) != pytest.approx(local.keyword_scores(match, [1]))
+
+
+def test_curated_statistics_follow_a_kind_change_and_a_delete(both_stores, team_db, tmp_path):
+    """A doc made an observation and a commit made a note (members may change a kind), then a
+    memory deleted: the team store scores as a local store that held the final kinds from the start."""
+    local, team = both_stores
+    add_observations((team,))
+    team_db.execute("UPDATE memories SET kind = 'observation' WHERE id IN (1, 8)")
+    team_db.execute("UPDATE memories SET kind = 'skill' WHERE id = %s", (len(TEXTS) + 2,))
+    team_db.execute("UPDATE memories SET kind = 'memory' WHERE id = 2")  # a kind within curated text: no move
+    counted_alike(team_db)
+    reference = Store(tmp_path / "reference.db")
+    for i, (project, text) in enumerate(TEXTS + OBSERVATIONS):
+        kind = "observation" if i + 1 in (1, 8) or (i >= len(TEXTS) and i != len(TEXTS) + 1) else "memory"
+        reference.add(NewMemory(body=text, kind=kind, project=project or None, created_at=1000.0 + i), [text], None)
+    assert same_curated_ranking(team, reference) > 50
+    for store in (team, reference):
+        store.delete(len(TEXTS) + 2)  # the commit made a note
+        store.delete(8)  # the note made an observation
+        store.delete(11)  # a note
+    counted_alike(team_db)
+    assert same_curated_ranking(team, reference) > 30
+    reference.close()
+
+
+def test_a_store_made_before_curated_statistics_gets_them_in_place(team_db, db_file, monkeypatch):
+    """A team store at version 3 holding notes and commits: the owner's next connection marks the
+    curated postings and counts them, and the store then scores as the local store does."""
+    from captain_memo.store.postgres import TeamStore, schema
+
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
+    monkeypatch.setattr(schema, "LATEST", 3)
+    old, local = TeamStore(team_db.dsn()), Store(db_file)
+    for store in (old, local):
+        for i, (project, text) in enumerate(TEXTS):
+            store.add(NewMemory(body=text, project=project or None, created_at=1000.0 + i), [text], None)
+    add_observations((old, local))
+    old.close()
+    monkeypatch.undo()
+    team = TeamStore(team_db.dsn())
+    assert team_db.execute("SELECT max(version) FROM schema_version") == [(schema.LATEST,)]
+    counted_alike(team_db)
+    assert same_curated_ranking(team, local) > 50
+    team.close()
+    local.close()

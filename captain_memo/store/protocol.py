@@ -211,7 +211,7 @@ class MemoryStore(Protocol):
 
     def curated_keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float] | None:
         """bm25 top k of curated text in scope, scored with curated text's own statistics; None when
-        the store keeps no such statistics (the team store)."""
+        the store keeps no such statistics (a read-only local store not migrated)."""
         ...
 
     def curated_keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float] | None:

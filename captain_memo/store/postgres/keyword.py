@@ -12,6 +12,11 @@ fts5Bm25Function), phrase by phrase:
 with N the chunks the role can read, n(p) those holding phrase p, f(p) how often p occurs in the
 chunk (at consecutive positions), D its token count and avgdl the mean token count; k1 = 1.2,
 b = 0.75. Like FTS5, every matching chunk is scored before the best are taken.
+
+Curated text (every memory but an observation) is also scored with statistics of its own, as the
+local store's second FTS5 index scores it (store/keyword.py ``curated_keyword_leg``): N, n(p) and
+avgdl counted over the curated chunks alone, from the postings and counts marked curated (schema.py,
+migration 4).
 """
 
 from __future__ import annotations
@@ -61,15 +66,19 @@ def scope_sql(project: str | None, all_projects: bool, params: list, column: str
     return f"{column} IN ('', %s)"
 
 
-def _matching(match: Match, params: list, chunk_ids: Sequence[int] | None = None) -> tuple[str, str]:
-    """(the chunks holding any query token (of ``chunk_ids`` only, when given), with each phrase's
-    count; the condition a chunk matches on)."""
+def _matching(
+    match: Match, params: list, chunk_ids: Sequence[int] | None = None, curated: bool = False
+) -> tuple[str, str]:
+    """(the chunks holding any query token (of ``chunk_ids`` only, when given; curated ones only,
+    with ``curated``), with each phrase's count; the condition a chunk matches on)."""
     counts = [phrase_count(tokens, params) for tokens in match.phrases]
     params.append(sorted({token for tokens in match.phrases for token in tokens}))
     only = ""
     if chunk_ids is not None:
         only = " AND p.chunk_id = ANY(%s::bigint[])"
         params.append(list(chunk_ids))
+    if curated:
+        only += " AND p.curated"
     hits = (
         f"SELECT p.chunk_id AS id, p.project, max(p.size)::float8 AS size, ARRAY[{', '.join(counts)}]::float8[] AS f"
         f" FROM chunk_terms p WHERE p.term = ANY(%s::text[]){only} GROUP BY p.chunk_id, p.project"
@@ -79,11 +88,14 @@ def _matching(match: Match, params: list, chunk_ids: Sequence[int] | None = None
     return hits, condition
 
 
-def bm25_sql(match: Match, where: str, where_params: Sequence, limit: int | None) -> tuple[str, list]:
+def bm25_sql(
+    match: Match, where: str, where_params: Sequence, limit: int | None, curated: bool = False
+) -> tuple[str, list]:
     """SQL of (chunk id, bm25 relevance, the phrases' idf, avgdl) for matching chunks that pass
-    ``where``, best first."""
+    ``where``, best first; with ``curated``, of curated chunks over curated text's statistics."""
     params: list = []
-    hits, condition = _matching(match, params)
+    hits, condition = _matching(match, params, curated=curated)
+    chunks, tokens = ("curated_chunks", "curated_tokens") if curated else ("chunks", "tokens")
     phrases = range(1, len(match.phrases) + 1)
     # Each phrase's idf once per query, from how many chunks hold it (n) among all a role sees (N).
     ratio = "ln((s.n - count(*) FILTER (WHERE h.f[{i}] > 0) + 0.5) / (count(*) FILTER (WHERE h.f[{i}] > 0) + 0.5))"
@@ -92,8 +104,8 @@ def bm25_sql(match: Match, where: str, where_params: Sequence, limit: int | None
     )
     sql = (
         f"WITH hits AS MATERIALIZED ({hits}),"
-        " s AS MATERIALIZED (SELECT sum(chunks)::float8 AS n, sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl"
-        " FROM corpus_stats),"
+        f" s AS MATERIALIZED (SELECT sum({chunks})::float8 AS n, sum({tokens})::float8 / nullif(sum({chunks}), 0)"
+        " AS avgdl FROM corpus_stats),"
         f" q AS MATERIALIZED (SELECT ARRAY[{idf}]::float8[] AS idf, s.avgdl FROM hits h, s GROUP BY s.n, s.avgdl)"
         f" SELECT h.id, {_score(match)} AS score, q.idf, q.avgdl FROM hits h, q WHERE ({condition}) AND {where}"
         " ORDER BY score DESC, h.id" + (" LIMIT %s" if limit is not None else "")
@@ -112,11 +124,14 @@ def _score(match: Match) -> str:
     )
 
 
-def known_scores_sql(match: Match, idf: Sequence[float], avgdl: float, chunk_ids: Sequence[int]) -> tuple[str, list]:
-    """SQL of (chunk id, bm25 relevance) for given chunks, with the corpus statistics known already
-    (from the keyword leg of the same query): only those chunks' postings are read."""
+def known_scores_sql(
+    match: Match, idf: Sequence[float], avgdl: float, chunk_ids: Sequence[int], curated: bool = False
+) -> tuple[str, list]:
+    """SQL of (chunk id, bm25 relevance) for given chunks (the curated ones, with ``curated``), with
+    the corpus statistics known already (from the keyword leg of the same query): only those chunks'
+    postings are read."""
     params: list = []
-    hits, condition = _matching(match, params, chunk_ids)
+    hits, condition = _matching(match, params, chunk_ids, curated)
     params += [list(idf), avgdl]
     sql = (
         f"WITH hits AS ({hits}), q AS (SELECT %s::float8[] AS idf, %s::float8 AS avgdl)"
@@ -152,7 +167,7 @@ class TeamKeywordSearch:
 
     if TYPE_CHECKING:
         tokenizer: Tokenizer
-        _statistics: dict[str, tuple[float, list[float], float]]
+        _statistics: dict[tuple[bool, str], tuple[float, list[float], float]]
 
         def fetch(self, sql: str, params: Sequence = ()) -> list[tuple]: ...
 
@@ -160,40 +175,46 @@ class TeamKeywordSearch:
 
     def keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float]:
         """bm25 top k in scope: chunk id -> relevance (higher is better), equal to FTS5's bm25."""
+        return self._top(match, scope, k, False)
+
+    def curated_keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float] | None:
+        """The top k of curated text in scope, its bm25 computed with curated text's own statistics
+        (equal to the local store's ``curated_keyword_leg``)."""
+        return self._top(match, scope, k, True)
+
+    def _top(self, match: str | None, scope: Scope, k: int, curated: bool) -> dict[int, float]:
         if not match or not any((parsed := self.tokenizer.parse(match)).phrases):
             return {}
         where_params: list = []
         where = scope_sql(scope.project, scope.all_projects, where_params, "h.project")
-        sql, params = bm25_sql(parsed, where, where_params, k)
+        sql, params = bm25_sql(parsed, where, where_params, k, curated)
         rows = self.fetch(sql, params)
         if rows:
-            self._remember_statistics(match, rows[0][2], rows[0][3])
+            self._remember_statistics((curated, match), rows[0][2], rows[0][3])
         return {chunk_id: score for chunk_id, score, _, _ in rows}
 
-    def _remember_statistics(self, match: str, idf: list[float], avgdl: float) -> None:
-        self._statistics[match] = (time.monotonic(), idf, avgdl)
+    def _remember_statistics(self, key: tuple[bool, str], idf: list[float], avgdl: float) -> None:
+        self._statistics[key] = (time.monotonic(), idf, avgdl)
         while len(self._statistics) > STATISTICS_KEPT:
             self._statistics.pop(next(iter(self._statistics)))
 
     def keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float]:
         """bm25 relevance of given chunks over the whole corpus (non-matching ones left out)."""
-        if not match or not chunk_ids or not any((parsed := self.tokenizer.parse(match)).phrases):
-            return {}
-        known = self._statistics.get(match)
-        if known is not None and time.monotonic() - known[0] <= STATISTICS_TTL_S:
-            sql, params = known_scores_sql(parsed, known[1], known[2], chunk_ids)
-            return dict(self.fetch(sql, params))
-        sql, params = bm25_sql(parsed, "h.id = ANY(%s)", [list(chunk_ids)], None)
-        return {chunk_id: score for chunk_id, score, _, _ in self.fetch(sql, params)}
-
-    def curated_keyword_leg(self, match: str | None, scope: Scope, k: int) -> dict[int, float] | None:
-        """None: the team store keeps one set of statistics, its whole corpus's (corpus_stats), so
-        curated text is scored as every chunk is (store/search.py ``keyword_leg``)."""
-        return None
+        return self._scores(match, chunk_ids, False)
 
     def curated_keyword_scores(self, match: str | None, chunk_ids: Sequence[int]) -> dict[int, float] | None:
-        """None, as ``curated_keyword_leg``."""
-        return None
+        """bm25 relevance of the curated ones of given chunks, with curated text's own statistics."""
+        return self._scores(match, chunk_ids, True)
+
+    def _scores(self, match: str | None, chunk_ids: Sequence[int], curated: bool) -> dict[int, float]:
+        if not match or not chunk_ids or not any((parsed := self.tokenizer.parse(match)).phrases):
+            return {}
+        known = self._statistics.get((curated, match))
+        if known is not None and time.monotonic() - known[0] <= STATISTICS_TTL_S:
+            sql, params = known_scores_sql(parsed, known[1], known[2], chunk_ids, curated)
+            return dict(self.fetch(sql, params))
+        sql, params = bm25_sql(parsed, "h.id = ANY(%s)", [list(chunk_ids)], None, curated)
+        return {chunk_id: score for chunk_id, score, _, _ in self.fetch(sql, params)}
 
     def observation_chunks(self, chunk_ids: Sequence[int]) -> set[int]:
         """Those of ``chunk_ids`` that are part of an observation (a commit, a capture)."""

@@ -348,6 +348,99 @@ ALTER TABLE @schema@.memories
 """
 
 
+# Curated text (every memory but an observation) gets word statistics of its own, as the local
+# store's second FTS5 index gives it (store/migrations.py, migration 9): in a store holding a git
+# history beside the docs, the commits' words reweighed the docs' (doc/benchmarks.md section 1).
+# A chunk and each of its postings say whether it is curated, and each project's row of
+# ``corpus_stats`` counts its curated chunks and their tokens beside all of them; the definer
+# triggers keep both. A chunk takes its memory's kind when it is inserted (the memory's row locked
+# against a kind change meanwhile), and a kind change moves the memory's chunks between the sets.
+M004_CURATED_STATISTICS = f"""
+ALTER TABLE @schema@.chunks ADD COLUMN curated boolean NOT NULL DEFAULT true;
+ALTER TABLE @schema@.chunk_terms ADD COLUMN curated boolean NOT NULL DEFAULT true;
+ALTER TABLE @schema@.corpus_stats ADD COLUMN curated_chunks bigint NOT NULL DEFAULT 0,
+    ADD COLUMN curated_tokens bigint NOT NULL DEFAULT 0;
+UPDATE @schema@.chunks c SET curated = false FROM @schema@.memories m
+    WHERE m.id = c.memory_id AND m.kind = 'observation';
+UPDATE @schema@.chunk_terms t SET curated = false FROM @schema@.chunks c WHERE c.id = t.chunk_id AND NOT c.curated;
+UPDATE @schema@.corpus_stats s SET curated_chunks = r.n, curated_tokens = r.t
+    FROM (SELECT project, count(*) AS n, coalesce(sum(cardinality(terms)), 0) AS t FROM @schema@.chunks
+        WHERE curated GROUP BY project) r
+    WHERE s.project = r.project;
+
+-- Runs as the role inserting the chunk (no definer: members may read and lock the memories they may
+-- write chunks of, and no other chunk passes row-level security). FOR SHARE waits for a kind
+-- change under way, which then finds this chunk; the column is not one members may insert.
+CREATE FUNCTION @schema@.captain_memo_chunk_kind() RETURNS trigger LANGUAGE plpgsql
+SET search_path = {DEFINER_PATH} AS $$
+DECLARE
+    memory_kind text;
+BEGIN
+    SELECT m.kind INTO memory_kind FROM @schema@.memories m WHERE m.id OPERATOR(pg_catalog.=) NEW.memory_id FOR SHARE;
+    NEW.curated := memory_kind IS DISTINCT FROM 'observation';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER chunks_kind BEFORE INSERT ON @schema@.chunks
+    FOR EACH ROW EXECUTE FUNCTION @schema@.captain_memo_chunk_kind();
+
+CREATE OR REPLACE FUNCTION @schema@.captain_memo_count_added() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {DEFINER_PATH} AS $$
+BEGIN
+    INSERT INTO @schema@.chunk_terms (term, chunk_id, project, tf, size, curated)
+        SELECT t.term, a.id, a.project, pg_catalog.count(*), pg_catalog.cardinality(a.terms), a.curated
+        FROM added a, pg_catalog.unnest(a.terms) AS t(term)
+        GROUP BY t.term, a.id, a.project, pg_catalog.cardinality(a.terms), a.curated;
+    INSERT INTO @schema@.corpus_stats AS s (project, chunks, tokens, curated_chunks, curated_tokens)
+        SELECT project, pg_catalog.count(*), pg_catalog.sum(pg_catalog.cardinality(terms)),
+            pg_catalog.count(*) FILTER (WHERE curated),
+            coalesce(pg_catalog.sum(pg_catalog.cardinality(terms)) FILTER (WHERE curated), 0)
+        FROM added GROUP BY project ORDER BY project
+    ON CONFLICT (project) DO UPDATE SET chunks = s.chunks + excluded.chunks, tokens = s.tokens + excluded.tokens,
+        curated_chunks = s.curated_chunks + excluded.curated_chunks,
+        curated_tokens = s.curated_tokens + excluded.curated_tokens;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION @schema@.captain_memo_count_removed() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = {DEFINER_PATH} AS $$
+BEGIN
+    UPDATE @schema@.corpus_stats AS s SET chunks = s.chunks - r.n, tokens = s.tokens - r.t,
+        curated_chunks = s.curated_chunks - r.cn, curated_tokens = s.curated_tokens - r.ct
+        FROM (SELECT project, pg_catalog.count(*) AS n, pg_catalog.sum(pg_catalog.cardinality(terms)) AS t,
+                pg_catalog.count(*) FILTER (WHERE curated) AS cn,
+                coalesce(pg_catalog.sum(pg_catalog.cardinality(terms)) FILTER (WHERE curated), 0) AS ct
+            FROM removed GROUP BY project) r
+        WHERE s.project = r.project;
+    RETURN NULL;
+END $$;
+
+-- A memory that becomes an observation, or stops being one (members may change a kind), takes its
+-- chunks, their postings and their counts from one set of statistics to the other.
+CREATE FUNCTION @schema@.captain_memo_kind_moved() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {DEFINER_PATH} AS $$
+DECLARE
+    now_curated boolean := NEW.kind OPERATOR(pg_catalog.<>) 'observation';
+    sign integer := CASE WHEN NEW.kind OPERATOR(pg_catalog.<>) 'observation' THEN 1 ELSE -1 END;
+BEGIN
+    WITH moved AS (
+        UPDATE @schema@.chunks c SET curated = now_curated
+        WHERE c.memory_id OPERATOR(pg_catalog.=) NEW.id AND c.curated OPERATOR(pg_catalog.<>) now_curated
+        RETURNING c.id, c.project, pg_catalog.cardinality(c.terms) AS size
+    ), postings AS (
+        UPDATE @schema@.chunk_terms t SET curated = now_curated FROM moved WHERE t.chunk_id OPERATOR(pg_catalog.=) moved.id
+    )
+    UPDATE @schema@.corpus_stats s SET curated_chunks = s.curated_chunks + sign * r.n,
+        curated_tokens = s.curated_tokens + sign * r.t
+        FROM (SELECT project, pg_catalog.count(*) AS n, coalesce(pg_catalog.sum(size), 0) AS t FROM moved
+            GROUP BY project) r
+        WHERE s.project OPERATOR(pg_catalog.=) r.project;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_kind_moved AFTER UPDATE OF kind ON @schema@.memories FOR EACH ROW
+    WHEN ((OLD.kind = 'observation') IS DISTINCT FROM (NEW.kind = 'observation'))
+    EXECUTE FUNCTION @schema@.captain_memo_kind_moved()
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -363,6 +456,7 @@ MIGRATIONS = (
         "the model bound by the owner or with a member's saved vectors; supersession and values checked",
         M003_MEMBERS_CHECKED,
     ),
+    Migration(4, "curated text's own bm25 statistics, kept through kind changes", M004_CURATED_STATISTICS),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -114,7 +114,8 @@ class TeamStore(ModelBinding, TeamSourceRows, TeamKeywordSearch, BulkLoad):
         self.tokenizer = Tokenizer()
         self.read_only_reason: str | None = None
         self._bound: tuple[str, int] | None = None
-        self._statistics: dict[str, tuple[float, list[float], float]] = {}  # keyword.py's idf of recent queries
+        # keyword.py's idf and avgdl of recent queries, by (curated text's statistics or not, query)
+        self._statistics: dict[tuple[bool, str], tuple[float, list[float], float]] = {}
         with self.errors():
             found = schema.migrate(self.conn, self.path)
         if found > schema.LATEST:
