@@ -55,6 +55,13 @@ def agreement(db_file: Path) -> dict:
         conn = store.conn
         chunk_ids = {r[0] for r in conn.execute("SELECT id FROM chunks")}
         fts_ids = {r[0] for r in conn.execute("SELECT rowid FROM chunks_fts")}
+        curated_ids = {
+            r[0]
+            for r in conn.execute(
+                "SELECT c.id FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE m.kind != 'observation'"
+            )
+        }
+        curated_fts_ids = {r[0] for r in conn.execute("SELECT rowid FROM curated_fts")}
         with_vector = {r[0] for r in conn.execute("SELECT id FROM chunks WHERE has_vector = 1")}
         table = store.vec_table
         vec_ids = {r[0] for r in conn.execute(f"SELECT rowid FROM {table}")} if store.table_exists(table) else set()
@@ -72,6 +79,7 @@ def agreement(db_file: Path) -> dict:
             "fts_rows": len(fts_ids),
             "vectors": len(vec_ids),
             "fts_not_chunks": sorted(fts_ids ^ chunk_ids),
+            "curated_fts_not_curated_chunks": sorted(curated_fts_ids ^ curated_ids),
             "vectors_not_flagged": sorted(vec_ids ^ with_vector),
             "memories_without_chunks": [
                 r[0]
@@ -89,6 +97,7 @@ def assert_consistent(report: dict) -> None:
     assert report["integrity"] == "ok", report
     assert report["fts_integrity"] == "ok", report
     assert report["fts_not_chunks"] == [], report
+    assert report["curated_fts_not_curated_chunks"] == [], report
     assert report["vectors_not_flagged"] == [], report
     assert report["memories_without_chunks"] == [], report
 

@@ -270,6 +270,20 @@ def test_doctor_passes_on_a_good_database(imported, capsys):
     assert all(c["ok"] for c in checks) and {c["item"] for c in checks} >= {"sqlite-vec", "fts5", "counts"}
 
 
+def test_doctor_finds_curated_text_missing_from_its_own_keyword_index(imported, capsys):
+    """Curated text is indexed twice (its bm25 has statistics of its own): a row the second index
+    lost ranks that text as if it held none of its words, and the counts say so."""
+    import sqlite3
+
+    stats = json.loads(run_cli(capsys, "--db", imported, "stats", "--json"))
+    assert stats["curated_chunks"] == stats["curated_fts_rows"] == 2
+    with sqlite3.connect(imported) as conn:
+        conn.execute("DELETE FROM curated_fts WHERE rowid = (SELECT min(rowid) FROM curated_fts)")
+    checks = json.loads(run_cli(capsys, "--db", imported, "doctor", "--json", code=1))
+    counts = next(c for c in checks if c["item"] == "counts")
+    assert not counts["ok"] and "curated_fts_rows 1" in counts["detail"], counts
+
+
 def test_no_command_prints_help(capsys):
     from captain_memo.cli import main as cli
 
@@ -308,6 +322,8 @@ def test_the_json_document_names_every_key():
             "memories",
             "chunks",
             "fts_rows",
+            "curated_chunks",
+            "curated_fts_rows",
             "vectors",
             "strengthening",
             "active",

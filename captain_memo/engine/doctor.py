@@ -60,6 +60,7 @@ def checks(path: Path) -> list[tuple[str, bool, str]]:
         out.append(provider_state())
         counts = store.counts()
         consistent = counts["chunks"] == counts["fts_rows"] == counts["vectors"] + counts["pending_vectors"]
+        consistent = consistent and counts.get("curated_chunks") == counts.get("curated_fts_rows")
         out.append(("counts", consistent, ", ".join(f"{k} {v}" for k, v in counts.items())))
         out.append(field_types(store))
         out.append(vector_models(store))

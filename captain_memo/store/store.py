@@ -452,6 +452,11 @@ class Store(SourceRows, KeywordSearch):
             "fts_rows": conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0],
             "pending_vectors": self.pending_count(),
         }
+        if self.table_exists("curated_fts"):  # curated text indexed again (migration 9)
+            counts["curated_chunks"] = conn.execute(
+                "SELECT count(*) FROM chunks c JOIN memories m ON m.id = c.memory_id WHERE m.kind != 'observation'"
+            ).fetchone()[0]
+            counts["curated_fts_rows"] = conn.execute("SELECT count(*) FROM curated_fts").fetchone()[0]
         counts["vectors"] = (
             conn.execute(f"SELECT count(*) FROM {self.vec_table}").fetchone()[0]
             if self.vec_available and self.table_exists(self.vec_table)
