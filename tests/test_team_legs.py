@@ -289,3 +289,42 @@ def test_a_store_made_before_curated_statistics_gets_them_in_place(team_db, db_f
     assert same_curated_ranking(team, local) > 50
     team.close()
     local.close()
+
+
+def test_a_chunk_saved_during_a_kind_change_takes_the_new_kind(team_db):
+    """A chunk saved while another transaction makes its memory an observation waits for that
+    change and is counted as an observation's: before, it read the kind the change had not yet
+    committed and stayed counted as curated text under an observation."""
+    import threading
+
+    import psycopg
+
+    from captain_memo.store.postgres import TeamStore
+
+    team = TeamStore(team_db.dsn())
+    memory_id = team.add(NewMemory(body="a note", project="a"), ["a note"], None)
+    team.close()
+    with psycopg.connect(team_db.dsn()) as changing:
+        changing.execute("UPDATE memories SET kind = 'observation' WHERE id = %s", (memory_id,))
+        saved = threading.Event()
+
+        def save() -> None:
+            team_db.execute(
+                "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms)"
+                " VALUES (%s, 'a', 1, 'more of it', 'h', ARRAY['more', 'of', 'it'])",
+                (memory_id,),
+            )
+            saved.set()
+
+        saver = threading.Thread(target=save)
+        saver.start()
+        # The save waits on the memory's row: the change has not committed yet.
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO chunks%%'"
+        )
+        while not saved.is_set() and team_db.execute(waiting) == [(0,)]:
+            saved.wait(0.01)
+        changing.commit()
+    saver.join()
+    counted_alike(team_db)
+    assert team_db.execute("SELECT curated_chunks, chunks FROM corpus_stats WHERE project = 'a'") == [(0, 2)]
