@@ -223,3 +223,23 @@ def test_curated_text_is_scored_with_word_statistics_of_its_own(tmp_path):
     finally:
         alone.close()
         beside.close()
+
+
+def test_curated_texts_own_index_follows_a_memorys_change_of_kind(tmp_path):
+    """A rewrite sets the kind and keeps the rows of chunks whose text did not change: a memory that
+    stops being an observation brings its chunks into curated text's index, and back out again."""
+    from captain_memo.store import Store
+
+    text = "Rotate the signing keys every quarter."
+    match = fts_match("signing keys")
+    store = Store(tmp_path / "kinds.db")
+    try:
+        memory_id = store.add(NewMemory(body=text, kind="observation"), [text], None)
+        assert store.curated_keyword_leg(match, Scope(None), 10) == {}
+        store.rewrite(memory_id, NewMemory(body=text, kind="memory"), [text], None)
+        assert len(store.curated_keyword_leg(match, Scope(None), 10)) == 1
+        store.rewrite(memory_id, NewMemory(body=text, kind="observation"), [text], None)
+        assert store.curated_keyword_leg(match, Scope(None), 10) == {}
+        assert store.counts()["curated_chunks"] == store.counts()["curated_fts_rows"] == 0
+    finally:
+        store.close()

@@ -190,6 +190,22 @@ def _m009_curated_text_index(conn) -> None:
     )
 
 
+def _m010_curated_text_follows_kind(conn) -> None:
+    # A rewrite sets a memory's kind and keeps its unchanged chunks' rows: a memory that becomes an
+    # observation, or stops being one, moves its chunks out of curated text's index or into it.
+    conn.execute(
+        """
+        CREATE TRIGGER curated_fts_kind AFTER UPDATE OF kind ON memories
+            WHEN (OLD.kind = 'observation') IS NOT (NEW.kind = 'observation')
+            BEGIN
+                DELETE FROM curated_fts WHERE rowid IN (SELECT id FROM chunks WHERE memory_id = NEW.id);
+                INSERT INTO curated_fts (rowid, text)
+                    SELECT id, text FROM chunks WHERE memory_id = NEW.id AND NEW.kind != 'observation';
+            END
+        """
+    )
+
+
 MIGRATIONS = [
     (1, _m001_tables),
     (2, _m002_vector_changes),
@@ -200,9 +216,10 @@ MIGRATIONS = [
     (7, _m007_touched_paths),
     (8, _m008_rule_scopes),
     (9, _m009_curated_text_index),
+    (10, _m010_curated_text_follows_kind),
 ]
 # Migrations whose tables only writers use (indexing, reindex): a read-only store without them is
 # read as it is.
 # 7: a read-only store without touched paths finds changes by their text; 9: without the curated
 # text's own index, curated text is scored with the whole index's statistics.
-WRITERS_ONLY = {5, 7, 9}
+WRITERS_ONLY = {5, 7, 9, 10}
