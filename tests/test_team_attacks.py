@@ -85,15 +85,7 @@ def test_a_temporary_table_with_a_trigger_does_not_run_as_the_owner(granted):
             " ON CONFLICT DO NOTHING; RETURN NULL; END $$"
         )
         conn.execute("CREATE TRIGGER take AFTER INSERT ON pg_temp.chunk_terms EXECUTE FUNCTION pg_temp.take()")
-        memory_id = conn.execute(
-            "INSERT INTO memories (kind, body, created_at, updated_at, project, content_hash)"
-            " VALUES ('memory', 'mine', 0, 0, 'a', 'h') RETURNING id"
-        ).fetchone()[0]
-        conn.execute(
-            "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms)"
-            " VALUES (%s, 'a', 0, 'mine', 'h', ARRAY['mine'])",
-            (memory_id,),
-        )
+        save_note_of_her_own(conn, ["mine"])
     assert granted.execute("SELECT role, project FROM grants WHERE role = 'alice'") == [("alice", "a")]
     assert granted.execute("SELECT body FROM memories WHERE project = 'secret'", role="alice") == []
     # The real postings were written where they belong.
@@ -185,15 +177,7 @@ def test_a_temporary_table_does_not_run_as_the_owner_when_a_kind_changes(granted
     import psycopg
 
     with psycopg.connect(granted.dsn("alice"), autocommit=True) as conn:
-        memory_id = conn.execute(
-            "INSERT INTO memories (kind, body, created_at, updated_at, project, content_hash)"
-            " VALUES ('memory', 'mine', 0, 0, 'a', 'h') RETURNING id"
-        ).fetchone()[0]
-        conn.execute(
-            "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms)"
-            " VALUES (%s, 'a', 0, 'mine mine', 'h', ARRAY['mine', 'mine'])",
-            (memory_id,),
-        )
+        memory_id = save_note_of_her_own(conn, ["mine", "mine"])
         conn.execute(
             "CREATE FUNCTION pg_temp.take() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
             " INSERT INTO public.grants (role, project, curate) VALUES ('alice', 'secret', true)"
@@ -213,3 +197,16 @@ def test_a_temporary_table_does_not_run_as_the_owner_when_a_kind_changes(granted
         (0, 0, 1)
     ]
     assert granted.execute("SELECT DISTINCT curated FROM chunk_terms WHERE project = 'a'") == [(False,)]
+
+
+def save_note_of_her_own(conn, terms: list[str]) -> int:
+    """A note in project 'a' saved as the connection's role, one chunk of ``terms``; its id."""
+    memory_id = conn.execute(
+        "INSERT INTO memories (kind, body, created_at, updated_at, project, content_hash)"
+        " VALUES ('memory', 'mine', 0, 0, 'a', 'h') RETURNING id"
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO chunks (memory_id, project, seq, text, content_hash, terms) VALUES (%s, 'a', 0, %s, 'h', %s)",
+        (memory_id, " ".join(terms), terms),
+    )
+    return memory_id
