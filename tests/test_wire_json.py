@@ -89,3 +89,15 @@ def test_a_reader_waits_no_longer_than_its_sockets_timeout():
         wire.LineReader(ours).readline(100)
     ours.close()
     theirs.close()
+
+
+def test_where_cpythons_json_module_is_missing_the_json_package_writes_and_reads_alike():
+    fast_dumps, fast_loads = wire_json._fast()
+    package_dumps, package_loads = wire_json._json_package()
+    rng = random.Random(11)
+    for _ in range(200):
+        message = {"m": some_value(rng)}
+        for ascii in (False, True):
+            assert package_dumps(message, ascii=ascii) == fast_dumps(message, ascii=ascii)
+        line = fast_dumps(message, ascii=True).encode()
+        assert json.dumps(package_loads(line)) == json.dumps(fast_loads(line))
