@@ -65,7 +65,7 @@ HIT_KEYS = {
 }
 CHUNK_KEYS = {"title", "label", "line_start", "line_end", "snippet", "snippet_line", "matched", "ref"}
 SOURCE_KEYS = {"path", "line_start", "line_end", "commit", "origin", "filetype", "label"}
-EXPLAIN_KEYS = {"vector", "keyword", "bm25", "fused", "code_vector_weight", "factors", "product"}
+EXPLAIN_KEYS = {"vector", "keyword", "keyword_among", "bm25", "fused", "code_vector_weight", "factors", "product"}
 MEMORY_KEYS = {
     "id",
     "kind",

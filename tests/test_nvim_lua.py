@@ -76,6 +76,7 @@ def test_the_editor_lays_out_the_hosts_texts_raw_controls_never_reach_it(tmp_pat
     text = "\n".join(shown["lines"])
     assert "deploy\\u001b]52;c;aGVsbG8=\\u0007\\nforged line" in text
     assert "second\\u001b[2J line\\rback\tend\\u009bx" in text and "3d" in shown["lines"][0]
+    assert "bm25 4.2, scaled among curated text" in text
 
 
 def test_lua_code_shape_rule_matches_the_rankers(tmp_path):

@@ -277,8 +277,8 @@ def hostile_recall(now: float) -> dict:
         created_at=now - 3.2 * 86_400,
     )
     hit = Candidate(
-        1, memory, memory.body, vector=0.8, keyword=1.0, fused=0.9, score=0.99,
-        factors=(Factor("branch", 1.1, "main\nforged"),),
+        1, memory, memory.body, vector=0.8, keyword=1.0, bm25=4.2, keyword_among="curated text", fused=0.9,
+        score=0.99, factors=(Factor("branch", 1.1, "main\nforged"),),
     )  # fmt: skip
     result = RecallResult(
         "deploy", "v3", (hit,), ("vector", "keyword"), {"team": "no answer within 1 s"}, 12.4, 1, ("local",)
@@ -312,6 +312,7 @@ def test_what_the_editor_shows_of_a_hit_is_escaped_and_aged_here():
     assert shown["meta"] == "memory · #7 · main\\nforged · ops/run\\nbook.md\\u001b[31m · 3d"
     assert shown["body"] == ["deploy", "steps", "second\\u001b[2J line\\rback\tend\\u009bx"]
     assert shown["details"] == ["main\\nforged"]
+    assert shown["keyword_note"] == "scaled among curated text"
     texts = [v for v in shown.values() if isinstance(v, str)] + shown["body"] + shown["details"]
     assert not [t for t in texts if control.search(t)]
     memory = shown_memory(

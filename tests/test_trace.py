@@ -38,9 +38,8 @@ QUERIES = [
 ]
 KNOWN = {"identifier", "rare_token", "branch", "superseded", "recency", "tide"}
 # v3's own stages (ranking/coverage.py): a commit weighed on a question not about a change, and a
-# chunk holding every rare word lifted over those holding none; and the union's note that a keyword
-# score was scaled among its own kind (ranking/union.py, curated text's own statistics).
-KNOWN_V3 = KNOWN | {"kind", "rare_words", "heading", "keyword_scale"}
+# chunk holding every rare word lifted over those holding none.
+KNOWN_V3 = KNOWN | {"kind", "rare_words", "heading"}
 
 
 @pytest.fixture(scope="module")

@@ -241,11 +241,10 @@ def test_each_kind_s_keyword_score_is_scaled_to_its_own_best_on_a_question_not_a
     assert [c.memory.id for c in name[:2]] == [1, 3] and name[0].keyword == 1.0
     assert [c.memory.id for c in ranked("url_for", replace(PROFILES["v3"], curated_statistics=False))[:2]] == [3, 1]
     lines = explain_lines(hit_json(name[0], 1, NOW))
-    assert any(
-        line.startswith("x 1.000 keyword scale (the keyword score is scaled among curated text") for line in lines
-    )
+    assert "keyword 1.000 (scaled among curated text)" in lines[0], lines
+    assert not any("keyword scale" in line for line in lines), "it multiplies nothing: no multiplier line"
+    assert {c.memory.id: c.keyword_among for c in name}[2] == "observations"
     change = ranked("which commit fixed url_for")
-    assert all(
-        c.factor("keyword_scale") == 1.0 and not any(f.name == "keyword_scale" for f in c.factors) for c in change
-    )
+    assert all(c.keyword_among is None for c in change)
+    assert "scaled among" not in explain_lines(hit_json(change[0], 1, NOW))[0]
     assert {c.memory.id: c.keyword for c in change}[2] == 1.0 and {c.memory.id: c.keyword for c in change}[1] < 0.6

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from captain_memo.base.terminal import block, one_line
 from captain_memo.presentation.text import footer, hit_id, hit_title, hit_where, memory_meta, warning
-from captain_memo.presentation.words import age, store_mark, superseded_mark
+from captain_memo.presentation.words import age, keyword_scale, store_mark, superseded_mark
 
 
 def shown_recall(data: dict, now: float) -> dict:
@@ -36,6 +36,8 @@ def shown_hit(hit: dict, now: float) -> dict:
         "meta": " · ".join(part for part in meta if part),
         "superseded": superseded_mark(hit),
         "body": body_lines(hit.get("text") or "", hit_title(hit)),
+        # How the keyword score was scaled, when not with every other candidate's ("" then).
+        "keyword_note": keyword_scale(hit.get("explain") or {}).strip(" ()"),
         # The multipliers' details, in the order of explain.factors (a branch name, an identifier).
         "details": [one_line(str(f.get("detail") or "")) for f in (hit.get("explain") or {}).get("factors") or ()],
     }

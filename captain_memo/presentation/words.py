@@ -119,8 +119,17 @@ def code_weighting(trace: dict) -> str:
     return f" (source code: vector x{weight:.2f} + keyword x{1 - weight:.2f})"
 
 
+def keyword_scale(trace: dict) -> str:
+    """`` (scaled among curated text)`` when the keyword score was scaled within its own kind (v3
+    with curated text's own word statistics), "" when every candidate shared one scale."""
+    among = trace.get("keyword_among")
+    return f" (scaled among {among})" if among else ""
+
+
 # The trace fields the lines above show by name; any other the ranking adds is shown as it is.
-_SHOWN_FIELDS = frozenset({"vector", "keyword", "bm25", "fused", "code_vector_weight", "factors", "product"})
+_SHOWN_FIELDS = frozenset(
+    {"vector", "keyword", "keyword_among", "bm25", "fused", "code_vector_weight", "factors", "product"}
+)
 
 
 def _other_fields(trace: dict) -> str:
@@ -139,7 +148,7 @@ def explain_lines(hit: dict) -> list[str]:
     trace = hit["explain"]
     store = f"{hit['store']} store  " if hit.get("store") else ""
     lines = [
-        f"{store}vector {_num(trace.get('vector'))}  keyword {_num(trace.get('keyword'))}"
+        f"{store}vector {_num(trace.get('vector'))}  keyword {_num(trace.get('keyword'))}{keyword_scale(trace)}"
         f"  fused {_num(trace.get('fused'))}{code_weighting(trace)}{_other_fields(trace)}"
     ]
     factors = trace.get("factors") or []

@@ -29,6 +29,9 @@ class Candidate:
     keyword_rank: int | None = None
     # The vector leg's weight when the fusion weighed this chunk apart as source code (ranking/union.py).
     code_vector_weight: float | None = None
+    # The kind the keyword score was scaled among ("curated text", "observations") when curated text's
+    # bm25 has statistics of its own (ranking/union.py); None when every candidate shares one scale.
+    keyword_among: str | None = None
     fused: float = 0.0
     score: float = 0.0
     factors: tuple[Factor, ...] = ()

@@ -60,6 +60,7 @@ def hit_json(c: Candidate, rank: int, now: float) -> dict:
             "bm25": _num(c.bm25),
             "fused": _num(c.fused),
             "code_vector_weight": _num(c.code_vector_weight),
+            "keyword_among": c.keyword_among,
             "factors": [{"name": f.name, "value": _num(f.value), "detail": f.detail} for f in c.factors],
             "product": _num(c.fused * math.prod(f.value for f in c.factors)),
         },

@@ -48,11 +48,9 @@ BM25_HALF = 2.0
 # Below this the raw score says nothing, and the keyword leg's own judgement is whether the chunk
 # holds the query's terms at all: its score in the pool.
 BM25_FLOORED = 1e-3
-# The trace's words for a keyword score scaled among its own kind (``kinds_apart``), by observation.
-KIND_SCALES = {
-    False: "the keyword score is scaled among curated text, whose bm25 has statistics of its own",
-    True: "the keyword score is scaled among observations",
-}
+# What a keyword score was scaled among (``kinds_apart``), by observation or not: shown beside the
+# score in the trace, not as a multiplier (it multiplies nothing).
+KIND_SCALES = {False: "curated text", True: "observations"}
 
 
 def leg_weights(cfg: RankConfig, shape: QueryShape | None) -> tuple[float, float]:
@@ -96,7 +94,7 @@ def union_fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape |
     keyword_answered = any(c.bm25 is not None for c in candidates)
     out = _fused(candidates, cfg, shape, vec, kw, usual, keyword_answered)
     if kinds and keyword_answered:
-        out = [c.times("keyword_scale", 1.0, KIND_SCALES[c.memory.kind == "observation"]) for c in out]
+        out = [replace(c, keyword_among=KIND_SCALES[c.memory.kind == "observation"]) for c in out]
     return calibrated(out, cfg, shape, usual, keyword_answered) if cfg.calibrated_scores else out
 
 

@@ -170,7 +170,11 @@ function M.explanation(hit, profile)
   row("vector similarity", number(ex.vector) or "-", number(ex.vector) and "" or "not found by the vector leg", not ex.vector)
   -- Raw bm25 spans orders of magnitude (tiny in a small store): significant digits, not decimals.
   local bm25 = type(ex.bm25) == "number" and ("%.3g"):format(ex.bm25) or nil
-  row("keyword score", number(ex.keyword) or "-", bm25 and ("bm25 " .. bm25) or "not found by the keyword leg", not ex.keyword)
+  local keyword_note = bm25 and ("bm25 " .. bm25) or "not found by the keyword leg"
+  if bm25 and (shown(hit).keyword_note or "") ~= "" then
+    keyword_note = keyword_note .. ", " .. shown(hit).keyword_note
+  end
+  row("keyword score", number(ex.keyword) or "-", keyword_note, not ex.keyword)
   local weighed = ""
   if type(ex.code_vector_weight) == "number" then
     weighed = ("source code: vector ×%.2f + keyword ×%.2f, "):format(ex.code_vector_weight, 1 - ex.code_vector_weight)
