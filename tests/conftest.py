@@ -109,17 +109,15 @@ def hostile():
 @pytest.fixture
 def shared_tmp():
     """A folder the unprivileged user can reach (pytest's own tmp folders are private to root)."""
-    import shutil
     import tempfile
     from pathlib import Path
+
+    from readonly_support import remove_shared
 
     folder = Path(tempfile.mkdtemp(prefix="captain-memo-ro-"))
     folder.chmod(0o711)
     yield folder
-    for path in [folder, *folder.rglob("*")]:
-        if path.is_dir():
-            path.chmod(0o700)
-    shutil.rmtree(folder)
+    remove_shared(folder)
 
 
 @pytest.fixture

@@ -63,3 +63,18 @@ def reader_home(folder: Path) -> Path:
 def reader_python() -> Path:
     """The Python the reading user starts: this one (the same user, so its environment is reachable)."""
     return Path(sys.executable)
+
+
+def remove_shared(folder: Path) -> None:
+    """Remove a shared folder whose children may still be tidying it: a Neovim host or a service that
+    was told to stop removes its socket's lock file as it exits, which raced the removal (a file
+    listed, then gone before its turn). What is already gone is what was wanted; anything else fails."""
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o700)
+
+    def gone_already(function, path, exc_info) -> None:
+        if not issubclass(exc_info[0], FileNotFoundError):
+            raise exc_info[1]
+
+    shutil.rmtree(folder, onerror=gone_already)
