@@ -37,7 +37,7 @@ def shown_hit(hit: dict, now: float) -> dict:
         "superseded": superseded_mark(hit),
         "body": body_lines(hit.get("text") or "", hit_title(hit)),
         # How the keyword score was scaled, when not with every other candidate's ("" then).
-        "keyword_note": keyword_scale(hit.get("explain") or {}).strip(" ()"),
+        "keyword_note": keyword_scale(hit.get("explain") or {}),
         # The multipliers' details, in the order of explain.factors (a branch name, an identifier).
         "details": [one_line(str(f.get("detail") or "")) for f in (hit.get("explain") or {}).get("factors") or ()],
     }

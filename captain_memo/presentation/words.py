@@ -120,10 +120,10 @@ def code_weighting(trace: dict) -> str:
 
 
 def keyword_scale(trace: dict) -> str:
-    """`` (scaled among curated text)`` when the keyword score was scaled within its own kind (v3
-    with curated text's own word statistics), "" when every candidate shared one scale."""
+    """``scaled among curated text`` when the keyword score was scaled within its own kind (v3 with
+    curated text's own word statistics), "" when every candidate shared one scale."""
     among = trace.get("keyword_among")
-    return f" (scaled among {among})" if among else ""
+    return f"scaled among {among}" if among else ""
 
 
 # The trace fields the lines above show by name; any other the ranking adds is shown as it is.
@@ -147,8 +147,9 @@ def explain_lines(hit: dict) -> list[str]:
     name: a new factor shows with its own name) and the product, which is the score."""
     trace = hit["explain"]
     store = f"{hit['store']} store  " if hit.get("store") else ""
+    scale = keyword_scale(trace)
     lines = [
-        f"{store}vector {_num(trace.get('vector'))}  keyword {_num(trace.get('keyword'))}{keyword_scale(trace)}"
+        f"{store}vector {_num(trace.get('vector'))}  keyword {_num(trace.get('keyword'))}{f' ({scale})' if scale else ''}"
         f"  fused {_num(trace.get('fused'))}{code_weighting(trace)}{_other_fields(trace)}"
     ]
     factors = trace.get("factors") or []

@@ -86,10 +86,9 @@ def union_fuse(candidates: list[Candidate], cfg: RankConfig, shape: QueryShape |
     vec = min_max({c.key: c.vector for c in candidates if c.vector is not None})
     bm25 = {c.key: (c.bm25 or 0.0) for c in candidates}
     # No candidate holds a query word: no keyword evidence, not "all tied for best".
-    kw = keyword_scaled(bm25)
     kinds = kinds_apart(candidates, cfg, shape)
-    if kinds:
-        kw = {key: score for part in kinds.values() for key, score in keyword_scaled(part).items()}
+    parts = kinds.values() if kinds else [bm25]
+    kw = {key: score for part in parts for key, score in keyword_scaled(part).items()}
     usual = leg_weights(cfg, shape)
     keyword_answered = any(c.bm25 is not None for c in candidates)
     out = _fused(candidates, cfg, shape, vec, kw, usual, keyword_answered)
