@@ -101,3 +101,14 @@ def test_where_cpythons_json_module_is_missing_the_json_package_writes_and_reads
             assert package_dumps(message, ascii=ascii) == fast_dumps(message, ascii=ascii)
         line = fast_dumps(message, ascii=True).encode()
         assert json.dumps(package_loads(line)) == json.dumps(fast_loads(line))
+
+
+def test_a_line_nested_too_deeply_is_refused_as_not_json():
+    """A client's line of 200,000 "[" reached the service's connection thread as a RecursionError,
+    which no handler caught (a traceback in its log); it is a message that is not JSON."""
+    ours, theirs = socket.socketpair()
+    theirs.sendall(b"[" * 200_000 + b"\n")
+    with pytest.raises(wire.WireError, match="nested too deeply"):
+        wire.receive(wire.LineReader(ours))
+    ours.close()
+    theirs.close()

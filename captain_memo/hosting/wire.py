@@ -47,6 +47,8 @@ def receive(reader) -> dict | None:
         message = wire_json.loads(line)
     except ValueError as exc:
         raise WireError(f"not JSON ({exc})") from None
+    except RecursionError:  # "[[[[..." a line long: the scanner's stack, not a value
+        raise WireError("not JSON (nested too deeply)") from None
     if not isinstance(message, dict):
         raise WireError("not a JSON object")
     return message
